@@ -1,0 +1,3 @@
+from varcheck.cli import main
+
+main()

@@ -1,0 +1,383 @@
+"""The public entry points: :func:`sweep` over d_k values (and, built on it, the claim checks)."""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ._version import __version__
+from .claims import Claim, claim_context, parse_claim
+from .distributions import Distribution, parse_distribution
+from .errors import VarcheckError
+from .estimation import ConfidenceInterval, VarianceEstimate, estimate_variance
+from .ranges import MAX_DK, parse_dk
+from .theory import DotProductTheory, dot_product_theory
+from .verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, GrowthFit, fit_growth, holm_adjust
+
+__all__ = ["SweepRow", "SweepResult", "sweep", "resolve_seed", "check_sampling_options"]
+
+ProgressCallback = Callable[[int, int, float], None]
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One d_k of a sweep.
+
+    Attributes
+    ----------
+    dk : int
+    theory : DotProductTheory
+        Exact moments of q·k for this d_k.
+    claim_value : float or None
+        The claimed Var(q·k) (``None`` when the claim cannot be evaluated, e.g. ``theory`` with
+        an infinite variance).
+    estimate : VarianceEstimate or None
+        ``None`` when Var(q·k) is infinite (nothing to estimate).
+    p_value : float
+        Two-sided p-value of the claim (``nan`` without a valid interval).
+    p_adjusted : float
+        Holm-adjusted p-value over the sweep's rows.
+    verdict : str
+        ``consistent``, ``rejected``, ``unreliable`` (E[(q·k)^4] is infinite: the interval is not
+        valid) or ``infinite`` (Var(q·k) is infinite).
+    """
+
+    dk: int
+    theory: DotProductTheory
+    claim_value: float | None
+    estimate: VarianceEstimate | None
+    p_value: float
+    p_adjusted: float
+    verdict: str
+
+    @property
+    def scaled_var(self) -> float:
+        """Estimate of Var(q·k / sqrt(d_k))."""
+        return math.nan if self.estimate is None else self.estimate.var / self.dk
+
+    @property
+    def scaled_confidence_interval(self) -> ConfidenceInterval:
+        if self.estimate is None:
+            return ConfidenceInterval(math.nan, math.nan)
+        return self.estimate.scaled(1.0 / self.dk)[1]
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """The result of :func:`sweep`.
+
+    Attributes
+    ----------
+    rows : tuple of SweepRow
+    fit : GrowthFit or None
+        Slope of log Var against log d_k (``None`` with fewer than two usable rows).
+    q_dist, k_dist : Distribution
+    rho : float
+    claim : str
+        ``theory``, ``dk`` or the claim expression.
+    confidence : float
+    seed : int
+        The seed used (drawn and reported when none was given).
+    precision : float or None
+    samples : int or None
+    max_seconds : float or None
+    interrupted : bool
+        True when the run was stopped early (Ctrl-C); ``rows`` holds the rows finished.
+    version : str
+        The varcheck version that produced the result.
+    """
+
+    rows: tuple[SweepRow, ...]
+    fit: GrowthFit | None
+    q_dist: Distribution
+    k_dist: Distribution
+    rho: float
+    claim: str
+    confidence: float
+    seed: int
+    precision: float | None
+    samples: int | None
+    max_seconds: float | None
+    interrupted: bool = False
+    version: str = __version__
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.confidence
+
+    @property
+    def exit_code(self) -> int:
+        """0 all consistent, 1 a row rejected, 4 a row without a valid test, 130 interrupted."""
+        if self.interrupted:
+            return 130
+        verdicts = {r.verdict for r in self.rows}
+        if REJECTED in verdicts:
+            return 1
+        if verdicts & {UNRELIABLE, INFINITE}:
+            return 4
+        return 0
+
+
+def resolve_seed(seed: int | None) -> int:
+    """The seed to use: the one given, or a fresh one drawn from the OS (to be reported)."""
+    if seed is None:
+        return secrets.randbelow(2**32)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise VarcheckError(f"seed must be a whole number >= 0, got {seed!r}")
+    return seed
+
+
+def check_sampling_options(
+    confidence: float,
+    precision: float | None,
+    samples: int | float | None,
+    max_seconds: float | None,
+) -> tuple[float, float | None, int | None, float | None]:
+    """Validate the sampling options shared by every command; returns the cleaned values."""
+    if not (isinstance(confidence, int | float) and 0.0 < confidence < 1.0):
+        raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
+    if samples is not None:
+        if isinstance(samples, float):
+            if not (math.isfinite(samples) and samples.is_integer()):
+                raise VarcheckError(f"samples must be a whole number >= 100, got {samples!r}")
+            samples = int(samples)
+        if not isinstance(samples, int) or isinstance(samples, bool) or samples < 100:
+            raise VarcheckError(f"samples must be a whole number >= 100, got {samples!r}")
+        precision = None
+    elif precision is None or not (
+        isinstance(precision, int | float) and math.isfinite(precision) and 0.0 < precision < 1.0
+    ):
+        raise VarcheckError(f"precision must be in (0, 1), got {precision!r}")
+    if max_seconds is not None and not (
+        isinstance(max_seconds, int | float) and math.isfinite(max_seconds) and max_seconds > 0
+    ):
+        raise VarcheckError(f"max_seconds must be > 0, got {max_seconds!r}")
+    return float(confidence), precision, samples, max_seconds
+
+
+def _resolve_dists(
+    dist: str | Distribution | None,
+    q_dist: str | Distribution | None,
+    k_dist: str | Distribution | None,
+) -> tuple[Distribution, Distribution]:
+    base = parse_distribution(dist) if dist is not None else parse_distribution("normal")
+    q = parse_distribution(q_dist) if q_dist is not None else base
+    k = parse_distribution(k_dist) if k_dist is not None else base
+    return q, k
+
+
+def _resolve_dks(dk: int | str | Iterable[int]) -> list[int]:
+    if isinstance(dk, str):
+        return parse_dk(dk)
+    values = [dk] if isinstance(dk, int) else list(dk)
+    if not values:
+        raise VarcheckError("dk must name at least one value")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_DK:
+            raise VarcheckError(f"dk must be whole numbers in 1..{MAX_DK}, got {v!r}")
+    if len(set(values)) != len(values):
+        raise VarcheckError(f"dk lists a value twice: {values!r}")
+    return values
+
+
+def _check_rho(rho: float, q: Distribution, k: Distribution) -> float:
+    if isinstance(rho, bool) or not isinstance(rho, int | float) or not -1.0 <= rho <= 1.0:
+        raise VarcheckError(f"rho must be in [-1, 1], got {rho!r}")
+    if rho != 0.0 and not (q.is_normal and k.is_normal):
+        raise VarcheckError(
+            f"rho={rho!r} needs normal entries for q and k (got q ~ {q.spec}, k ~ {k.spec})"
+        )
+    return float(rho)
+
+
+def claimed_value(
+    claim: Claim,
+    theory: DotProductTheory,
+    q: Distribution,
+    k: Distribution,
+    *,
+    scaled: bool = False,
+) -> float | None:
+    """Evaluate a claim for one setting; ``None`` when it has no finite value there."""
+    if not theory.var_finite:
+        return None
+    exact = theory.scaled_var if scaled else theory.var
+    ctx = claim_context(theory.dk, theory.rho, exact, q, k)
+    return claim.evaluate(ctx)
+
+
+def estimate_row(
+    q: Distribution,
+    k: Distribution,
+    theory: DotProductTheory,
+    *,
+    seed: int,
+    stream: tuple[int, ...],
+    confidence: float,
+    precision: float | None,
+    samples: int | None,
+    max_seconds: float | None,
+    progress: Callable[[float], None] | None = None,
+) -> VarianceEstimate | None:
+    """Estimate one setting; ``None`` when Var(q·k) is infinite (nothing to estimate)."""
+    if not theory.var_finite:
+        return None
+    return estimate_variance(
+        q,
+        k,
+        theory,
+        seed=seed,
+        stream=stream,
+        confidence=confidence,
+        precision=precision,
+        samples=samples,
+        max_seconds=max_seconds,
+        progress=progress,
+    )
+
+
+def sweep(
+    dk: int | str | Iterable[int] = "2..512",
+    *,
+    dist: str | Distribution | None = None,
+    q_dist: str | Distribution | None = None,
+    k_dist: str | Distribution | None = None,
+    rho: float = 0.0,
+    claim: str = "theory",
+    confidence: float = 0.95,
+    precision: float | None = 0.01,
+    samples: int | None = None,
+    max_seconds: float | None = None,
+    seed: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> SweepResult:
+    """Check Var(q·k) against a claim for several d_k, with family-wise error control.
+
+    Parameters
+    ----------
+    dk : int, str or iterable of int
+        Values of d_k, or a spec such as ``"2..512"`` (see :func:`varcheck.parse_dk`).
+    dist : str or Distribution, optional
+        Entry distribution for both q and k (default ``normal``).
+    q_dist, k_dist : str or Distribution, optional
+        Override ``dist`` for q or k.
+    rho : float
+        Correlation of q_i with k_i (normal entries).
+    claim : str
+        ``"theory"`` (the exact formula for these distributions), ``"dk"`` (the textbook
+        Var = d_k) or any claim expression (see :func:`varcheck.parse_claim`).
+    confidence : float
+        Level of each row's interval; verdicts control the family-wise error at
+        ``1 - confidence`` over all rows (Holm).
+    precision : float
+        Target relative half-width of each interval (ignored with ``samples``).
+    samples : int, optional
+        Fixed number of q·k products per row instead of a target precision.
+    max_seconds : float, optional
+        Wall-time cap per row.
+    seed : int, optional
+        Root seed; drawn and reported when not given.
+    progress : callable, optional
+        ``progress(row_index, n_rows, fraction_of_row_done)``.
+
+    Returns
+    -------
+    SweepResult
+
+    Examples
+    --------
+    >>> res = sweep("2..8", seed=1, precision=0.05)
+    >>> [r.dk for r in res.rows], [r.verdict for r in res.rows]
+    ([2, 4, 8], ['consistent', 'consistent', 'consistent'])
+    >>> res.exit_code
+    0
+    """
+    dks = _resolve_dks(dk)
+    q, k = _resolve_dists(dist, q_dist, k_dist)
+    rho = _check_rho(rho, q, k)
+    claim_obj = parse_claim(claim)
+    confidence, precision, samples, max_seconds = check_sampling_options(
+        confidence, precision, samples, max_seconds
+    )
+    seed = resolve_seed(seed)
+
+    theories = [dot_product_theory(d, q, k, rho) for d in dks]
+    claims = [claimed_value(claim_obj, th, q, k) for th in theories]
+    estimates: list[VarianceEstimate | None] = []
+    interrupted = False
+    try:
+        for i, th in enumerate(theories):
+            cb = None if progress is None else (lambda f, i=i: progress(i, len(dks), f))
+            estimates.append(
+                estimate_row(
+                    q,
+                    k,
+                    th,
+                    seed=seed,
+                    stream=(th.dk,),
+                    confidence=confidence,
+                    precision=precision,
+                    samples=samples,
+                    max_seconds=max_seconds,
+                    progress=cb,
+                )
+            )
+    except KeyboardInterrupt:
+        interrupted = True
+    rows = _judge(theories[: len(estimates)], claims, estimates, confidence)
+    fit = fit_growth(
+        [r.dk for r in rows if r.verdict in (CONSISTENT, REJECTED)],
+        [r.estimate.var for r in rows if r.verdict in (CONSISTENT, REJECTED)],
+        [r.estimate.se for r in rows if r.verdict in (CONSISTENT, REJECTED)],
+        confidence=confidence,
+    )
+    return SweepResult(
+        rows=tuple(rows),
+        fit=fit,
+        q_dist=q,
+        k_dist=k,
+        rho=rho,
+        claim=claim_obj.text,
+        confidence=confidence,
+        seed=seed,
+        precision=precision,
+        samples=samples,
+        max_seconds=max_seconds,
+        interrupted=interrupted,
+    )
+
+
+def _judge(
+    theories: list[DotProductTheory],
+    claims: list[float | None],
+    estimates: list[VarianceEstimate | None],
+    confidence: float,
+) -> list[SweepRow]:
+    p_values = []
+    for th, c, est in zip(theories, claims, estimates, strict=False):
+        ok = est is not None and th.estimable and c is not None
+        p_values.append(est.p_value(c) if ok else math.nan)  # type: ignore[union-attr, arg-type]
+    adjusted = holm_adjust(p_values)
+    alpha = 1.0 - confidence
+    rows = []
+    for th, c, est, p, padj in zip(theories, claims, estimates, p_values, adjusted, strict=False):
+        if est is None:
+            verdict = INFINITE
+        elif not th.estimable:
+            verdict = UNRELIABLE
+        else:
+            verdict = REJECTED if padj < alpha else CONSISTENT
+        rows.append(
+            SweepRow(
+                dk=th.dk,
+                theory=th,
+                claim_value=c,
+                estimate=est,
+                p_value=p,
+                p_adjusted=padj,
+                verdict=verdict,
+            )
+        )
+    return rows

@@ -1,0 +1,188 @@
+"""Claims: the value a variance is asserted to have, as a safely parsed arithmetic expression.
+
+A claim is a number or an expression in ``dk``, ``rho``, ``theory`` (the exact value varcheck
+computes for the same setting) and the entry moments ``mean_q, var_q, sd_q, mu4_q, kurt_q``
+(and the same with ``_k``), with ``+ - * / **``, parentheses and the functions
+``sqrt, exp, log, abs, min, max``. Nothing is passed to ``eval``: the expression's syntax tree
+is walked and anything else is refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from .errors import VarcheckError
+
+__all__ = ["Claim", "parse_claim", "CLAIM_NAMES"]
+
+CLAIM_NAMES: tuple[str, ...] = (
+    "dk",
+    "rho",
+    "theory",
+    "mean_q",
+    "var_q",
+    "sd_q",
+    "mu4_q",
+    "kurt_q",
+    "mean_k",
+    "var_k",
+    "sd_k",
+    "mu4_k",
+    "kurt_k",
+)
+_FUNCS: dict[str, Callable[..., float]] = {
+    "sqrt": math.sqrt,
+    "exp": math.exp,
+    "log": math.log,
+    "abs": abs,
+    "min": min,
+    "max": max,
+}
+_BINOPS: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+}
+_UNARY: dict[type, Callable[[float], float]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+_ACCEPTED = (
+    "a number or an expression in "
+    + ", ".join(CLAIM_NAMES)
+    + " with + - * / ** and sqrt, exp, log, abs, min, max"
+)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A parsed claim.
+
+    Attributes
+    ----------
+    text : str
+        The expression as written.
+    names : frozenset of str
+        The variables it uses.
+    """
+
+    text: str
+    names: frozenset[str]
+    _tree: ast.Expression
+
+    def evaluate(self, context: Mapping[str, float]) -> float:
+        """The claimed value in ``context`` (a mapping with every name in :data:`CLAIM_NAMES`).
+
+        Raises
+        ------
+        VarcheckError
+            The expression has no finite value there (division by zero, overflow, log of a
+            negative number, an infinite moment).
+        """
+        try:
+            value = float(_eval(self._tree.body, context))
+        except (ArithmeticError, ValueError, TypeError) as exc:
+            raise VarcheckError(f"claim {self.text!r} cannot be evaluated: {exc}") from None
+        if not math.isfinite(value):
+            raise VarcheckError(f"claim {self.text!r} evaluates to {value}, not a finite number")
+        return value
+
+    @property
+    def is_theory(self) -> bool:
+        return self.text.strip() == "theory"
+
+
+def _eval(node: ast.AST, ctx: Mapping[str, float]) -> float:
+    if isinstance(node, ast.Constant):
+        return node.value  # type: ignore[return-value]
+    if isinstance(node, ast.Name):
+        return ctx[node.id]
+    if isinstance(node, ast.BinOp):
+        left, right = _eval(node.left, ctx), _eval(node.right, ctx)
+        if isinstance(node.op, ast.Pow) and abs(right) > 64:
+            raise ValueError(f"exponent {right} is out of range (|exponent| <= 64)")
+        return _BINOPS[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp):
+        return _UNARY[type(node.op)](_eval(node.operand, ctx))
+    if isinstance(node, ast.Call):
+        return _FUNCS[node.func.id](*(_eval(a, ctx) for a in node.args))  # type: ignore[union-attr]
+    raise TypeError(f"unsupported expression {ast.dump(node)}")
+
+
+def _check(node: ast.AST, text: str, names: set[str]) -> None:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, int | float):
+            raise VarcheckError(f"claim {text!r}: {node.value!r} is not a number; {_ACCEPTED}")
+        return
+    if isinstance(node, ast.Name):
+        if node.id not in CLAIM_NAMES:
+            raise VarcheckError(f"claim {text!r}: unknown name {node.id!r}; {_ACCEPTED}")
+        names.add(node.id)
+        return
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        _check(node.left, text, names)
+        _check(node.right, text, names)
+        return
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        _check(node.operand, text, names)
+        return
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _FUNCS
+        and not node.keywords
+        and node.args
+    ):
+        if node.func.id not in ("min", "max") and len(node.args) != 1:
+            raise VarcheckError(f"claim {text!r}: {node.func.id}() takes one argument")
+        for arg in node.args:
+            _check(arg, text, names)
+        return
+    what = type(node).__name__
+    raise VarcheckError(f"claim {text!r}: {what} is not allowed; {_ACCEPTED}")
+
+
+def parse_claim(text: str | float | int) -> Claim:
+    """Parse a claim such as ``"dk"``, ``"dk*(1+rho**2)"``, ``"1"`` or ``"theory"``.
+
+    Raises
+    ------
+    VarcheckError
+        Syntax errors, unknown names, and anything that is not plain arithmetic.
+
+    Examples
+    --------
+    >>> c = parse_claim("dk*(1+rho**2)")
+    >>> c.evaluate({"dk": 8, "rho": 0.5})
+    10.0
+    """
+    if isinstance(text, bool):
+        raise VarcheckError(f"claim must be a number or an expression, got {text!r}")
+    if isinstance(text, int | float):
+        text = repr(float(text))
+    if not isinstance(text, str) or not text.strip():
+        raise VarcheckError(f"claim must be a non-empty expression; {_ACCEPTED}")
+    if len(text) > 500:
+        raise VarcheckError("claim is longer than 500 characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        raise VarcheckError(f"claim {text!r} is not a valid expression; {_ACCEPTED}") from None
+    names: set[str] = set()
+    _check(tree.body, text, names)
+    return Claim(text=text.strip(), names=frozenset(names), _tree=tree)
+
+
+def claim_context(dk: int, rho: float, theory: float, q, k) -> dict[str, float]:  # noqa: ANN001
+    """The variables a claim may use, for one setting (q, k are Distributions)."""
+    ctx = {"dk": float(dk), "rho": float(rho), "theory": float(theory)}
+    for suffix, dist in (("q", q), ("k", k)):
+        ctx[f"mean_{suffix}"] = dist.mean
+        ctx[f"var_{suffix}"] = dist.var
+        ctx[f"sd_{suffix}"] = dist.sd
+        ctx[f"mu4_{suffix}"] = dist.mu4
+        ctx[f"kurt_{suffix}"] = dist.kurtosis
+    return ctx

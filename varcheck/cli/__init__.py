@@ -1,0 +1,115 @@
+"""The ``varcheck`` command line: a thin layer over the Python API."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+
+import click
+
+from .._version import __version__
+from ..errors import VarcheckError
+from ._common import EXIT_CODES_HELP
+
+__all__ = ["cli", "main"]
+
+#: command name -> module in this package defining a click command named ``command``.
+#: Modules are imported only when their command runs (start-up stays light).
+COMMANDS: dict[str, str] = {
+    "sweep": "sweep",
+    "assert": "assert_",
+    "check": "check",
+    "explain": "explain",
+    "softmax": "softmax",
+    "derive": "derive",
+    "project": "project",
+    "beta": "beta",
+    "train": "train",
+    "audit": "audit",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands live in their own modules and are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if _module_exists(COMMANDS[name])]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMANDS.get(cmd_name)
+        if module is None or not _module_exists(module):
+            return None
+        return importlib.import_module(f"{__name__}.{module}").command
+
+
+def _module_exists(module: str) -> bool:
+    return importlib.util.find_spec(f"{__name__}.{module}") is not None
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="""\b
+Examples:
+  varcheck sweep --dk 2..512                 # the main job
+  varcheck sweep --dk 2..512 --format json   # for machines
+  varcheck sweep --help                      # every option of a command
+
+"""
+    + EXIT_CODES_HELP,
+)
+@click.version_option(__version__, prog_name="varcheck")
+@click.option("--debug", is_flag=True, help="Show a traceback on errors (for bug reports).")
+def cli(debug: bool) -> None:
+    """varcheck: Monte-Carlo verification of Var(q·k) = d_k and its generalisations.
+
+    If q and k have d_k independent zero-mean unit-variance entries, Var(q·k) = d_k, so
+    q·k/√d_k has unit variance. varcheck checks that claim, and the exact formula for other
+    distributions, with confidence intervals that account for the dependence between products
+    of one matrix.
+    """
+
+
+def _error(prefix: str, message: str) -> None:
+    line = " ".join(message.split())
+    click.echo(f"{prefix}: error: {line}", err=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the CLI and map every outcome to a documented exit code."""
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args
+    try:
+        code = cli.main(args=args, prog_name="varcheck", standalone_mode=False)
+    except click.UsageError as exc:
+        prefix = exc.ctx.command_path if exc.ctx is not None else "varcheck"
+        _error(prefix, exc.format_message())
+        code = 2
+    except click.ClickException as exc:
+        _error("varcheck", exc.format_message())
+        code = exc.exit_code
+    except VarcheckError as exc:
+        if debug:
+            raise
+        _error("varcheck", str(exc))
+        code = 2
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("varcheck: interrupted", err=True)
+        code = 130
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`): exit quietly, without a second error on flush
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = 0
+    except Exception as exc:  # noqa: BLE001 - last line of defence: one line, never a traceback
+        if debug:
+            raise
+        _error(
+            "varcheck",
+            f"internal error: {type(exc).__name__}: {exc} (rerun with --debug "
+            "for a traceback and please report it)",
+        )
+        code = 70
+    sys.exit(0 if code is None else int(code))

@@ -1,0 +1,448 @@
+"""Entry distributions: what to draw for the entries of q and k, and their exact moments.
+
+A distribution is written as a spec ``NAME[:key=value,...]``:
+
+- ``normal``, ``uniform``, ``rademacher``, ``laplace``: standardised (mean 0, sd 1) unless
+  ``mean=`` / ``sd=`` are given;
+- ``t:df=D``: Student's t, standardised to sd 1 when ``df > 2``; for ``df <= 2`` the variance is
+  infinite, the raw t is used and ``sd=`` is refused;
+- ``scipy.NAME:shape=...``: any continuous ``scipy.stats`` distribution with its own shape
+  parameters (and ``loc``/``scale``); it keeps its own mean and sd unless ``mean=``/``sd=`` are
+  given, which apply an affine map.
+
+Moments that do not exist are kept as ``inf`` (the integral diverges, as for the variance of a
+Cauchy variable) rather than turned into numbers.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import VarcheckError
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+__all__ = ["Distribution", "parse_distribution", "NAMED_FAMILIES"]
+
+_SQRT3 = math.sqrt(3.0)
+
+# name -> (accepted family parameters, one-line description)
+NAMED_FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
+    "normal": ((), "Gaussian"),
+    "uniform": ((), "uniform on a symmetric interval"),
+    "rademacher": ((), "+-1 with equal probability"),
+    "laplace": ((), "double exponential"),
+    "t": (("df",), "Student's t with df degrees of freedom"),
+}
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One entry distribution with exact moments.
+
+    Attributes
+    ----------
+    spec : str
+        The canonical spec, e.g. ``"t:df=5"`` or ``"normal:mean=0.5,sd=2"``.
+    family : str
+        ``normal``, ``uniform``, ``rademacher``, ``laplace``, ``t`` or ``scipy.NAME``.
+    mean : float
+        E[X]; ``nan`` when undefined (no finite first moment).
+    var : float
+        Var X; ``inf`` when E[X^2] is infinite.
+    mu3 : float
+        Third central moment; ``inf`` when E|X|^3 is infinite.
+    mu4 : float
+        Fourth central moment; ``inf`` when E[X^4] is infinite.
+    """
+
+    spec: str
+    family: str
+    mean: float
+    var: float
+    mu3: float
+    mu4: float
+    params: tuple[tuple[str, float], ...] = ()
+    # X = loc + scale * base, where base is the family's reference variable
+    loc: float = field(default=0.0, repr=False)
+    scale: float = field(default=1.0, repr=False)
+
+    @property
+    def sd(self) -> float:
+        """Standard deviation (``inf`` when the variance is infinite)."""
+        return math.sqrt(self.var)
+
+    @property
+    def kurtosis(self) -> float:
+        """Kurtosis mu4 / var^2 (3 for a normal); ``inf`` when mu4 is infinite."""
+        if not math.isfinite(self.mu4):
+            return math.inf
+        return self.mu4 / self.var**2
+
+    @property
+    def is_normal(self) -> bool:
+        return self.family == "normal"
+
+    def raw_moment(self, order: int) -> float:
+        """E[X^order] for order 1..4 from the central moments (``inf`` if it does not exist)."""
+        m, v, m3, m4 = self.mean, self.var, self.mu3, self.mu4
+        if order == 1:
+            return m
+        if order == 2:
+            return v + m * m
+        if order == 3:
+            return m3 + 3 * m * v + m**3
+        if order == 4:
+            return m4 + 4 * m * m3 + 6 * m * m * v + m**4
+        raise ValueError(f"order must be 1..4, got {order}")
+
+    def sample(
+        self, rng: np.random.Generator, shape: tuple[int, ...], dtype: DTypeLike = np.float64
+    ) -> np.ndarray:
+        """Draw i.i.d. entries of the given shape."""
+        base = self._base(rng, shape, dtype)
+        if self.scale != 1.0:
+            base *= self.scale
+        if self.loc != 0.0:
+            base += self.loc
+        return base
+
+    def standard_normal_parts(self) -> tuple[float, float]:
+        """(loc, scale) with X = loc + scale * Z, Z standard normal (normal family only)."""
+        if not self.is_normal:
+            raise VarcheckError(f"{self.spec} is not a normal distribution")
+        return self.loc, self.scale
+
+    def _base(
+        self, rng: np.random.Generator, shape: tuple[int, ...], dtype: DTypeLike
+    ) -> np.ndarray:
+        fam = self.family
+        dt = np.dtype(dtype)
+        if fam == "normal":
+            return rng.standard_normal(shape, dtype=dt)
+        if fam == "uniform":
+            out = rng.random(shape, dtype=dt)
+            out *= 2 * _SQRT3
+            out -= _SQRT3
+            return out
+        if fam == "rademacher":
+            bits = rng.integers(0, 2, size=shape, dtype=np.int8)
+            out = bits.astype(dt)
+            out *= 2
+            out -= 1
+            return out
+        if fam == "laplace":
+            return rng.laplace(0.0, 1.0 / math.sqrt(2.0), size=shape).astype(dt, copy=False)
+        if fam == "t":
+            df = dict(self.params)["df"]
+            return rng.standard_t(df, size=shape).astype(dt, copy=False)
+        frozen = _scipy_frozen(fam[len("scipy.") :], self.params)
+        return np.asarray(frozen.rvs(size=shape, random_state=rng), dtype=dt)
+
+
+def _scipy_frozen(name: str, params: tuple[tuple[str, float], ...]) -> Any:
+    import scipy.stats
+
+    kwargs = {k: v for k, v in params if k not in ("mean", "sd")}
+    return getattr(scipy.stats, name)(**kwargs)
+
+
+def _fmt(value: float) -> str:
+    return repr(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(value)
+
+
+def _parse_params(spec: str, body: str) -> dict[str, float]:
+    params: dict[str, float] = {}
+    if not body:
+        raise VarcheckError(f"distribution {spec!r}: nothing after ':'; expected key=value pairs")
+    for item in body.split(","):
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise VarcheckError(
+                f"distribution {spec!r}: {item!r} is not key=value (e.g. normal:mean=0.5,sd=2)"
+            )
+        if key in params:
+            raise VarcheckError(f"distribution {spec!r}: parameter {key!r} given twice")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise VarcheckError(f"distribution {spec!r}: {key}={raw!r} is not a number") from None
+        if not math.isfinite(value):
+            raise VarcheckError(f"distribution {spec!r}: {key}={raw} must be a finite number")
+        params[key] = value
+    return params
+
+
+def _unknown_name(name: str) -> VarcheckError:
+    choices = list(NAMED_FAMILIES)
+    close = difflib.get_close_matches(name, choices, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return VarcheckError(
+        f"unknown distribution {name!r}{hint} Accepted: {', '.join(choices)}, "
+        "or scipy.NAME for a continuous scipy.stats distribution (e.g. scipy.gamma:a=2)"
+    )
+
+
+def parse_distribution(spec: str | Distribution) -> Distribution:
+    """Parse a spec ``NAME[:key=value,...]`` into a :class:`Distribution`.
+
+    Parameters
+    ----------
+    spec : str or Distribution
+        E.g. ``"normal"``, ``"t:df=5"``, ``"normal:mean=0.5,sd=2"``, ``"scipy.gamma:a=2"``.
+
+    Returns
+    -------
+    Distribution
+
+    Raises
+    ------
+    VarcheckError
+        Unknown name (with the nearest valid one suggested), unknown or repeated parameter,
+        non-numeric or non-finite value, ``sd <= 0``, ``df <= 0``, or a ``sd=`` for a
+        distribution whose variance is infinite.
+
+    Examples
+    --------
+    >>> d = parse_distribution("t:df=6")
+    >>> round(d.var, 12), round(d.kurtosis, 12)
+    (1.0, 6.0)
+    >>> parse_distribution("normal:mean=0.5").mean
+    0.5
+    """
+    if isinstance(spec, Distribution):
+        return spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise VarcheckError(
+            f"distribution spec must be a non-empty string like 'normal', got {spec!r}"
+        )
+    text = spec.strip()
+    name, sep, body = text.partition(":")
+    name = name.strip()
+    params = _parse_params(text, body) if sep else {}
+    if name.startswith("scipy."):
+        return _make_scipy(text, name, params)
+    if name not in NAMED_FAMILIES:
+        raise _unknown_name(name)
+    return _make_named(text, name, params)
+
+
+def _check_affine(spec: str, params: dict[str, float]) -> tuple[float | None, float | None]:
+    mean = params.get("mean")
+    sd = params.get("sd")
+    if sd is not None and sd <= 0:
+        raise VarcheckError(f"distribution {spec!r}: sd={_fmt(sd)} must be > 0")
+    return mean, sd
+
+
+def _make_named(spec: str, name: str, params: dict[str, float]) -> Distribution:
+    accepted = NAMED_FAMILIES[name][0] + ("mean", "sd")
+    unknown = [k for k in params if k not in accepted]
+    if unknown:
+        raise VarcheckError(
+            f"distribution {spec!r}: unknown parameter {unknown[0]!r}; "
+            f"{name} accepts {', '.join(accepted)}"
+        )
+    mean, sd = _check_affine(spec, params)
+    fam_params: tuple[tuple[str, float], ...] = ()
+    # moments of the standardised reference variable (mean 0, var 1): (mu3, mu4)
+    if name == "normal":
+        mu4 = 3.0
+    elif name == "uniform":
+        mu4 = 9.0 / 5.0
+    elif name == "rademacher":
+        mu4 = 1.0
+    elif name == "laplace":
+        mu4 = 6.0
+    else:  # t
+        if "df" not in params:
+            raise VarcheckError(f"distribution {spec!r}: t needs df=, e.g. t:df=5 (df > 0)")
+        df = params["df"]
+        if df <= 0:
+            raise VarcheckError(f"distribution {spec!r}: df={_fmt(df)} must be > 0")
+        fam_params = (("df", df),)
+        if df <= 2:
+            return _raw_t(spec, df, mean, sd, fam_params)
+        mu4 = 3.0 + 6.0 / (df - 4.0) if df > 4 else math.inf
+        raw_sd = math.sqrt(df / (df - 2.0))
+        target_sd = 1.0 if sd is None else sd
+        target_mean = 0.0 if mean is None else mean
+        mu3 = 0.0 if df > 3 else math.inf
+        return _affine(
+            spec,
+            name,
+            fam_params,
+            target_mean,
+            target_sd,
+            mu3,
+            mu4,
+            loc=target_mean,
+            scale=target_sd / raw_sd,
+        )
+    target_sd = 1.0 if sd is None else sd
+    target_mean = 0.0 if mean is None else mean
+    return _affine(
+        spec, name, fam_params, target_mean, target_sd, 0.0, mu4, loc=target_mean, scale=target_sd
+    )
+
+
+def _affine(
+    spec: str,
+    family: str,
+    fam_params: tuple[tuple[str, float], ...],
+    mean: float,
+    sd: float,
+    std_mu3: float,
+    std_mu4: float,
+    *,
+    loc: float,
+    scale: float,
+) -> Distribution:
+    """A distribution with the given mean/sd whose standardised version has moments mu3, mu4."""
+    all_params = fam_params + (("mean", mean), ("sd", sd))
+    return Distribution(
+        spec=_canonical(family, fam_params, mean, sd),
+        family=family,
+        mean=mean,
+        var=sd * sd,
+        mu3=std_mu3 * sd**3 if math.isfinite(std_mu3) else math.inf,
+        mu4=std_mu4 * sd**4 if math.isfinite(std_mu4) else math.inf,
+        params=all_params,
+        loc=loc,
+        scale=scale,
+    )
+
+
+def _canonical(
+    family: str, fam_params: tuple[tuple[str, float], ...], mean: float, sd: float
+) -> str:
+    parts = [f"{k}={_fmt(v)}" for k, v in fam_params]
+    if mean != 0.0:
+        parts.append(f"mean={_fmt(mean)}")
+    if sd != 1.0:
+        parts.append(f"sd={_fmt(sd)}")
+    return family + (":" + ",".join(parts) if parts else "")
+
+
+def _raw_t(
+    spec: str,
+    df: float,
+    mean: float | None,
+    sd: float | None,
+    fam_params: tuple[tuple[str, float], ...],
+) -> Distribution:
+    if sd is not None:
+        raise VarcheckError(
+            f"distribution {spec!r}: sd= is impossible for t with df={_fmt(df)} <= 2 "
+            "(its variance is infinite); drop sd= to use the raw t"
+        )
+    if df <= 1 and mean is not None:
+        raise VarcheckError(
+            f"distribution {spec!r}: mean= is impossible for t with df={_fmt(df)} <= 1 "
+            "(its mean is undefined)"
+        )
+    loc = 0.0 if mean is None else mean
+    parts = [f"df={_fmt(df)}"] + ([f"mean={_fmt(loc)}"] if loc else [])
+    return Distribution(
+        spec="t:" + ",".join(parts),
+        family="t",
+        mean=loc if df > 1 else math.nan,
+        var=math.inf,
+        mu3=math.inf,
+        mu4=math.inf,
+        params=fam_params + (("mean", loc),),
+        loc=loc,
+        scale=1.0,
+    )
+
+
+def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
+    import scipy.stats
+
+    short = name[len("scipy.") :]
+    obj = getattr(scipy.stats, short, None)
+    if not isinstance(obj, scipy.stats.rv_continuous):
+        names = [
+            n
+            for n in dir(scipy.stats)
+            if isinstance(getattr(scipy.stats, n), scipy.stats.rv_continuous)
+        ]
+        close = difflib.get_close_matches(short, names, n=1)
+        hint = f"; did you mean 'scipy.{close[0]}'?" if close else ""
+        raise VarcheckError(
+            f"unknown distribution {name!r}{hint} scipy.NAME must name a continuous "
+            "scipy.stats distribution (e.g. scipy.gamma, scipy.lognorm, scipy.beta)"
+        )
+    shapes = [s.strip() for s in obj.shapes.split(",")] if obj.shapes else []
+    accepted = tuple(shapes) + ("loc", "scale", "mean", "sd")
+    unknown = [k for k in params if k not in accepted]
+    if unknown:
+        raise VarcheckError(
+            f"distribution {spec!r}: unknown parameter {unknown[0]!r}; {name} accepts "
+            f"{', '.join(accepted)}"
+        )
+    missing = [s for s in shapes if s not in params]
+    if missing:
+        raise VarcheckError(
+            f"distribution {spec!r}: {name} needs its shape parameter(s) {', '.join(missing)}"
+        )
+    if "scale" in params and params["scale"] <= 0:
+        raise VarcheckError(f"distribution {spec!r}: scale={_fmt(params['scale'])} must be > 0")
+    mean, sd = _check_affine(spec, params)
+    shape_kwargs = {k: v for k, v in params.items() if k not in ("mean", "sd")}
+    frozen = obj(**shape_kwargs)
+    low, high = frozen.support()
+    if math.isnan(low) or math.isnan(high):
+        given = ", ".join(f"{k}={_fmt(v)}" for k, v in shape_kwargs.items())
+        raise VarcheckError(f"distribution {spec!r}: invalid parameters for {name} ({given})")
+    m, v, s, k = (float(x) for x in frozen.stats(moments="mvsk"))
+    # scipy reports nan where the defining integral diverges; by the L^p definition the
+    # variance (and higher moments) are then infinite, the mean undefined.
+    v = v if math.isfinite(v) else math.inf
+    mu3 = s * v**1.5 if math.isfinite(s) and math.isfinite(v) else math.inf
+    mu4 = (k + 3.0) * v * v if math.isfinite(k) and math.isfinite(v) else math.inf
+    m = m if math.isfinite(m) else math.nan
+    canon_params = tuple(shape_kwargs.items())
+    base = name + (
+        ":" + ",".join(f"{kk}={_fmt(vv)}" for kk, vv in canon_params) if canon_params else ""
+    )
+    if mean is None and sd is None:
+        return Distribution(
+            spec=base, family=name, mean=m, var=v, mu3=mu3, mu4=mu4, params=canon_params
+        )
+    if sd is not None and not math.isfinite(v):
+        raise VarcheckError(
+            f"distribution {spec!r}: sd= is impossible, {name} with these parameters has "
+            "infinite variance"
+        )
+    if math.isnan(m):
+        raise VarcheckError(
+            f"distribution {spec!r}: mean=/sd= are impossible, {name} with these parameters "
+            "has no mean"
+        )
+    factor = 1.0 if sd is None else sd / math.sqrt(v)
+    new_mean = m if mean is None else mean
+    extra = ([f"mean={_fmt(mean)}"] if mean is not None else []) + (
+        [f"sd={_fmt(sd)}"] if sd is not None else []
+    )
+    canon = base + ("," if canon_params else ":") + ",".join(extra)
+    new_var = v * factor * factor
+    return Distribution(
+        spec=canon,
+        family=name,
+        mean=new_mean,
+        var=new_var,
+        mu3=mu3 * factor**3 if math.isfinite(mu3) else math.inf,
+        mu4=mu4 * factor**4 if math.isfinite(mu4) else math.inf,
+        params=canon_params
+        + tuple((kk, vv) for kk, vv in (("mean", mean), ("sd", sd)) if vv is not None),
+        loc=new_mean - factor * m,
+        scale=factor,
+    )

@@ -1,0 +1,83 @@
+"""The d_k grammar: ``A..B`` doubles, ``A..B:S`` steps, commas mix them (``2,3,10..40:10``)."""
+
+from __future__ import annotations
+
+from .errors import VarcheckError
+
+__all__ = ["parse_dk", "MAX_DK"]
+
+#: Largest accepted d_k (a memory and time guard; sampling chunks along d_k beyond ~10^6).
+MAX_DK = 1_000_000
+
+_ACCEPTED = "accepted: N, A..B (doubling), A..B:S (step S), or a comma list such as 2,3,10..40:10"
+
+
+def _int(text: str, whole: str) -> int:
+    text = text.strip()
+    try:
+        value = int(text)
+    except ValueError:
+        raise VarcheckError(f"d_k {whole!r}: {text!r} is not a whole number; {_ACCEPTED}") from None
+    if value < 1:
+        raise VarcheckError(f"d_k {whole!r}: d_k={value} must be >= 1; {_ACCEPTED}")
+    if value > MAX_DK:
+        raise VarcheckError(f"d_k {whole!r}: d_k={value} is above the limit {MAX_DK}")
+    return value
+
+
+def parse_dk(text: str) -> list[int]:
+    """Parse a d_k specification into the list of values, in the order given.
+
+    Parameters
+    ----------
+    text : str
+        ``A..B`` doubles from A while <= B (``2..512`` gives 2, 4, ..., 512); ``A..B:S`` steps by S
+        from A while <= B; a comma list mixes both with single values.
+
+    Returns
+    -------
+    list of int
+
+    Raises
+    ------
+    VarcheckError
+        Malformed items, values < 1 or above ``MAX_DK``, B < A, S < 1, or a value listed twice.
+
+    Examples
+    --------
+    >>> parse_dk("2..512")
+    [2, 4, 8, 16, 32, 64, 128, 256, 512]
+    >>> parse_dk("2,3,10..40:10")
+    [2, 3, 10, 20, 30, 40]
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise VarcheckError(f"d_k {text!r} is empty; {_ACCEPTED}")
+    out: list[int] = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            raise VarcheckError(f"d_k {text!r}: empty item between commas; {_ACCEPTED}")
+        if ".." in item:
+            lo_text, _, rest = item.partition("..")
+            hi_text, colon, step_text = rest.partition(":")
+            lo, hi = _int(lo_text, text), _int(hi_text, text)
+            if hi < lo:
+                raise VarcheckError(f"d_k {text!r}: range {item!r} ends below its start")
+            if colon:
+                step = _int(step_text, text)
+                values = list(range(lo, hi + 1, step))
+            else:
+                values = []
+                v = lo
+                while v <= hi:
+                    values.append(v)
+                    v *= 2
+        elif ":" in item:
+            raise VarcheckError(f"d_k {text!r}: a step ':S' needs a range A..B:S; {_ACCEPTED}")
+        else:
+            values = [_int(item, text)]
+        for v in values:
+            if v in out:
+                raise VarcheckError(f"d_k {text!r}: d_k={v} is listed twice")
+            out.append(v)
+    return out
