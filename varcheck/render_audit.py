@@ -1,0 +1,236 @@
+"""Rendering an audit: rich tables, JSON, CSV and Markdown. Pure functions of an AuditResult."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from .render import fmt, records_to_csv, records_to_markdown, to_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .audit import AuditResult, HeadAudit
+
+__all__ = [
+    "audit_meta",
+    "audit_records",
+    "summary_records",
+    "audit_to_json",
+    "audit_title",
+    "render_audit_table",
+    "render_audit",
+]
+
+
+def audit_meta(result: AuditResult) -> dict[str, Any]:
+    return {
+        "command": "audit",
+        "version": result.version,
+        "model": result.model_path,
+        "model_name": result.model_name,
+        "text": result.text,
+        "sequences": result.sequences,
+        "tokens": result.tokens,
+        "max_length": result.max_length,
+        "layers": list(result.layers),
+        "hidden_size": result.hidden_size,
+        "num_heads": result.num_heads,
+        "dk": result.dk,
+        "beta_default": result.beta_default,
+        "mean_log_tokens": result.mean_log_tokens,
+        "confidence": result.confidence,
+        "seconds": round(result.seconds, 3),
+    }
+
+
+def _record(row: HeadAudit) -> dict[str, Any]:
+    lo, hi = row.scaled_var_ci
+    return {
+        "layer": row.layer,
+        "head": row.head,
+        "dk": row.dk,
+        "sigma_x": row.sigma_x,
+        "sigma_wq": row.sigma_wq,
+        "sigma_wk": row.sigma_wk,
+        "sigma_bq": row.sigma_bq,
+        "sigma_bk": row.sigma_bk,
+        "predicted_var_paper": row.predicted_var_paper,
+        "predicted_var_exact": row.predicted_var_exact,
+        "predicted_var_cov": row.predicted_var_cov,
+        "measured_var": row.measured_var,
+        "measured_scaled_var": row.measured_scaled_var,
+        "scaled_var_ci_low": lo,
+        "scaled_var_ci_high": hi,
+        "measured_var_diff": row.measured_var_diff,
+        "row_scaled_var": row.row_scaled_var,
+        "mean_same": row.mean_same,
+        "mean_diff": row.mean_diff,
+        "predicted_mean_diff": row.predicted_mean_diff,
+        "entropy": row.entropy,
+        "beta_unit": row.beta_unit,
+        "beta_default": row.beta_default,
+    }
+
+
+def audit_records(result: AuditResult) -> list[dict[str, Any]]:
+    """One flat record per head (the JSON ``rows`` and the CSV lines)."""
+    return [_record(row) for row in result.rows]
+
+
+def summary_records(result: AuditResult) -> list[dict[str, Any]]:
+    """One record per layer: spread of the scaled variance, prediction / measurement ratios."""
+    return [
+        {
+            "layer": s.layer,
+            "sigma_x": s.sigma_x,
+            "scaled_var_median": s.scaled_var_median,
+            "scaled_var_min": s.scaled_var_min,
+            "scaled_var_max": s.scaled_var_max,
+            "ratio_paper": s.ratio_paper,
+            "ratio_exact": s.ratio_exact,
+            "ratio_cov": s.ratio_cov,
+            "beta_unit_median": s.beta_unit_median,
+            "entropy_mean": s.entropy_mean,
+        }
+        for s in result.summaries
+    ]
+
+
+def audit_to_json(result: AuditResult) -> str:
+    return to_json(
+        {
+            **audit_meta(result),
+            "rows": audit_records(result),
+            "layer_summary": summary_records(result),
+        }
+    )
+
+
+def audit_title(result: AuditResult) -> str:
+    return (
+        f"Attention logit scale of {result.model_name}: {result.num_heads} heads of d_k = "
+        f"{result.dk}, {result.sequences} sequences ({result.tokens} tokens)"
+    )
+
+
+def _scaled_cell(row: HeadAudit) -> str:
+    lo, hi = row.scaled_var_ci
+    text = fmt(row.measured_scaled_var, 3)
+    if math.isnan(lo):
+        return text
+    style = "green" if lo <= 1.0 <= hi else ("yellow" if hi < 1.0 else "bold red")
+    return f"[{style}]{text}[/]"
+
+
+def _table(title: str, caption: str, columns: list[str]):  # noqa: ANN202
+    from rich import box
+    from rich.table import Table
+
+    table = Table(
+        title=title,
+        caption=caption,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+    )
+    for name in columns:
+        table.add_column(name, justify="right", no_wrap=True)
+    return table
+
+
+def _interval(row: HeadAudit) -> str:
+    lo, hi = row.scaled_var_ci
+    return "" if math.isnan(lo) else f"{fmt(lo, 3)}–{fmt(hi, 3)}"
+
+
+def render_audit_table(result: AuditResult, console: Console) -> None:
+    """Two per-head tables (logit scale; weights and attention), a per-layer summary, a legend.
+
+    Each table stays within 80 columns, so nothing is cut on a terminal or in a pipe.
+    """
+    conf = f"{result.confidence:.0%}"
+    scale = _table(
+        audit_title(result),
+        f"paper, exact, cov: predicted Var(q·k) · measured: Var(q·k) over all token pairs · "
+        f"scaled: Var(q·k/√d_k), 1 if 1/√d_k is right, with a {conf} jackknife interval over "
+        f"sequences (green: holds 1, red: above, yellow: below) · β_unit = 1/sd(q·k), vs "
+        f"1/√d_k = {fmt(result.beta_default)} · varcheck {result.version}",
+        ["layer", "head", "paper", "exact", "cov", "measured", "scaled", f"{conf} CI", "β_unit"],
+    )
+    for row in result.rows:
+        scale.add_row(
+            str(row.layer),
+            str(row.head),
+            fmt(row.predicted_var_paper, 3),
+            fmt(row.predicted_var_exact, 3),
+            fmt(row.predicted_var_cov, 3),
+            fmt(row.measured_var, 3),
+            _scaled_cell(row),
+            _interval(row),
+            fmt(row.beta_unit, 3),
+        )
+    console.print(scale)
+    weights = _table(
+        "Weights, mean logits and attention entropy",
+        "σ: sd of the entries of the head's W_q, W_k (d_k × d_x) and biases · same, diff: mean "
+        "q·k for i = j and for i ≠ j · entropy of softmax(q·k/√d_k) in nats (uniform "
+        f"attention: {fmt(result.mean_log_tokens, 3)})",
+        ["layer", "head", "σ_Wq", "σ_Wk", "σ_bq", "σ_bk", "same", "diff", "entropy"],
+    )
+    for row in result.rows:
+        weights.add_row(
+            str(row.layer),
+            str(row.head),
+            fmt(row.sigma_wq, 3),
+            fmt(row.sigma_wk, 3),
+            fmt(row.sigma_bq, 3),
+            fmt(row.sigma_bk, 3),
+            fmt(row.mean_same, 3),
+            fmt(row.mean_diff, 3),
+            fmt(row.entropy, 3),
+        )
+    console.print(weights)
+    summary = _table(
+        "Per layer",
+        "σ_X: sd of the entries of the layer's input (post-LayerNorm hidden states) · scaled: "
+        "median and range over heads · paper, exact, cov: predicted / measured Var, geometric "
+        "mean over heads (1: the prediction tracks the measurement) · β_unit, entropy: median "
+        "and mean over heads",
+        ["layer", "σ_X", "scaled", "min–max", "paper", "exact", "cov", "β_unit", "entropy"],
+    )
+    for s in result.summaries:
+        summary.add_row(
+            str(s.layer),
+            fmt(s.sigma_x, 3),
+            fmt(s.scaled_var_median, 3),
+            f"{fmt(s.scaled_var_min, 3)}–{fmt(s.scaled_var_max, 3)}",
+            fmt(s.ratio_paper, 3),
+            fmt(s.ratio_exact, 3),
+            fmt(s.ratio_cov, 3),
+            fmt(s.beta_unit_median, 3),
+            fmt(s.entropy_mean, 3),
+        )
+    console.print(summary)
+    console.print(
+        "paper: (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k · exact: σ_X⁴‖W_q W_kᵀ‖_F² (i.i.d. zero-mean "
+        "inputs) · cov: independent tokens with the input's measured mean and covariance, biases "
+        "included"
+    )
+
+
+def render_audit(result: AuditResult, fmt_name: str, console: Console) -> None:
+    """Write an audit in one of ``table``, ``json``, ``csv``, ``markdown`` to ``console``."""
+    if fmt_name == "table":
+        render_audit_table(result, console)
+        return
+    meta = audit_meta(result)
+    if fmt_name == "json":
+        text = audit_to_json(result)
+    elif fmt_name == "csv":
+        text = records_to_csv(audit_records(result), meta)
+    else:
+        text = records_to_markdown(audit_records(result), meta, audit_title(result))
+        text += "\n" + records_to_markdown(summary_records(result), {}, "Per layer")
+    console.file.write(text)
