@@ -7,8 +7,10 @@ i.i.d., so with B blocks
 
 is unbiased for Var(q·k): ``mean(m)^2 - var(m)/B`` is the U-statistic estimate of E[s]^2, which
 does not assume the mean is known. Its standard error comes from the blocks' influence values
-a_b - 2 mean(m) m_b (delta method), and the interval uses Student's t with B - 1 degrees of
-freedom. No independence *within* a block is assumed: products that share a row of Q or a
+a_b - 2 mean(m) m_b (delta method). The interval is built on the log scale,
+V · exp(± t · SE / V) with Student's t on B - 1 degrees of freedom: a variance estimate is
+right-skewed, and the log scale keeps the two tails' miss rates closer to equal (measured in
+tests/test_calibration.py). No independence *within* a block is assumed: products that share a row of Q or a
 column of K are dependent, and treating them as independent gives intervals that are too
 narrow on large matrices.
 
@@ -33,6 +35,7 @@ from .theory import DotProductTheory
 
 __all__ = [
     "ConfidenceInterval",
+    "log_interval",
     "VarianceEstimate",
     "BlockAccumulator",
     "estimate_variance",
@@ -160,9 +163,12 @@ class VarianceEstimate:
         return self.blocks - 1
 
     def t_statistic(self, claim: float) -> float:
+        """(log V - log claim) / (SE / V): the statistic the log-scale interval inverts."""
+        if claim <= 0 or self.var <= 0:
+            return math.copysign(math.inf, self.var - claim)
         if self.se == 0:
             return 0.0 if self.var == claim else math.copysign(math.inf, self.var - claim)
-        return (self.var - claim) / self.se
+        return (math.log(self.var) - math.log(claim)) * self.var / self.se
 
     def p_value(self, claim: float) -> float:
         """Two-sided p-value of the claim Var(q·k) = ``claim``."""
@@ -172,6 +178,21 @@ class VarianceEstimate:
         """Estimate and interval of Var(c · q·k) for ``factor`` = c²."""
         lo, hi = self.confidence_interval
         return self.var * factor, ConfidenceInterval(lo * factor, hi * factor)
+
+
+def log_interval(est: float, se: float, tq: float) -> ConfidenceInterval:
+    """V · exp(± tq · SE / V); a symmetric interval when V <= 0 (degenerate, tiny samples)."""
+    if est > 0 and math.isfinite(se):
+        r = tq * se / est
+        return ConfidenceInterval(est * math.exp(-r), est * math.exp(r))
+    return ConfidenceInterval(est - tq * se, est + tq * se)
+
+
+def _relative_half_width(est: float, interval: ConfidenceInterval) -> float:
+    """Half the interval's width over the estimate (what ``precision`` targets)."""
+    if est <= 0 or not math.isfinite(interval.high - interval.low):
+        return math.inf
+    return (interval.high - interval.low) / (2.0 * est)
 
 
 def _chunk_rng(seed: int, stream: tuple[int, ...], chunk: int) -> np.random.Generator:
@@ -246,7 +267,6 @@ def estimate_variance(
     else:
         target_blocks = MIN_BLOCKS
     acc = BlockAccumulator()
-    tq = None
     start = time.perf_counter()
     chunk = 0
     stop_reason = "precision"
@@ -266,24 +286,22 @@ def estimate_variance(
                 stop_reason = "samples"
             break
         est, se, _ = acc.variance_and_se()
-        tq = t_quantile(confidence, acc.n - 1)
-        rel = tq * se / abs(est) if est != 0 else math.inf
+        rel = _relative_half_width(est, log_interval(est, se, t_quantile(confidence, acc.n - 1)))
         if rel <= precision:
             break
         grow = (rel / precision) ** 2 * _OVERSHOOT if math.isfinite(rel) else _ROUND_GROWTH_CAP
         target_blocks = int(math.ceil(acc.n * min(grow, _ROUND_GROWTH_CAP)))
     est, se, mean = acc.variance_and_se()
-    tq = t_quantile(confidence, acc.n - 1)
-    half = tq * se
+    interval = log_interval(est, se, t_quantile(confidence, acc.n - 1))
     return VarianceEstimate(
         var=est,
-        confidence_interval=ConfidenceInterval(est - half, est + half),
+        confidence_interval=interval,
         se=se,
         mean=mean,
         samples=acc.n * plan.products_per_block,
         blocks=acc.n,
         block_side=plan.side,
         confidence=confidence,
-        precision=half / abs(est) if est != 0 else math.inf,
+        precision=_relative_half_width(est, interval),
         stop_reason=stop_reason,
     )

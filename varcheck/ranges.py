@@ -53,6 +53,7 @@ def parse_dk(text: str) -> list[int]:
     if not isinstance(text, str) or not text.strip():
         raise VarcheckError(f"d_k {text!r} is empty; {_ACCEPTED}")
     out: list[int] = []
+    seen: set[int] = set()
     for item in text.split(","):
         item = item.strip()
         if not item:
@@ -77,7 +78,8 @@ def parse_dk(text: str) -> list[int]:
         else:
             values = [_int(item, text)]
         for v in values:
-            if v in out:
+            if v in seen:
                 raise VarcheckError(f"d_k {text!r}: d_k={v} is listed twice")
+            seen.add(v)
             out.append(v)
     return out
