@@ -10,9 +10,9 @@ does not assume the mean is known. Its standard error comes from the blocks' inf
 a_b - 2 mean(m) m_b (delta method). The interval is built on the log scale,
 V · exp(± t · SE / V) with Student's t on B - 1 degrees of freedom: a variance estimate is
 right-skewed, and the log scale keeps the two tails' miss rates closer to equal (measured in
-tests/test_calibration.py). No independence *within* a block is assumed: products that share a row of Q or a
-column of K are dependent, and treating them as independent gives intervals that are too
-narrow on large matrices.
+tests/test_calibration.py). No independence *within* a block is assumed: products that share
+a row of Q or a column of K are dependent, and treating them as independent gives intervals
+that are too narrow on large matrices.
 
 The number of blocks is adaptive: a pilot of at least ``MIN_BLOCKS`` blocks, then rounds sized
 from the measured standard error until the relative half-width reaches ``precision``, a fixed
