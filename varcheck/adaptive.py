@@ -16,12 +16,28 @@ case d_x s_x² s_q² = d_x s_x² s_k² = 1.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from .errors import VarcheckError
 
-__all__ = ["paper_logit_variance", "exact_logit_variance", "beta_paper", "beta_exact", "beta_for"]
+__all__ = [
+    "paper_logit_variance",
+    "exact_logit_variance",
+    "beta_paper",
+    "beta_exact",
+    "beta_for",
+    "weight_sigma",
+    "HeadBeta",
+    "head_betas",
+    "ProjectionWeights",
+    "load_weights",
+    "WEIGHTS_FORMAT",
+    "BetaReport",
+    "beta_report",
+]
 
 
 def paper_logit_variance(
@@ -65,3 +81,248 @@ def beta_paper(sigma_x: float, sigma_wq: float, sigma_wk: float, dx: int, dk: in
 def beta_exact(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> float:
     """β from the weights themselves: 1 / (σ_X² ‖W_q W_kᵀ‖_F)."""
     return beta_for(exact_logit_variance(w_q, w_k, sigma_x))
+
+
+def weight_sigma(w: np.ndarray) -> float:
+    """The measured σ_W of a weight matrix: the standard deviation of its entries (ddof 0)."""
+    return float(np.std(np.asarray(w, dtype=float)))
+
+
+#: What ``varcheck beta`` reads (shown in its ``--help``).
+WEIGHTS_FORMAT = """\
+A NumPy .npz archive (np.savez) holding
+  w_q      query projection, shape (d_x, d_k) for one head or (heads, d_x, d_k);
+  w_k      key projection, the same shape as w_q;
+  sigma_x  optional scalar: the standard deviation of the input entries (default 1,
+           or --sigma-x). q = x @ w_q[h], k = x @ w_k[h] for an input row x."""
+
+
+@dataclass(frozen=True)
+class HeadBeta:
+    """β for one head by each method.
+
+    Attributes
+    ----------
+    head : int
+    dx, dk : int
+    sigma_wq, sigma_wk : float
+        Measured entry standard deviations.
+    var_paper, var_exact : float
+        Predicted Var(q·k): σ-based, and σ_X⁴ ‖W_q W_kᵀ‖_F².
+    beta_paper, beta_exact : float
+        The β giving unit-variance logits under each prediction.
+    beta_default : float
+        1/√d_k.
+    """
+
+    head: int
+    dx: int
+    dk: int
+    sigma_wq: float
+    sigma_wk: float
+    var_paper: float
+    var_exact: float
+    beta_paper: float
+    beta_exact: float
+    beta_default: float
+
+    @property
+    def exact_over_paper(self) -> float:
+        """var_exact / var_paper: 1 when the σ-based formula is right for these weights."""
+        return self.var_exact / self.var_paper if self.var_paper > 0 else math.nan
+
+
+def _as_heads(w: np.ndarray, name: str) -> np.ndarray:
+    w = np.asarray(w)
+    if w.ndim == 2:
+        w = w[None]
+    if w.ndim != 3 or min(w.shape) < 1:
+        raise VarcheckError(
+            f"{name} must have shape (d_x, d_k) or (heads, d_x, d_k), got {tuple(np.shape(w))}"
+        )
+    if not np.issubdtype(w.dtype, np.number) or np.iscomplexobj(w):
+        raise VarcheckError(f"{name} must hold real numbers, got dtype {w.dtype}")
+    w = w.astype(float)
+    if not np.all(np.isfinite(w)):
+        raise VarcheckError(f"{name} contains NaN or infinite entries")
+    return w
+
+
+def head_betas(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> tuple[HeadBeta, ...]:
+    """Per-head β from the paper's σ-based formula and from the weights themselves.
+
+    Parameters
+    ----------
+    w_q, w_k : ndarray, shape (d_x, d_k) or (heads, d_x, d_k)
+    sigma_x : float
+        Standard deviation of the input entries.
+
+    Returns
+    -------
+    tuple of HeadBeta
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> w = rng.standard_normal((2, 64, 16)) / 8.0          # lecun: σ_W² = 1/d_x
+    >>> [round(h.beta_paper * 4, 2) for h in head_betas(w, w[::-1])]   # ≈ 1/√d_k = 1/4
+    [1.0, 1.0]
+    """
+    if isinstance(sigma_x, bool) or not (
+        isinstance(sigma_x, int | float) and math.isfinite(sigma_x) and sigma_x > 0
+    ):
+        raise VarcheckError(f"sigma_x must be a finite number > 0, got {sigma_x!r}")
+    wq, wk = _as_heads(w_q, "w_q"), _as_heads(w_k, "w_k")
+    if wq.shape != wk.shape:
+        raise VarcheckError(f"w_q and w_k must have one shape, got {wq.shape} and {wk.shape}")
+    out = []
+    for h in range(wq.shape[0]):
+        dx, dk = wq.shape[1:]
+        sq, sk = weight_sigma(wq[h]), weight_sigma(wk[h])
+        vp = paper_logit_variance(sigma_x, sq, sk, dx, dk)
+        ve = exact_logit_variance(wq[h], wk[h], sigma_x)
+        out.append(
+            HeadBeta(
+                head=h,
+                dx=dx,
+                dk=dk,
+                sigma_wq=sq,
+                sigma_wk=sk,
+                var_paper=vp,
+                var_exact=ve,
+                beta_paper=beta_for(vp),
+                beta_exact=beta_for(ve),
+                beta_default=1.0 / math.sqrt(dk),
+            )
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ProjectionWeights:
+    """Weights read by :func:`load_weights`: ``w_q``, ``w_k`` of shape (heads, d_x, d_k)."""
+
+    w_q: np.ndarray
+    w_k: np.ndarray
+    sigma_x: float | None
+    path: str
+
+
+def load_weights(path: str | Path) -> ProjectionWeights:
+    """Read ``w_q``, ``w_k`` (and optional ``sigma_x``) from an .npz file; see WEIGHTS_FORMAT.
+
+    Raises
+    ------
+    VarcheckError
+        Unreadable or non-.npz file, a missing array, bad shapes or non-finite values.
+    """
+    import zipfile
+
+    name = str(path)
+    try:
+        archive = np.load(name, allow_pickle=False)
+    except FileNotFoundError:
+        raise VarcheckError(f"weights file {name!r} does not exist") from None
+    except IsADirectoryError:
+        raise VarcheckError(
+            f"weights file {name!r} is a directory, expected an .npz file"
+        ) from None
+    except PermissionError:
+        raise VarcheckError(f"weights file {name!r} cannot be read (permission denied)") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise VarcheckError(
+            f"weights file {name!r} is not a readable .npz archive ({type(exc).__name__}); "
+            "write one with numpy.savez(path, w_q=..., w_k=...)"
+        ) from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise VarcheckError(
+            f"weights file {name!r} holds a single array, expected an .npz archive with "
+            "arrays w_q and w_k (numpy.savez(path, w_q=..., w_k=...))"
+        )
+    with archive:
+        present = sorted(archive.files)
+        missing = [k for k in ("w_q", "w_k") if k not in present]
+        if missing:
+            raise VarcheckError(
+                f"weights file {name!r} has no array {missing[0]!r}; it holds "
+                f"{', '.join(present) or 'no arrays'}; expected w_q and w_k "
+                "(shape (d_x, d_k) or (heads, d_x, d_k)) and optionally sigma_x"
+            )
+        try:
+            w_q = _as_heads(archive["w_q"], "w_q")
+            w_k = _as_heads(archive["w_k"], "w_k")
+            raw_sigma = archive["sigma_x"] if "sigma_x" in present else None
+        except ValueError as exc:
+            if isinstance(exc, VarcheckError):
+                raise
+            raise VarcheckError(
+                f"weights file {name!r}: an array cannot be loaded without pickle ({exc})"
+            ) from None
+    if w_q.shape != w_k.shape:
+        raise VarcheckError(
+            f"weights file {name!r}: w_q and w_k must have one shape, got {w_q.shape} and "
+            f"{w_k.shape}"
+        )
+    sigma_x = None
+    if raw_sigma is not None:
+        value = (
+            float(raw_sigma.reshape(-1)[0])
+            if raw_sigma.size == 1 and raw_sigma.dtype.kind in "fiu"
+            else None
+        )
+        if value is None or not (math.isfinite(value) and value > 0):
+            raise VarcheckError(
+                f"weights file {name!r}: sigma_x must be one finite number > 0, got "
+                f"{raw_sigma.tolist()!r}"
+            )
+        sigma_x = value
+    return ProjectionWeights(w_q=w_q, w_k=w_k, sigma_x=sigma_x, path=name)
+
+
+@dataclass(frozen=True)
+class BetaReport:
+    """What ``varcheck beta`` prints: per-head β for one weights file.
+
+    Attributes
+    ----------
+    heads : tuple of HeadBeta
+    path : str
+    sigma_x : float
+    sigma_x_source : str
+        ``option``, ``file`` or ``default``.
+    seed : int
+        Recorded for uniformity with the other commands (nothing is drawn).
+    version : str
+    """
+
+    heads: tuple[HeadBeta, ...]
+    path: str
+    sigma_x: float
+    sigma_x_source: str
+    seed: int
+    version: str
+
+
+def beta_report(
+    path: str | Path, *, sigma_x: float | None = None, seed: int | None = None
+) -> BetaReport:
+    """Read a weights file and compute per-head β (``sigma_x`` overrides the file's)."""
+    from ._version import __version__
+    from .api import resolve_seed
+
+    weights = load_weights(path)
+    if sigma_x is not None:
+        value, source = sigma_x, "option"
+    elif weights.sigma_x is not None:
+        value, source = weights.sigma_x, "file"
+    else:
+        value, source = 1.0, "default"
+    heads = head_betas(weights.w_q, weights.w_k, value)
+    return BetaReport(
+        heads=heads,
+        path=weights.path,
+        sigma_x=float(value),
+        sigma_x_source=source,
+        seed=resolve_seed(seed),
+        version=__version__,
+    )

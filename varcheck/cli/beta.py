@@ -1,0 +1,56 @@
+"""``varcheck beta WEIGHTS.npz``: per-head β from W_q and W_k by the paper's and the exact rule."""
+
+from __future__ import annotations
+
+import click
+
+from ..adaptive import WEIGHTS_FORMAT
+from ._common import EXIT_CODES_HELP, finite_float, format_option, stdout_console
+
+
+@click.command(
+    "beta",
+    epilog="\b\n"
+    + WEIGHTS_FORMAT
+    + """
+
+\b
+Examples:
+  python -c "import numpy as np; r = np.random.default_rng(0);
+    np.savez('w.npz', w_q=r.normal(0, .1, (4, 64, 16)), w_k=r.normal(0, .1, (4, 64, 16)))"
+  varcheck beta w.npz
+  varcheck beta w.npz --sigma-x 0.5 --format json
+
+"""
+    + EXIT_CODES_HELP
+    + " beta itself tests nothing: it exits 0, or 2 for an unreadable or malformed file.",
+)
+@click.argument("weights", type=click.Path(dir_okay=True))
+@click.option(
+    "--sigma-x",
+    type=finite_float(0.0, None, what="a number > 0"),
+    default=None,
+    help="Standard deviation of the input entries (overrides the file's sigma_x; default 1).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Recorded in the output like every command's seed (beta draws nothing).",
+)
+@format_option()
+def command(weights: str, sigma_x: float | None, seed: int | None, fmt: str) -> int:
+    """Recommend β per head from projection weights W_q, W_k.
+
+    For each head: the paper's β = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k] from the measured
+    entry standard deviations, the exact β = 1/(σ_X² ‖W_q W_kᵀ‖_F) (unit-variance logits for
+    different tokens with i.i.d. zero-mean inputs of sd σ_X), and 1/√d_k for comparison. The two
+    agree when W_q and W_k look like independent random matrices; they part when the head's
+    query and key directions are aligned.
+    """
+    from ..adaptive import beta_report
+    from ..render_paper import render_beta
+
+    report = beta_report(weights, sigma_x=sigma_x, seed=seed)
+    render_beta(report, fmt, stdout_console())
+    return 0

@@ -1,0 +1,211 @@
+"""``varcheck project``: the relaxed formula for Q = X W_q, K = X W_k against exact values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..distributions import Distribution
+from ._common import (
+    EXIT_CODES_HELP,
+    DistType,
+    ProgressReporter,
+    finite_float,
+    format_option,
+    stdout_console,
+)
+
+
+class InitType(click.ParamType):
+    """xavier, kaiming, lecun or normal:SD."""
+
+    name = "INIT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from ..errors import VarcheckError
+        from ..projection import init_sd
+
+        try:
+            init_sd(value, 1, 1)
+        except VarcheckError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
+
+
+@click.command(
+    "project",
+    epilog="""\b
+Examples:
+  varcheck project                                  # d_x = 32, d_k = 16, xavier
+  varcheck project --dx 64 --dk 64 --init kaiming --format json
+  varcheck project --dx 16 --dk 8 --x-dist uniform --sigma-x 2
+  varcheck project --no-constructed --init lecun    # only random weights and one draw
+  varcheck project --blocks 2000 --seed 7 --plot project.png
+
+\b
+Exit code 1 is the expected outcome with the constructed heads: the σ-based
+prediction is rejected for them (that is what they are there to show).
+"""
+    + EXIT_CODES_HELP,
+)
+@click.option(
+    "--dx",
+    type=click.IntRange(1, 4096),
+    default=32,
+    show_default=True,
+    help="Input width d_x (rows of W_q and W_k).",
+)
+@click.option(
+    "--dk",
+    type=click.IntRange(1, 4096),
+    default=16,
+    show_default=True,
+    help="Head width d_k (columns of W_q and W_k).",
+)
+@click.option(
+    "--init",
+    type=InitType(),
+    default="xavier",
+    show_default=True,
+    help="Weight init (normal entries): xavier σ²=2/(d_x+d_k), kaiming σ²=2/d_x, "
+    "lecun σ²=1/d_x, or normal:SD.",
+)
+@click.option(
+    "--sigma-x",
+    type=finite_float(0.0, None, what="a number > 0"),
+    default=None,
+    help="Standard deviation of the input entries (rescales --x-dist; default its sd).",
+)
+@click.option(
+    "--x-dist",
+    type=DistType(),
+    default="normal",
+    show_default=True,
+    help="Law of the input entries, mean 0: normal, uniform, rademacher, laplace, "
+    "t:df=D, scipy.NAME:... (the same-token variance depends on its kurtosis).",
+)
+@click.option(
+    "--constructed/--no-constructed",
+    default=True,
+    show_default=True,
+    help="Add the constructed aligned heads (W_k = W_q; rank-one W_q = W_k).",
+)
+@click.option(
+    "--tokens",
+    type=click.IntRange(2, 256),
+    default=16,
+    show_default=True,
+    help="Input rows per independent block.",
+)
+@click.option(
+    "--precision",
+    type=finite_float(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
+    default=0.02,
+    show_default=True,
+    help="Target relative half-width of every variance interval.",
+)
+@click.option(
+    "--blocks",
+    type=click.IntRange(2, 1 << 20),
+    default=None,
+    help="Fixed number of independent blocks per weight setting instead of --precision.",
+)
+@click.option(
+    "--max-seconds",
+    type=finite_float(0.0, None, what="a number > 0"),
+    default=None,
+    help="Wall-time cap per weight setting; rows report the precision reached.",
+)
+@click.option(
+    "--confidence",
+    type=finite_float(0.0, 1.0, what="a number in (0, 1)"),
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the intervals.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Root seed (drawn and shown when omitted); same seed, same output.",
+)
+@format_option()
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Also write a figure (PNG) of Monte Carlo over prediction per row (needs varcheck[plot]).",
+)
+@click.pass_context
+def command(
+    ctx: click.Context,
+    dx: int,
+    dk: int,
+    init: str,
+    sigma_x: float | None,
+    x_dist: Distribution,
+    constructed: bool,
+    tokens: int,
+    precision: float,
+    blocks: int | None,
+    max_seconds: float | None,
+    confidence: float,
+    seed: int | None,
+    fmt: str,
+    plot: str | None,
+) -> int:
+    """Check Var(q·k) for q = x W_q, k = x' W_k: relaxed formula, same token, fixed weights.
+
+    Three kinds of rows, each a prediction checked by Monte Carlo with an interval over
+    independent blocks:
+
+    \b
+    random-weights  fresh W for every block. Different tokens: the paper's relaxed
+                    formula (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k. Same token (q and k
+                    from one input row): the relaxed formula and the derived value
+                    relaxed · (1 + (κ−1)/d_x), κ the inputs' kurtosis.
+    fixed-draw      one draw of W: the σ-based prediction from measured σ_W against
+                    the exact σ_X⁴ ‖W_q W_kᵀ‖_F², and the same-token mean σ_X² tr(W_q W_kᵀ).
+    aligned,        constructed heads with the same entry σ whose W_q and W_k share
+    rank-one        directions: the σ-based prediction misses, the exact one does not.
+
+    Each row shows the β its prediction recommends and the measured Var(β·q·k).
+    """
+    from ..projection import project
+    from ..render_paper import render_project
+
+    if blocks is not None and ctx.get_parameter_source("precision") not in (
+        click.core.ParameterSource.DEFAULT,
+        None,
+    ):
+        raise click.UsageError(
+            "--precision and --blocks cannot be used together: --blocks fixes the number of "
+            "blocks, --precision targets a width"
+        )
+    if plot is not None:
+        from ..figures import require_matplotlib
+
+        require_matplotlib()
+    with ProgressReporter("project setting") as progress:
+        result = project(
+            dx,
+            dk,
+            init=init,
+            sigma_x=sigma_x,
+            x_dist=x_dist,
+            constructed=constructed,
+            tokens=tokens,
+            confidence=confidence,
+            precision=None if blocks else precision,
+            blocks=blocks,
+            max_seconds=max_seconds,
+            seed=seed,
+            progress=progress,
+        )
+    render_project(result, fmt, stdout_console())
+    if plot is not None:
+        from ..figures_paper import plot_project
+
+        plot_project(result, plot)
+    return result.exit_code

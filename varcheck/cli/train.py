@@ -1,0 +1,198 @@
+"""``varcheck train``: a seeded numpy attention experiment, fixed β against adaptive β."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import EXIT_CODES_HELP, finite_float, format_option, stdout_console
+from .project import InitType
+
+
+class SchemesType(click.ParamType):
+    name = "LIST"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, ...]:
+        from ..training import BETA_SCHEMES
+
+        if isinstance(value, tuple):
+            return value
+        names = tuple(v.strip() for v in str(value).split(",") if v.strip())
+        bad = [n for n in names if n not in BETA_SCHEMES]
+        if not names or bad or len(set(names)) != len(names):
+            self.fail(
+                f"{value!r} is not accepted; give distinct names from {', '.join(BETA_SCHEMES)} "
+                "separated by commas (e.g. fixed,paper)",
+                param,
+                ctx,
+            )
+        return names
+
+
+@click.command(
+    "train",
+    epilog="""\b
+Examples:
+  varcheck train                                # ~2 s: three runs of 600 steps
+  varcheck train --seed 1 --plot train.png
+  varcheck train --beta fixed,paper --steps 1000 --lr 0.02 --format json
+  varcheck train --dk 32 --memory 16 --every 50
+
+"""
+    + EXIT_CODES_HELP
+    + " train tests nothing: it exits 0, or 2 for bad usage.",
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(1, 100_000),
+    default=600,
+    show_default=True,
+    help="Adam steps per run.",
+)
+@click.option(
+    "--lr",
+    type=finite_float(0.0, 1.0 + 1e-12, what="a number in (0, 1]"),
+    default=0.01,
+    show_default=True,
+    help="Adam learning rate.",
+)
+@click.option(
+    "--beta",
+    "schemes",
+    type=SchemesType(),
+    default="fixed,paper,exact",
+    show_default=True,
+    help="β schemes to run: fixed (1/√d_k), paper (σ-based, updated every step), "
+    "exact (from ‖W_q W_kᵀ‖_F, updated every step).",
+)
+@click.option(
+    "--dx",
+    type=click.IntRange(2, 4096),
+    default=32,
+    show_default=True,
+    help="Input (embedding) width.",
+)
+@click.option(
+    "--dk", type=click.IntRange(1, 4096), default=16, show_default=True, help="Query/key width."
+)
+@click.option(
+    "--dv", type=click.IntRange(1, 4096), default=16, show_default=True, help="Value width."
+)
+@click.option(
+    "--memory",
+    type=click.IntRange(2, 1024),
+    default=8,
+    show_default=True,
+    help="Key-value items per sequence.",
+)
+@click.option(
+    "--keys",
+    type=click.IntRange(2, 1_000_000),
+    default=64,
+    show_default=True,
+    help="Distinct keys (>= --memory).",
+)
+@click.option(
+    "--values",
+    type=click.IntRange(2, 1024),
+    default=8,
+    show_default=True,
+    help="Value classes (chance accuracy 1/values).",
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(1, 100_000),
+    default=64,
+    show_default=True,
+    help="Sequences per step.",
+)
+@click.option(
+    "--eval-size",
+    type=click.IntRange(16, 1_000_000),
+    default=512,
+    show_default=True,
+    help="Sequences in the fixed evaluation batch.",
+)
+@click.option(
+    "--every",
+    type=click.IntRange(1, 100_000),
+    default=None,
+    help="Record every N steps [default: steps/20].",
+)
+@click.option(
+    "--init",
+    type=InitType(),
+    default="lecun",
+    show_default=True,
+    help="Init of W_q, W_k: lecun (σ²=1/d_x: β = 1/√d_k is right at step 0), xavier, "
+    "kaiming or normal:SD.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Root seed (drawn and shown when omitted); same seed, same output.",
+)
+@format_option()
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Also write a figure (PNG) of σ_W, logit variance, entropy and accuracy over "
+    "steps (needs varcheck[plot]).",
+)
+def command(
+    steps: int,
+    lr: float,
+    schemes: tuple[str, ...],
+    dx: int,
+    dk: int,
+    dv: int,
+    memory: int,
+    keys: int,
+    values: int,
+    batch: int,
+    eval_size: int,
+    every: int | None,
+    init: str,
+    seed: int | None,
+    fmt: str,
+    plot: str | None,
+) -> int:
+    """Train one attention head on a key-value lookup with fixed and adaptive β.
+
+    Each sequence holds --memory tokens x = e(key) + g(value); the query token carries one of
+    those keys and the head must return its value. The same data and initial weights are
+    trained once per β scheme (Adam, hand-written gradients, numpy only). Every --every steps
+    the run records σ_Wq, σ_Wk, the paper's predicted and the measured variance of the logits
+    β·q·k, the attention entropy, the weight on the matching item, loss and accuracy.
+    """
+    from ..render_paper import render_train
+    from ..training import TrainConfig, train
+
+    if plot is not None:
+        from ..figures import require_matplotlib
+
+        require_matplotlib()
+    config = TrainConfig(
+        steps=steps,
+        lr=lr,
+        dx=dx,
+        dk=dk,
+        dv=dv,
+        memory=memory,
+        keys=keys,
+        values=values,
+        batch=batch,
+        eval_size=eval_size,
+        every=every if every is not None else max(1, steps // 20),
+        init=init,
+    )
+    result = train(config, schemes=schemes, seed=seed)
+    render_train(result, fmt, stdout_console())
+    if plot is not None:
+        from ..figures_paper import plot_train
+
+        plot_train(result, plot)
+    return 0

@@ -1,0 +1,830 @@
+"""Logits from projections, q = x W_q and k = x' W_k: the paper's relaxed formula and what is exact.
+
+Setting. Inputs x have i.i.d. entries with mean 0, variance σ_X² and fourth moment μ₄ (kurtosis
+κ = μ₄ / σ_X⁴). Weights have independent entries with mean 0 and variances σ_q², σ_k² (the init).
+Write A = W_q W_kᵀ (d_x × d_x), so q·k = x A x'ᵀ.
+
+Different tokens (x, x' independent). Given the weights, E[q·k | W] = 0 and
+
+    Var(q·k | W) = σ_X⁴ ‖A‖_F²                                         (exact, any x law).
+
+Averaging over the weights, E‖A‖_F² = d_x² d_k σ_q² σ_k², which is the paper's relaxed formula
+(d_x σ_X² σ_q²)(d_x σ_X² σ_k²) d_k -- exact, not an approximation, for random weights.
+
+Same token (x' = x, the diagonal of self-attention). q·k = x A xᵀ is a quadratic form, so
+
+    E[q·k | W]   = σ_X² tr A,
+    Var(q·k | W) = (μ₄ − 3σ_X⁴) Σ_a A_aa² + σ_X⁴ (‖A‖_F² + tr(A²)).
+
+Over random weights E Σ A_aa² = E tr(A²) = E (tr A)² = d_x d_k σ_q² σ_k², and the conditional
+mean, though zero on average, varies with W, which adds σ_X⁴ Var(tr A). Altogether
+
+    Var(q·k) = σ_q² σ_k² d_k (d_x² σ_X⁴ + d_x (μ₄ − σ_X⁴))
+             = relaxed · (1 + (κ − 1) / d_x),
+
+e.g. a factor 1 + 2/d_x for normal inputs, and none for ±1 inputs. For one fixed W the mean
+σ_X² tr A is the larger effect: it is of order σ_X² √(d_x d_k) σ_q σ_k for independent
+random weights, and σ_X² ‖W_q‖_F² -- as large as the standard deviation times √d_k -- when
+W_k = W_q.
+
+Fixed weights, σ-based against exact. The paper's prediction from measured σ_Wq, σ_Wk is the
+average of σ_X⁴ ‖A‖_F² over weights *with those entry variances drawn independently*; a
+particular W can be far from average. When W_q and W_k share directions ‖A‖_F² grows: for
+W_k = W_q it is about relaxed · (1 + (d_k + 1) / d_x), and for a rank-one W_q = W_k = c u vᵀ it
+is relaxed · d_k. The β each prediction recommends is 1 / sqrt(prediction).
+
+Monte Carlo. Products computed from the same weights or the same input rows are dependent, so
+each interval is built from independent blocks: with random weights, one block is one fresh
+draw of (W_q, W_k) and of ``tokens`` input rows; with fixed weights, one block is a fresh draw
+of the input rows. A block is reduced to the mean of its products and of their squares, and
+the estimator and interval of :mod:`varcheck.estimation` apply unchanged. Verdicts are
+Holm-adjusted over all rows.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._version import __version__
+from .adaptive import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
+from .distributions import Distribution, parse_distribution
+from .errors import VarcheckError
+from .estimation import MIN_BLOCKS, BlockAccumulator, ConfidenceInterval, t_quantile, t_two_sided_p
+from .verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
+
+__all__ = [
+    "INITS",
+    "init_sd",
+    "InputLaw",
+    "input_law",
+    "same_token_variance",
+    "conditional_moments",
+    "aligned_weights",
+    "rank_one_weights",
+    "MonteCarloVariance",
+    "ProjectionSection",
+    "ProjectionRow",
+    "ProjectionResult",
+    "project",
+]
+
+INITS = ("xavier", "kaiming", "lecun", "normal:SD")
+
+#: Upper bound on the array elements one chunk of blocks holds (8 bytes each).
+_CHUNK_ELEMENTS = 1 << 22
+#: Upper bound on blocks per section (a guard for targets that cannot be reached).
+_MAX_BLOCKS = 1 << 20
+_GROWTH_CAP = 16.0
+_OVERSHOOT = 1.1
+_WEIGHT_STREAM = 1000
+
+
+# --- inputs and inits --------------------------------------------------------------------------
+
+
+def init_sd(init: str, dx: int, dk: int) -> float:
+    """Standard deviation of the initial weight entries for an init name.
+
+    ``xavier``: σ² = 2 / (d_x + d_k) (Glorot); ``kaiming``: σ² = 2 / d_x (He, fan-in);
+    ``lecun``: σ² = 1 / d_x, which makes d_x σ_X² σ_W² = 1 for unit inputs (the paper's
+    assumption (ii)); ``normal:SD``: σ = SD. Entries are drawn normal.
+    """
+    if init == "xavier":
+        return math.sqrt(2.0 / (dx + dk))
+    if init == "kaiming":
+        return math.sqrt(2.0 / dx)
+    if init == "lecun":
+        return math.sqrt(1.0 / dx)
+    if isinstance(init, str) and init.startswith("normal:"):
+        try:
+            sd = float(init[len("normal:") :])
+        except ValueError:
+            sd = math.nan
+        if math.isfinite(sd) and sd > 0:
+            return sd
+    raise VarcheckError(
+        f"init {init!r} is not accepted; use xavier, kaiming, lecun or normal:SD with SD > 0 "
+        "(e.g. normal:0.1)"
+    )
+
+
+def _moment_finite(dist: Distribution, order: int) -> bool:
+    """Whether E|X|^order is finite (order up to 8), from the family."""
+    if order <= 2:
+        return math.isfinite(dist.var)
+    if order <= 4:
+        return math.isfinite(dist.mu4)
+    if dist.family in ("normal", "uniform", "rademacher", "laplace"):
+        return True
+    if dist.family == "t":
+        return dict(dist.params)["df"] > order
+    import warnings
+
+    from .distributions import _scipy_frozen
+
+    name = dist.family[len("scipy.") :]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            value = float(_scipy_frozen(name, dist.params).moment(order))
+        except Exception:  # noqa: BLE001 - scipy raises various errors for divergent moments
+            return False
+    return math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class InputLaw:
+    """The input entries: ``dist`` rescaled to standard deviation ``sigma``.
+
+    Attributes
+    ----------
+    dist : Distribution
+        The parsed ``--x-dist`` spec (must have mean 0).
+    sigma : float
+        σ_X (``inf`` when the variance is infinite).
+    mu4 : float
+        E[x⁴] after rescaling (``inf`` when it does not exist).
+    estimable_different, estimable_same : bool
+        Whether the variance estimator has a finite variance: E[x⁴] < ∞ for products of
+        different tokens, E[x⁸] < ∞ for the quadratic form of one token.
+    """
+
+    dist: Distribution
+    sigma: float
+    mu4: float
+    estimable_different: bool
+    estimable_same: bool
+
+    @property
+    def kurtosis(self) -> float:
+        return self.mu4 / self.sigma**4 if math.isfinite(self.mu4) else math.inf
+
+    @property
+    def spec(self) -> str:
+        return self.dist.spec
+
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        out = self.dist.sample(rng, shape)
+        if math.isfinite(self.dist.var) and self.dist.sd != self.sigma:
+            out *= self.sigma / self.dist.sd
+        return out
+
+
+def input_law(x_dist: str | Distribution = "normal", sigma_x: float | None = None) -> InputLaw:
+    """The input law for ``--x-dist`` and ``--sigma-x`` (which rescales it to that sd)."""
+    dist = parse_distribution(x_dist)
+    if math.isnan(dist.mean) or dist.mean != 0.0:
+        raise VarcheckError(
+            f"x_dist {dist.spec!r} has mean {dist.mean!r}; the projection formulas assume "
+            "zero-mean inputs (as the paper does), so give a distribution with mean 0"
+        )
+    if sigma_x is not None:
+        if isinstance(sigma_x, bool) or not (
+            isinstance(sigma_x, int | float) and math.isfinite(sigma_x) and sigma_x > 0
+        ):
+            raise VarcheckError(f"sigma_x must be a finite number > 0, got {sigma_x!r}")
+        if not math.isfinite(dist.var):
+            raise VarcheckError(
+                f"sigma_x cannot rescale x_dist {dist.spec!r}: its variance is infinite"
+            )
+    sigma = float(sigma_x) if sigma_x is not None else dist.sd
+    if math.isfinite(dist.var) and math.isfinite(dist.mu4):
+        mu4 = dist.kurtosis * sigma**4
+    else:
+        mu4 = math.inf
+    return InputLaw(
+        dist=dist,
+        sigma=sigma,
+        mu4=mu4,
+        estimable_different=_moment_finite(dist, 4),
+        estimable_same=_moment_finite(dist, 8),
+    )
+
+
+# --- theory ------------------------------------------------------------------------------------
+
+
+def same_token_variance(
+    dx: int, dk: int, sigma_x: float, kurtosis_x: float, sigma_wq: float, sigma_wk: float
+) -> float:
+    """Unconditional Var(x W_q · x W_k) for one token over random weights.
+
+    Equals the relaxed formula times ``1 + (kurtosis_x - 1) / dx`` (see the module notes).
+    """
+    relaxed = paper_logit_variance(sigma_x, sigma_wq, sigma_wk, dx, dk)
+    return relaxed * (1.0 + (kurtosis_x - 1.0) / dx)
+
+
+def conditional_moments(
+    w_q: np.ndarray, w_k: np.ndarray, sigma_x: float, mu4_x: float, *, same_token: bool
+) -> tuple[float, float]:
+    """(E, Var) of q·k given the weights, for inputs with i.i.d. zero-mean entries.
+
+    Parameters
+    ----------
+    w_q, w_k : ndarray, shape (d_x, d_k)
+    sigma_x, mu4_x : float
+        Standard deviation and fourth moment of the input entries.
+    same_token : bool
+        q and k from one input row (a quadratic form) instead of two independent rows.
+
+    Examples
+    --------
+    >>> w = np.eye(3)[:, :2]          # A = W Wᵀ = diag(1, 1, 0)
+    >>> conditional_moments(w, w, 1.0, 3.0, same_token=False)
+    (0.0, 2.0)
+    >>> conditional_moments(w, w, 1.0, 3.0, same_token=True)   # 2 Σ A_aa² for normal x
+    (2.0, 4.0)
+    """
+    w_q = np.asarray(w_q, dtype=float)
+    w_k = np.asarray(w_k, dtype=float)
+    frob2 = exact_logit_variance(w_q, w_k, 1.0)
+    if not math.isfinite(sigma_x) or (same_token and not math.isfinite(mu4_x)):
+        return (math.nan if not math.isfinite(sigma_x) else 0.0), math.inf
+    if not same_token:
+        return 0.0, sigma_x**4 * frob2
+    diag = np.einsum("aj,aj->a", w_q, w_k)  # A_aa
+    m = w_k.T @ w_q  # tr(A²) = tr((W_kᵀ W_q)²), a d_k × d_k product
+    tr_a2 = float(np.sum(m * m.T))
+    s4 = sigma_x**4
+    var = (mu4_x - 3.0 * s4) * float(diag @ diag) + s4 * (frob2 + tr_a2)
+    return sigma_x**2 * float(diag.sum()), var
+
+
+def aligned_weights(w_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The constructed aligned head W_k = W_q (same entry σ, so the σ-based formula cannot tell)."""
+    return w_q, w_q.copy()
+
+
+def rank_one_weights(
+    rng: np.random.Generator, dx: int, dk: int, sd: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """W_q = W_k = c u vᵀ with the entry RMS scaled to ``sd``: one shared direction."""
+    u = rng.standard_normal(dx)
+    v = rng.standard_normal(dk)
+    w = np.outer(u, v)
+    w *= sd / math.sqrt(float(np.mean(w * w)))
+    return w, w.copy()
+
+
+# --- Monte Carlo -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MonteCarloVariance:
+    """A Monte-Carlo estimate of Var(q·k) (and E[q·k]) over independent blocks.
+
+    Attributes
+    ----------
+    var : float
+        Unbiased estimate of the variance.
+    confidence_interval : ConfidenceInterval
+        Student-t interval with ``blocks - 1`` degrees of freedom.
+    se : float
+        Standard error of ``var`` (delta method over blocks).
+    mean : float
+        Estimate of E[q·k].
+    mean_confidence_interval : ConfidenceInterval
+        Interval for the mean.
+    samples : int
+        Products used.
+    blocks : int
+        Independent blocks.
+    products_per_block : int
+    confidence : float
+    precision : float
+        Relative half-width reached.
+    stop_reason : str
+        ``precision``, ``blocks`` (fixed count) or ``max-seconds``.
+    """
+
+    var: float
+    confidence_interval: ConfidenceInterval
+    se: float
+    mean: float
+    mean_confidence_interval: ConfidenceInterval
+    samples: int
+    blocks: int
+    products_per_block: int
+    confidence: float
+    precision: float
+    stop_reason: str
+
+    def t_statistic(self, claim: float) -> float:
+        if self.se == 0:
+            return 0.0 if self.var == claim else math.copysign(math.inf, self.var - claim)
+        return (self.var - claim) / self.se
+
+    def p_value(self, claim: float) -> float:
+        """Two-sided p-value of the claim Var(q·k) = ``claim``."""
+        return t_two_sided_p(self.t_statistic(claim), self.blocks - 1)
+
+
+def _summarise(
+    acc: BlockAccumulator, per_block: int, confidence: float, stop_reason: str
+) -> MonteCarloVariance:
+    est, se, mean = acc.variance_and_se()
+    tq = t_quantile(confidence, acc.n - 1)
+    mean_se = math.sqrt(acc.c_mm / (acc.n - 1) / acc.n)
+    return MonteCarloVariance(
+        var=est,
+        confidence_interval=ConfidenceInterval(est - tq * se, est + tq * se),
+        se=se,
+        mean=mean,
+        mean_confidence_interval=ConfidenceInterval(mean - tq * mean_se, mean + tq * mean_se),
+        samples=acc.n * per_block,
+        blocks=acc.n,
+        products_per_block=per_block,
+        confidence=confidence,
+        precision=tq * se / abs(est) if est != 0 else math.inf,
+        stop_reason=stop_reason,
+    )
+
+
+# draw(rng, n_blocks) -> {case: (block means, block mean squares)}
+_Draw = Callable[[np.random.Generator, int], dict[str, tuple[np.ndarray, np.ndarray]]]
+
+
+def _run_blocks(
+    draw: _Draw,
+    cases: dict[str, int],
+    blocks_per_chunk: int,
+    *,
+    seed: int,
+    stream: int,
+    confidence: float,
+    precision: float | None,
+    blocks: int | None,
+    max_seconds: float | None,
+) -> dict[str, MonteCarloVariance]:
+    """Draw chunks of blocks until every case reaches ``precision`` (or the fixed ``blocks``)."""
+    accs = {c: BlockAccumulator() for c in cases}
+    target = blocks if blocks is not None else MIN_BLOCKS
+    start = time.perf_counter()
+    chunk = 0
+    stop = "blocks" if blocks is not None else "precision"
+    n = 0
+    while True:
+        while n < target:
+            todo = min(blocks_per_chunk, target - n)
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(stream, chunk)))
+            for case, (m, a) in draw(rng, todo).items():
+                accs[case].add(m, a)
+            n += todo
+            chunk += 1
+            if max_seconds is not None and time.perf_counter() - start > max_seconds and n >= 2:
+                stop = "max-seconds"
+                break
+        if stop != "precision" or n >= _MAX_BLOCKS:
+            break
+        tq = t_quantile(confidence, n - 1)
+        worst = 0.0
+        for acc in accs.values():
+            est, se, _ = acc.variance_and_se()
+            worst = max(worst, tq * se / abs(est) if est != 0 else (0.0 if se == 0 else math.inf))
+        if worst <= precision:  # type: ignore[operator]
+            break
+        grow = (worst / precision) ** 2 * _OVERSHOOT if math.isfinite(worst) else _GROWTH_CAP
+        target = min(_MAX_BLOCKS, int(math.ceil(n * min(grow, _GROWTH_CAP))))
+    return {c: _summarise(accs[c], cases[c], confidence, stop) for c in cases}
+
+
+def _reduce(s: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per-block mean and mean square of the off-diagonal (different tokens) and diagonal
+    (same token) entries of a stack of logit matrices ``s`` of shape (blocks, n, n)."""
+    n = s.shape[1]
+    diag = np.einsum("bii->bi", s)
+    sq = s * s
+    total, total_sq = s.sum(axis=(1, 2)), sq.sum(axis=(1, 2))
+    d_sum, d_sq = diag.sum(axis=1), (diag * diag).sum(axis=1)
+    off = n * (n - 1)
+    return {
+        "different-tokens": ((total - d_sum) / off, (total_sq - d_sq) / off),
+        "same-token": (d_sum / n, d_sq / n),
+    }
+
+
+def _random_weights_draw(x: InputLaw, dx: int, dk: int, sd: float, tokens: int) -> _Draw:
+    def draw(rng: np.random.Generator, nb: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        w_q = rng.standard_normal((nb, dx, dk))
+        w_q *= sd
+        w_k = rng.standard_normal((nb, dx, dk))
+        w_k *= sd
+        xs = x.sample(rng, (nb, tokens, dx))
+        return _reduce((xs @ w_q) @ np.swapaxes(xs @ w_k, 1, 2))
+
+    return draw
+
+
+def _fixed_weights_draw(x: InputLaw, w_q: np.ndarray, w_k: np.ndarray, tokens: int) -> _Draw:
+    dx = w_q.shape[0]
+
+    def draw(rng: np.random.Generator, nb: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        xs = x.sample(rng, (nb, tokens, dx))
+        return _reduce((xs @ w_q) @ np.swapaxes(xs @ w_k, 1, 2))
+
+    return draw
+
+
+# --- results -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectionSection:
+    """One weight setting of :func:`project`.
+
+    Attributes
+    ----------
+    name : str
+        ``random-weights`` (fresh weights per block), ``fixed-draw`` (one draw from the init),
+        ``aligned`` (W_k = W_q) or ``rank-one`` (W_q = W_k of rank one).
+    description : str
+    sigma_wq, sigma_wk : float
+        The init σ for ``random-weights``; the measured entry σ for fixed weights.
+    frobenius2 : float
+        ‖W_q W_kᵀ‖_F² (``nan`` for random weights).
+    trace : float
+        tr(W_q W_kᵀ) (``nan`` for random weights).
+    """
+
+    name: str
+    description: str
+    sigma_wq: float
+    sigma_wk: float
+    frobenius2: float = math.nan
+    trace: float = math.nan
+
+
+@dataclass(frozen=True)
+class ProjectionRow:
+    """One prediction checked by Monte Carlo.
+
+    Attributes
+    ----------
+    section : str
+        The weight setting (see :class:`ProjectionSection`).
+    case : str
+        ``different-tokens`` or ``same-token``.
+    claim : str
+        ``relaxed`` (the paper's formula with the init σ), ``same-token`` (the derived
+        unconditional value), ``sigma-based`` (the paper's formula with measured σ_W),
+        ``exact`` (the conditional variance given W).
+    predicted_var, predicted_mean : float
+        The prediction of Var(q·k) and E[q·k].
+    beta : float
+        The β this prediction recommends, 1 / sqrt(predicted_var).
+    estimate : MonteCarloVariance or None
+        ``None`` when the variance is infinite.
+    p_value, p_adjusted : float
+        Two-sided p-value of the predicted variance; Holm-adjusted over all rows.
+    verdict : str
+    """
+
+    section: str
+    case: str
+    claim: str
+    predicted_var: float
+    predicted_mean: float
+    beta: float
+    estimate: MonteCarloVariance | None
+    p_value: float
+    p_adjusted: float
+    verdict: str
+
+    @property
+    def ratio(self) -> float:
+        """Estimate over prediction."""
+        if self.estimate is None or not self.predicted_var or not math.isfinite(self.predicted_var):
+            return math.nan
+        return self.estimate.var / self.predicted_var
+
+    @property
+    def logit_var_at_beta(self) -> float:
+        """Monte-Carlo Var(β q·k) with this row's β (1 when the prediction is right)."""
+        return math.nan if self.estimate is None else self.estimate.var * self.beta**2
+
+
+@dataclass(frozen=True)
+class ProjectionResult:
+    """The result of :func:`project`.
+
+    Attributes
+    ----------
+    rows : tuple of ProjectionRow
+    sections : tuple of ProjectionSection
+    dx, dk : int
+    init : str
+    init_sd : float
+    x : InputLaw
+    tokens : int
+        Input rows per block.
+    confidence : float
+    precision : float or None
+    blocks : int or None
+    max_seconds : float or None
+    seed : int
+    version : str
+    """
+
+    rows: tuple[ProjectionRow, ...]
+    sections: tuple[ProjectionSection, ...]
+    dx: int
+    dk: int
+    init: str
+    init_sd: float
+    x: InputLaw
+    tokens: int
+    confidence: float
+    precision: float | None
+    blocks: int | None
+    max_seconds: float | None
+    seed: int
+    version: str = __version__
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.confidence
+
+    @property
+    def exit_code(self) -> int:
+        """0 all consistent, 1 a prediction rejected, 4 a row without a valid test."""
+        verdicts = {r.verdict for r in self.rows}
+        if REJECTED in verdicts:
+            return 1
+        if verdicts & {UNRELIABLE, INFINITE}:
+            return 4
+        return 0
+
+    def row(self, section: str, case: str, claim: str) -> ProjectionRow:
+        for r in self.rows:
+            if (r.section, r.case, r.claim) == (section, case, claim):
+                return r
+        raise KeyError((section, case, claim))
+
+
+# --- the experiment ----------------------------------------------------------------------------
+
+
+def _check_dims(dx: int, dk: int, tokens: int) -> None:
+    for name, value, lo, hi in (
+        ("dx", dx, 1, 4096),
+        ("dk", dk, 1, 4096),
+        ("tokens", tokens, 2, 256),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise VarcheckError(f"{name} must be a whole number in {lo}..{hi}, got {value!r}")
+
+
+def _check_budget(
+    confidence: float, precision: float | None, blocks: int | None, max_seconds: float | None
+) -> tuple[float, float | None, int | None, float | None]:
+    if not (isinstance(confidence, int | float) and 0.0 < confidence < 1.0):
+        raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
+    if blocks is not None:
+        if (
+            isinstance(blocks, bool)
+            or not isinstance(blocks, int)
+            or not 2 <= blocks <= _MAX_BLOCKS
+        ):
+            raise VarcheckError(
+                f"blocks must be a whole number in 2..{_MAX_BLOCKS}, got {blocks!r}"
+            )
+        precision = None
+    elif precision is None or not (
+        isinstance(precision, int | float) and math.isfinite(precision) and 0.0 < precision < 1.0
+    ):
+        raise VarcheckError(f"precision must be in (0, 1), got {precision!r}")
+    if max_seconds is not None and not (
+        isinstance(max_seconds, int | float) and math.isfinite(max_seconds) and max_seconds > 0
+    ):
+        raise VarcheckError(f"max_seconds must be > 0, got {max_seconds!r}")
+    return float(confidence), precision, blocks, max_seconds
+
+
+@dataclass(frozen=True)
+class _Prediction:
+    section: str
+    case: str
+    claim: str
+    var: float
+    mean: float
+    estimable: bool
+
+
+def project(
+    dx: int = 32,
+    dk: int = 16,
+    *,
+    init: str = "xavier",
+    sigma_x: float | None = None,
+    x_dist: str | Distribution = "normal",
+    constructed: bool = True,
+    tokens: int = 16,
+    confidence: float = 0.95,
+    precision: float | None = 0.02,
+    blocks: int | None = None,
+    max_seconds: float | None = None,
+    seed: int | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> ProjectionResult:
+    """Check the relaxed formula for Q = X W_q, K = X W_k, and the exact values, by Monte Carlo.
+
+    Parameters
+    ----------
+    dx, dk : int
+        Input width and head width.
+    init : str
+        Weight init: ``xavier``, ``kaiming``, ``lecun`` or ``normal:SD`` (normal entries).
+    sigma_x : float, optional
+        Standard deviation of the input entries (rescales ``x_dist``; default its own sd).
+    x_dist : str or Distribution
+        Law of the input entries (mean 0), e.g. ``normal``, ``uniform``, ``t:df=10``.
+    constructed : bool
+        Add the constructed aligned heads (W_k = W_q, and a rank-one shared direction).
+    tokens : int
+        Input rows per block (``tokens · (tokens - 1)`` different-token products and
+        ``tokens`` same-token products per block).
+    confidence : float
+        Interval level; verdicts control the family-wise error at ``1 - confidence`` (Holm).
+    precision : float
+        Target relative half-width of every interval (ignored with ``blocks``).
+    blocks : int, optional
+        Fixed number of independent blocks per section instead of a target precision.
+    max_seconds : float, optional
+        Wall-time cap per section.
+    seed : int, optional
+        Root seed (drawn and reported when omitted).
+    progress : callable, optional
+        ``progress(section_index, n_sections, fraction)``.
+
+    Returns
+    -------
+    ProjectionResult
+
+    Examples
+    --------
+    >>> res = project(16, 8, seed=3, precision=0.1)
+    >>> res.row("random-weights", "different-tokens", "relaxed").verdict
+    'consistent'
+    >>> round(res.row("rank-one", "different-tokens", "sigma-based").ratio)   # about d_k
+    8
+    """
+    from .api import resolve_seed
+
+    _check_dims(dx, dk, tokens)
+    sd = init_sd(init, dx, dk)
+    x = input_law(x_dist, sigma_x)
+    confidence, precision, blocks, max_seconds = _check_budget(
+        confidence, precision, blocks, max_seconds
+    )
+    seed = resolve_seed(seed)
+    s = x.sigma
+
+    relaxed = paper_logit_variance(s, sd, sd, dx, dk)
+    same = same_token_variance(dx, dk, s, x.kurtosis, sd, sd)
+    weights: list[tuple[str, str, np.ndarray, np.ndarray]] = []
+    w_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_WEIGHT_STREAM,)))
+    w_q = w_rng.standard_normal((dx, dk)) * sd
+    w_k = w_rng.standard_normal((dx, dk)) * sd
+    weights.append(("fixed-draw", "one draw of W_q, W_k from the init", w_q, w_k))
+    if constructed:
+        weights.append(
+            ("aligned", "constructed: W_k = W_q (the draw above)", *aligned_weights(w_q))
+        )
+        weights.append(
+            (
+                "rank-one",
+                "constructed: W_q = W_k = c·u vᵀ, entry RMS = init σ",
+                *rank_one_weights(w_rng, dx, dk, sd),
+            )
+        )
+
+    sections = [
+        ProjectionSection("random-weights", "fresh W_q, W_k from the init for every block", sd, sd)
+    ]
+    preds: list[_Prediction] = [
+        _Prediction(
+            "random-weights", "different-tokens", "relaxed", relaxed, 0.0, x.estimable_different
+        ),
+        _Prediction("random-weights", "same-token", "relaxed", relaxed, 0.0, x.estimable_same),
+        _Prediction("random-weights", "same-token", "same-token", same, 0.0, x.estimable_same),
+    ]
+    for name, desc, wq, wk in weights:
+        swq, swk = weight_sigma(wq), weight_sigma(wk)
+        diff_mean, diff_var = conditional_moments(wq, wk, s, x.mu4, same_token=False)
+        same_mean, same_var = conditional_moments(wq, wk, s, x.mu4, same_token=True)
+        sections.append(
+            ProjectionSection(
+                name,
+                desc,
+                swq,
+                swk,
+                frobenius2=exact_logit_variance(wq, wk, 1.0),
+                trace=float(np.einsum("aj,aj->", wq, wk)),
+            )
+        )
+        preds += [
+            _Prediction(
+                name,
+                "different-tokens",
+                "sigma-based",
+                paper_logit_variance(s, swq, swk, dx, dk),
+                0.0,
+                x.estimable_different,
+            ),
+            _Prediction(
+                name, "different-tokens", "exact", diff_var, diff_mean, x.estimable_different
+            ),
+            _Prediction(name, "same-token", "exact", same_var, same_mean, x.estimable_same),
+        ]
+
+    estimates: dict[tuple[str, str], MonteCarloVariance | None] = {}
+    budget = dict(
+        confidence=confidence, precision=precision, blocks=blocks, max_seconds=max_seconds
+    )
+    per_block = {"different-tokens": tokens * (tokens - 1), "same-token": tokens}
+    # cases whose variance is infinite are not estimated (nothing to estimate)
+    finite_cases = {
+        "different-tokens": math.isfinite(s),
+        "same-token": math.isfinite(s) and math.isfinite(x.mu4),
+    }
+    cases = {c: per_block[c] for c, ok in finite_cases.items() if ok}
+    n_sections = len(sections)
+    for index, sec in enumerate(sections):
+        if progress is not None:
+            progress(index, n_sections, 0.0)
+        if not cases:
+            estimates.update({(sec.name, c): None for c in per_block})
+            continue
+        if sec.name == "random-weights":
+            draw = _random_weights_draw(x, dx, dk, sd, tokens)
+            size = 2 * dx * dk + tokens * (dx + 2 * dk + tokens)
+        else:
+            _, _, wq, wk = weights[index - 1]
+            draw = _fixed_weights_draw(x, wq, wk, tokens)
+            size = tokens * (dx + 2 * dk + tokens)
+        per_chunk = max(1, min(4096, _CHUNK_ELEMENTS // size))
+        res = _run_blocks(draw, cases, per_chunk, seed=seed, stream=index, **budget)
+        for c in per_block:
+            estimates[(sec.name, c)] = res.get(c)
+    if progress is not None:
+        progress(n_sections - 1, n_sections, 1.0)
+
+    rows = _judge(preds, estimates, confidence)
+    return ProjectionResult(
+        rows=tuple(rows),
+        sections=tuple(sections),
+        dx=dx,
+        dk=dk,
+        init=init,
+        init_sd=sd,
+        x=x,
+        tokens=tokens,
+        confidence=confidence,
+        precision=precision,
+        blocks=blocks,
+        max_seconds=max_seconds,
+        seed=seed,
+    )
+
+
+def _judge(
+    preds: list[_Prediction],
+    estimates: dict[tuple[str, str], MonteCarloVariance | None],
+    confidence: float,
+) -> list[ProjectionRow]:
+    p_values = []
+    for pr in preds:
+        est = estimates[(pr.section, pr.case)]
+        ok = est is not None and pr.estimable and math.isfinite(pr.var)
+        p_values.append(est.p_value(pr.var) if ok else math.nan)  # type: ignore[union-attr]
+    adjusted = holm_adjust(p_values)
+    rows = []
+    for pr, p, padj in zip(preds, p_values, adjusted, strict=True):
+        est = estimates[(pr.section, pr.case)]
+        if est is None or not math.isfinite(pr.var):
+            verdict = INFINITE
+        elif not pr.estimable:
+            verdict = UNRELIABLE
+        else:
+            verdict = REJECTED if padj < 1.0 - confidence else CONSISTENT
+        rows.append(
+            ProjectionRow(
+                section=pr.section,
+                case=pr.case,
+                claim=pr.claim,
+                predicted_var=pr.var,
+                predicted_mean=pr.mean,
+                beta=beta_for(pr.var),
+                estimate=est,
+                p_value=p,
+                p_adjusted=padj,
+                verdict=verdict,
+            )
+        )
+    return rows

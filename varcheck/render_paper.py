@@ -1,0 +1,567 @@
+"""Rendering the paper commands (project, beta, train): pure functions of their results."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from .render import VERDICT_STYLE, fmt, fmt_p, records_to_csv, records_to_markdown, to_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .adaptive import BetaReport
+    from .projection import ProjectionResult, ProjectionRow
+    from .training import TrainResult
+
+__all__ = [
+    "project_meta",
+    "project_records",
+    "project_notes",
+    "render_project",
+    "beta_meta",
+    "beta_records",
+    "render_beta",
+    "train_meta",
+    "train_records",
+    "train_summary",
+    "render_train",
+]
+
+CLAIM_LABEL = {
+    "relaxed": "relaxed formula",
+    "same-token": "derived same-token value",
+    "sigma-based": "σ-based (measured σ_W)",
+    "exact": "exact given W",
+}
+
+
+def _conf(confidence: float) -> str:
+    pct = confidence * 100
+    return f"{pct:.0f}%" if pct == round(pct) else f"{confidence:.4g}"
+
+
+def _interval(lo: float, hi: float) -> str:
+    return "" if math.isnan(lo) else f"[{fmt(lo)}, {fmt(hi)}]"
+
+
+def _emit(text: str, console: Console) -> None:
+    console.file.write(text)
+
+
+# --- project -----------------------------------------------------------------------------------
+
+
+def project_meta(result: ProjectionResult) -> dict[str, Any]:
+    return {
+        "command": "project",
+        "version": result.version,
+        "seed": result.seed,
+        "dx": result.dx,
+        "dk": result.dk,
+        "init": result.init,
+        "init_sd": result.init_sd,
+        "x_dist": result.x.spec,
+        "sigma_x": result.x.sigma,
+        "x_kurtosis": result.x.kurtosis,
+        "tokens": result.tokens,
+        "confidence": result.confidence,
+        "precision": result.precision,
+        "blocks": result.blocks,
+        "max_seconds": result.max_seconds,
+    }
+
+
+def project_records(result: ProjectionResult) -> list[dict[str, Any]]:
+    recs = []
+    for row in result.rows:
+        est = row.estimate
+        lo, hi = est.confidence_interval if est else (math.nan, math.nan)
+        mlo, mhi = est.mean_confidence_interval if est else (math.nan, math.nan)
+        recs.append(
+            {
+                "section": row.section,
+                "case": row.case,
+                "claim": row.claim,
+                "predicted_var": row.predicted_var,
+                "predicted_mean": row.predicted_mean,
+                "var": est.var if est else None,
+                "ci_low": lo,
+                "ci_high": hi,
+                "ratio": row.ratio,
+                "mean": est.mean if est else None,
+                "mean_ci_low": mlo,
+                "mean_ci_high": mhi,
+                "beta": row.beta,
+                "logit_var_at_beta": row.logit_var_at_beta,
+                "p_value": row.p_value,
+                "p_adjusted": row.p_adjusted,
+                "verdict": row.verdict,
+                "samples": est.samples if est else 0,
+                "blocks": est.blocks if est else 0,
+                "precision_reached": est.precision if est else None,
+                "stop_reason": est.stop_reason if est else None,
+            }
+        )
+    return recs
+
+
+def _section_records(result: ProjectionResult) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": s.name,
+            "description": s.description,
+            "sigma_wq": s.sigma_wq,
+            "sigma_wk": s.sigma_wk,
+            "frobenius2": s.frobenius2,
+            "trace": s.trace,
+        }
+        for s in result.sections
+    ]
+
+
+def project_title(result: ProjectionResult) -> str:
+    return (
+        f"q = x W_q, k = x' W_k: d_x = {result.dx}, d_k = {result.dk}, init {result.init} "
+        f"(σ_W = {fmt(result.init_sd)}), x ~ {result.x.spec} with σ_X = {fmt(result.x.sigma)}"
+    )
+
+
+_CASE_LABEL = {"different-tokens": "diff", "same-token": "same"}
+_SECTION_SHORT = {
+    "random-weights": "random",
+    "fixed-draw": "draw",
+    "aligned": "aligned",
+    "rank-one": "rank-1",
+}
+_CLAIM_SHORT = {
+    "relaxed": "relaxed",
+    "same-token": "same-token",
+    "sigma-based": "σ-based",
+    "exact": "exact",
+}
+
+
+def _verdict_cell(verdict: str) -> str:
+    style = VERDICT_STYLE.get(verdict, "")
+    return f"[{style}]{verdict}[/]" if style else verdict
+
+
+def _pm(est: float, interval: tuple[float, float]) -> str:
+    """``estimate ± half-width`` (the t intervals are symmetric)."""
+    return f"{fmt(est)} ± {fmt((interval[1] - interval[0]) / 2.0, 2)}"
+
+
+def _project_var_cells(row: ProjectionRow) -> list[str]:
+    est = row.estimate
+    head = [
+        _SECTION_SHORT.get(row.section, row.section),
+        _CASE_LABEL[row.case],
+        _CLAIM_SHORT[row.claim],
+        fmt(row.predicted_var),
+    ]
+    if est is None:
+        return [*head, "—", "", "—", _verdict_cell(row.verdict)]
+    capped = "*" if est.stop_reason == "max-seconds" else ""
+    return [
+        *head,
+        _pm(est.var, est.confidence_interval) + capped,
+        fmt(row.ratio, 3),
+        fmt_p(row.p_adjusted),
+        _verdict_cell(row.verdict),
+    ]
+
+
+def _project_beta_cells(row: ProjectionRow) -> list[str]:
+    est = row.estimate
+    head = [
+        _SECTION_SHORT.get(row.section, row.section),
+        _CASE_LABEL[row.case],
+        _CLAIM_SHORT[row.claim],
+        fmt(row.beta),
+    ]
+    if est is None:
+        return [*head, "—", fmt(row.predicted_mean, 3), "—"]
+    return [
+        *head,
+        fmt(row.logit_var_at_beta, 3),
+        fmt(row.predicted_mean, 3),
+        f"{fmt(est.mean, 3)} ± {fmt(est.mean_confidence_interval.high - est.mean, 1)}",
+    ]
+
+
+def project_notes(result: ProjectionResult) -> list[str]:
+    """Plain-language notes under the table (rich markup)."""
+    notes = [
+        "relaxed = (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k; same-token = relaxed · (1 + (κ−1)/d_x) "
+        f"with input kurtosis κ = {fmt(result.x.kurtosis)}; exact = σ_X⁴‖W_q W_kᵀ‖_F² "
+        "(different tokens), (μ₄−3σ_X⁴)Σ A_aa² + σ_X⁴(‖A‖_F² + tr A²) with mean σ_X² tr A "
+        "(same token), A = W_q W_kᵀ.",
+        "β is 1/√(predicted Var); Var(β·q·k) is the Monte-Carlo variance of the logits "
+        "under that β (1 when the prediction is right). case: diff = q and k from independent "
+        "input rows, same = from one row (the diagonal of self-attention).",
+    ]
+    verdicts = {r.verdict for r in result.rows}
+    if "infinite" in verdicts:
+        notes.append(
+            "[bold magenta]infinite:[/] the input law lacks the moment this variance needs "
+            "(σ_X for any logit, μ₄ for the same-token one); nothing to estimate."
+        )
+    if "unreliable" in verdicts:
+        notes.append(
+            "[bold yellow]unreliable:[/] the variance is finite but the estimator's own variance "
+            "is not (needs E[x⁴] for different tokens, E[x⁸] for one token); no verdict."
+        )
+    if any(r.estimate is not None and r.estimate.stop_reason == "max-seconds" for r in result.rows):
+        notes.append(
+            "[yellow]Some sections stopped at --max-seconds before the target precision.[/]"
+        )
+    return notes
+
+
+def _table(title: str, caption: str | None, columns: list[tuple[str, str]]):  # noqa: ANN202
+    from rich import box
+    from rich.table import Table
+
+    table = Table(
+        title=title,
+        caption=caption,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 0, 0, 1),
+        pad_edge=False,
+        show_edge=False,
+    )
+    for name, justify in columns:
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    return table
+
+
+def _print_table(table: Any, console: Console) -> None:
+    """Print with every column at least as wide as its widest cell (headers may wrap): a
+    folded number misleads, a wrapped header does not."""
+    from rich.text import Text
+
+    for col in table.columns:
+        col.min_width = max((Text.from_markup(str(c)).cell_len for c in col.cells), default=1)
+    console.print(table)
+
+
+def render_project_table(result: ProjectionResult, console: Console) -> None:
+    conf = _conf(result.confidence)
+    target = (
+        f"target precision ±{result.precision:.3g}"
+        if result.precision is not None
+        else f"{result.blocks:,} blocks per setting"
+    )
+    table = _table(
+        project_title(result),
+        (
+            f"seed {result.seed} · {conf} intervals over independent blocks ({result.tokens} "
+            f"input rows each) · {target} · verdicts Holm-adjusted over {len(result.rows)} rows "
+            f"(family-wise error ≤ {result.alpha:.3g}) · varcheck {result.version}"
+        ),
+        [
+            ("weights", "left"),
+            ("case", "left"),
+            ("prediction", "left"),
+            ("pred. Var", "right"),
+            (f"MC Var ± {conf}", "right"),
+            ("ratio", "right"),
+            ("p (Holm)", "right"),
+            ("verdict", "left"),
+        ],
+    )
+    for row in result.rows:
+        table.add_row(*_project_var_cells(row))
+    _print_table(table, console)
+    table = _table(
+        "The β each prediction recommends, and the mean of q·k",
+        None,
+        [
+            ("weights", "left"),
+            ("case", "left"),
+            ("prediction", "left"),
+            ("β", "right"),
+            ("MC Var(βq·k)", "right"),
+            ("pred. mean", "right"),
+            (f"MC mean ± {conf}", "right"),
+        ],
+    )
+    for row in result.rows:
+        table.add_row(*_project_beta_cells(row))
+    _print_table(table, console)
+    for sec in result.sections:
+        extra = (
+            ""
+            if math.isnan(sec.frobenius2)
+            else f", ‖W_q W_kᵀ‖_F² = {fmt(sec.frobenius2)}, tr W_q W_kᵀ = {fmt(sec.trace)}"
+        )
+        console.print(
+            f"[bold]{sec.name}[/]: {sec.description}; σ_Wq = {fmt(sec.sigma_wq)}, "
+            f"σ_Wk = {fmt(sec.sigma_wk)}{extra}"
+        )
+    for note in project_notes(result):
+        console.print(note)
+
+
+def render_project(result: ProjectionResult, fmt_name: str, console: Console) -> None:
+    """Write a project result as table, json, csv or markdown."""
+    if fmt_name == "table":
+        render_project_table(result, console)
+        return
+    meta = project_meta(result)
+    if fmt_name == "json":
+        text = to_json(
+            {
+                **meta,
+                "rows": project_records(result),
+                "sections": _section_records(result),
+                "exit_code": result.exit_code,
+            }
+        )
+    elif fmt_name == "csv":
+        text = records_to_csv(project_records(result), meta)
+    else:
+        text = records_to_markdown(project_records(result), meta, project_title(result))
+    _emit(text, console)
+
+
+# --- beta --------------------------------------------------------------------------------------
+
+
+def beta_meta(report: BetaReport) -> dict[str, Any]:
+    return {
+        "command": "beta",
+        "version": report.version,
+        "seed": report.seed,
+        "path": report.path,
+        "sigma_x": report.sigma_x,
+        "sigma_x_source": report.sigma_x_source,
+    }
+
+
+def beta_records(report: BetaReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "head": h.head,
+            "dx": h.dx,
+            "dk": h.dk,
+            "sigma_wq": h.sigma_wq,
+            "sigma_wk": h.sigma_wk,
+            "var_paper": h.var_paper,
+            "var_exact": h.var_exact,
+            "exact_over_paper": h.exact_over_paper,
+            "beta_default": h.beta_default,
+            "beta_paper": h.beta_paper,
+            "beta_exact": h.beta_exact,
+        }
+        for h in report.heads
+    ]
+
+
+def render_beta(report: BetaReport, fmt_name: str, console: Console) -> None:
+    """Write per-head β as table, json, csv or markdown."""
+    meta = beta_meta(report)
+    h0 = report.heads[0]
+    title = (
+        f"Recommended β per head for {report.path}: d_x = {h0.dx}, d_k = {h0.dk}, "
+        f"σ_X = {fmt(report.sigma_x)} ({report.sigma_x_source})"
+    )
+    if fmt_name == "json":
+        _emit(to_json({**meta, "rows": beta_records(report)}), console)
+        return
+    if fmt_name == "csv":
+        _emit(records_to_csv(beta_records(report), meta), console)
+        return
+    if fmt_name == "markdown":
+        _emit(records_to_markdown(beta_records(report), meta, title), console)
+        return
+    table = _table(
+        title,
+        (
+            f"seed {report.seed} (nothing is drawn) · β_paper = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² "
+            "σ_Wk²) d_k] · β_exact = 1/(σ_X² ‖W_q W_kᵀ‖_F), exact for different tokens with "
+            f"i.i.d. zero-mean inputs · varcheck {report.version}"
+        ),
+        [
+            (name, "right")
+            for name in (
+                "head",
+                "σ_Wq",
+                "σ_Wk",
+                "Var σ-based",
+                "Var exact",
+                "exact/σ-based",
+                "1/√d_k",
+                "β paper",
+                "β exact",
+            )
+        ],
+    )
+    for h in report.heads:
+        table.add_row(
+            str(h.head),
+            fmt(h.sigma_wq),
+            fmt(h.sigma_wk),
+            fmt(h.var_paper),
+            fmt(h.var_exact),
+            fmt(h.exact_over_paper),
+            fmt(h.beta_default),
+            fmt(h.beta_paper),
+            fmt(h.beta_exact),
+        )
+    _print_table(table, console)
+
+
+# --- train -------------------------------------------------------------------------------------
+
+
+def train_meta(result: TrainResult) -> dict[str, Any]:
+    cfg = result.config
+    return {
+        "command": "train",
+        "version": result.version,
+        "seed": result.seed,
+        "steps": cfg.steps,
+        "lr": cfg.lr,
+        "dx": cfg.dx,
+        "dk": cfg.dk,
+        "dv": cfg.dv,
+        "memory": cfg.memory,
+        "keys": cfg.keys,
+        "values": cfg.values,
+        "batch": cfg.batch,
+        "eval_size": cfg.eval_size,
+        "every": cfg.every,
+        "init": cfg.init,
+        "schemes": ",".join(r.scheme for r in result.runs),
+    }
+
+
+def train_records(result: TrainResult) -> list[dict[str, Any]]:
+    recs = []
+    for run in result.runs:
+        for s in run.steps:
+            recs.append(
+                {
+                    "scheme": run.scheme,
+                    "step": s.step,
+                    "beta": s.beta,
+                    "sigma_x": s.sigma_x,
+                    "sigma_wq": s.sigma_wq,
+                    "sigma_wk": s.sigma_wk,
+                    "predicted_var_paper": s.predicted_var_paper,
+                    "predicted_var_exact": s.predicted_var_exact,
+                    "measured_var": s.measured_var,
+                    "entropy": s.entropy,
+                    "match_weight": s.match_weight,
+                    "loss": s.loss,
+                    "accuracy": s.accuracy,
+                }
+            )
+    return recs
+
+
+def train_summary(result: TrainResult) -> list[dict[str, Any]]:
+    """One record per scheme: first and last σ_W, the range of the measured logit variance."""
+    out = []
+    for run in result.runs:
+        first, last = run.steps[0], run.final
+        measured = [s.measured_var for s in run.steps]
+        out.append(
+            {
+                "scheme": run.scheme,
+                "sigma_wq_start": first.sigma_wq,
+                "sigma_wq_end": last.sigma_wq,
+                "sigma_wk_start": first.sigma_wk,
+                "sigma_wk_end": last.sigma_wk,
+                "measured_var_start": first.measured_var,
+                "measured_var_min": min(measured),
+                "measured_var_max": max(measured),
+                "measured_var_end": last.measured_var,
+                "entropy_end": last.entropy,
+                "match_weight_end": last.match_weight,
+                "loss_end": last.loss,
+                "accuracy_end": last.accuracy,
+            }
+        )
+    return out
+
+
+_SCHEME_LABEL = {
+    "fixed": "fixed β = 1/√d_k",
+    "paper": "adaptive β, paper (σ-based)",
+    "exact": "adaptive β, exact (‖W_q W_kᵀ‖_F)",
+}
+
+
+def train_title(result: TrainResult) -> str:
+    cfg = result.config
+    return (
+        f"Key-value lookup: {cfg.memory} items, {cfg.values} values, d_x = {cfg.dx}, "
+        f"d_k = {cfg.dk}, init {cfg.init}, Adam lr {cfg.lr:g}, batch {cfg.batch}"
+    )
+
+
+def render_train(result: TrainResult, fmt_name: str, console: Console) -> None:
+    """Write a training result as tables over steps, json, csv or markdown."""
+    meta = train_meta(result)
+    if fmt_name == "json":
+        _emit(
+            to_json({**meta, "rows": train_records(result), "summary": train_summary(result)}),
+            console,
+        )
+        return
+    if fmt_name == "csv":
+        _emit(records_to_csv(train_records(result), meta), console)
+        return
+    if fmt_name == "markdown":
+        _emit(records_to_markdown(train_records(result), meta, train_title(result)), console)
+        return
+    console.print(f"[bold]{train_title(result)}[/]")
+    for run in result.runs:
+        table = _table(
+            _SCHEME_LABEL[run.scheme],
+            (
+                f"seed {result.seed} · measured on a fixed evaluation batch of "
+                f"{result.config.eval_size} sequences · varcheck {result.version}"
+            ),
+            [
+                (name, "right")
+                for name in (
+                    "step",
+                    "β",
+                    "σ_Wq",
+                    "σ_Wk",
+                    "Var pred. paper",
+                    "Var pred. exact",
+                    "Var meas.",
+                    "entropy",
+                    "w(match)",
+                    "loss",
+                    "acc.",
+                )
+            ],
+        )
+        for s in run.steps:
+            table.add_row(
+                str(s.step),
+                fmt(s.beta, 3),
+                fmt(s.sigma_wq, 3),
+                fmt(s.sigma_wk, 3),
+                fmt(s.predicted_var_paper, 3),
+                fmt(s.predicted_var_exact, 3),
+                fmt(s.measured_var, 3),
+                f"{s.entropy:.3f}",
+                f"{s.match_weight:.3f}",
+                f"{s.loss:.3f}",
+                f"{s.accuracy:.3f}",
+            )
+        _print_table(table, console)
+    console.print(
+        "Var columns are of the logits β·q·k (the softmax input), so 1 is the target. "
+        "pred. (paper) = β²(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k; pred. (exact) = "
+        "β² σ_X⁴ ‖W_q W_kᵀ‖_F²; entropy in nats (uniform attention: "
+        f"{fmt(math.log(result.config.memory), 3)})."
+    )

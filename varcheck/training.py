@@ -1,0 +1,431 @@
+"""The ``train`` experiment: one attention head learning a key-value lookup, fixed vs adaptive β.
+
+Task. A sequence holds ``memory`` items, each one token x_i = e(key_i) + g(value_i), the sum of a
+key embedding and a value embedding (random Gaussian vectors, fixed for the run, entries of
+variance 1/2 each, so x has entries of variance about 1). The last token is the query
+x_q = e(key*) + g(v') for a key* that appears exactly once in the memory and an unrelated value
+v'. The model must output the value stored under key*. Chance accuracy is 1 / ``values``.
+
+Model. One head: q = x_q W_q, k_i = x_i W_k, logits z_i = β q·k_i, weights a = softmax(z),
+o = Σ a_i x_i W_v, class scores h = o W_o, cross-entropy loss. Gradients are written out by hand
+(:func:`loss_and_grads`) and checked against finite differences in the tests; Adam updates all
+four matrices.
+
+β. ``fixed`` keeps β = 1/√d_k. ``paper`` re-measures σ_X (the batch's inputs), σ_Wq and σ_Wk
+before every step and sets β = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k]; ``exact`` sets
+β = 1/(σ_X² ‖W_q W_kᵀ‖_F). In both adaptive schemes β is a constant during back-propagation
+(it is updated between steps, as the paper proposes), so the gradient still pushes on the
+weights' scale.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._version import __version__
+from .adaptive import (
+    beta_exact,
+    beta_paper,
+    exact_logit_variance,
+    paper_logit_variance,
+    weight_sigma,
+)
+from .errors import VarcheckError
+from .projection import init_sd
+
+__all__ = [
+    "BETA_SCHEMES",
+    "TrainConfig",
+    "TrainStep",
+    "TrainRun",
+    "TrainResult",
+    "Params",
+    "Batch",
+    "init_params",
+    "make_task",
+    "loss_and_grads",
+    "train",
+]
+
+BETA_SCHEMES = ("fixed", "paper", "exact")
+
+# spawn keys of the independent random streams (data and init are shared by the three runs)
+_STREAM_EMBED, _STREAM_INIT, _STREAM_BATCH, _STREAM_EVAL = 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of the experiment (all validated by :func:`train`).
+
+    Attributes
+    ----------
+    steps : int
+        Adam steps per run.
+    lr : float
+        Adam learning rate.
+    dx, dk, dv : int
+        Input width and the head's key/query and value widths.
+    memory : int
+        Items per sequence (the query attends over these).
+    keys, values : int
+        Vocabulary sizes: distinct keys, value classes.
+    batch : int
+        Sequences per step.
+    eval_size : int
+        Sequences in the fixed evaluation batch on which every recorded quantity is measured.
+    every : int
+        Record every ``every`` steps (and the last step).
+    init : str
+        Initial weight scale: ``lecun`` (σ_W² = 1/d_x, so β = 1/√d_k gives unit-variance logits
+        at step 0), ``xavier``, ``kaiming`` or ``normal:SD``.
+    """
+
+    steps: int = 600
+    lr: float = 0.01
+    dx: int = 32
+    dk: int = 16
+    dv: int = 16
+    memory: int = 8
+    keys: int = 64
+    values: int = 8
+    batch: int = 64
+    eval_size: int = 512
+    every: int = 30
+    init: str = "lecun"
+
+
+@dataclass(frozen=True)
+class TrainStep:
+    """Quantities measured at one recorded step (before that step's update).
+
+    Attributes
+    ----------
+    step : int
+        Number of updates done so far.
+    beta : float
+        The β in use.
+    sigma_x, sigma_wq, sigma_wk : float
+        Standard deviations of the input entries and of the entries of W_q and W_k.
+    predicted_var_paper : float
+        β² (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k: the paper's prediction of Var(β q·k).
+    predicted_var_exact : float
+        β² σ_X⁴ ‖W_q W_kᵀ‖_F²: the exact variance for independent tokens with i.i.d. entries.
+    measured_var : float
+        Variance of the logits β q·k_i over all (query, item) pairs of the evaluation batch.
+    entropy : float
+        Mean attention entropy in nats (log ``memory`` is uniform attention).
+    match_weight : float
+        Mean attention weight on the item whose key matches the query.
+    loss, accuracy : float
+        Cross-entropy and accuracy on the evaluation batch.
+    """
+
+    step: int
+    beta: float
+    sigma_x: float
+    sigma_wq: float
+    sigma_wk: float
+    predicted_var_paper: float
+    predicted_var_exact: float
+    measured_var: float
+    entropy: float
+    match_weight: float
+    loss: float
+    accuracy: float
+
+
+@dataclass(frozen=True)
+class TrainRun:
+    """One training run under one β scheme."""
+
+    scheme: str
+    steps: tuple[TrainStep, ...]
+
+    @property
+    def final(self) -> TrainStep:
+        return self.steps[-1]
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """The result of :func:`train`: one run per β scheme from the same data and initial weights.
+
+    Attributes
+    ----------
+    runs : tuple of TrainRun
+    config : TrainConfig
+    seed : int
+    version : str
+    """
+
+    runs: tuple[TrainRun, ...]
+    config: TrainConfig
+    seed: int
+    version: str = __version__
+
+    def run(self, scheme: str) -> TrainRun:
+        for r in self.runs:
+            if r.scheme == scheme:
+                return r
+        raise KeyError(scheme)
+
+
+@dataclass
+class Params:
+    """The head's weights (mutable: the optimiser updates them in place)."""
+
+    w_q: np.ndarray
+    w_k: np.ndarray
+    w_v: np.ndarray
+    w_o: np.ndarray
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"w_q": self.w_q, "w_k": self.w_k, "w_v": self.w_v, "w_o": self.w_o}
+
+    def copy(self) -> Params:
+        return Params(self.w_q.copy(), self.w_k.copy(), self.w_v.copy(), self.w_o.copy())
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Inputs and targets: ``query`` (B, d_x), ``items`` (B, M, d_x), ``target`` (B,) value ids,
+    ``match`` (B,) index of the item whose key equals the query's."""
+
+    query: np.ndarray
+    items: np.ndarray
+    target: np.ndarray
+    match: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Task:
+    key_emb: np.ndarray
+    val_emb: np.ndarray
+    config: TrainConfig = field(repr=False)
+
+    def sample(self, rng: np.random.Generator, size: int) -> Batch:
+        cfg = self.config
+        # distinct keys per sequence: the first `memory` of a random permutation of the keys
+        keys = np.argsort(rng.random((size, cfg.keys)), axis=1)[:, : cfg.memory]
+        vals = rng.integers(0, cfg.values, size=(size, cfg.memory))
+        match = rng.integers(0, cfg.memory, size=size)
+        decoy = rng.integers(0, cfg.values, size=size)
+        rows = np.arange(size)
+        items = self.key_emb[keys] + self.val_emb[vals]
+        query = self.key_emb[keys[rows, match]] + self.val_emb[decoy]
+        return Batch(query=query, items=items, target=vals[rows, match], match=match)
+
+
+def _rng(seed: int, *key: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+
+
+def make_task(config: TrainConfig, seed: int) -> _Task:
+    rng = _rng(seed, _STREAM_EMBED)
+    half = math.sqrt(0.5)
+    key_emb = rng.standard_normal((config.keys, config.dx)) * half
+    val_emb = rng.standard_normal((config.values, config.dx)) * half
+    return _Task(key_emb=key_emb, val_emb=val_emb, config=config)
+
+
+def init_params(config: TrainConfig, seed: int) -> Params:
+    rng = _rng(seed, _STREAM_INIT)
+    sd = init_sd(config.init, config.dx, config.dk)
+    w_q = rng.standard_normal((config.dx, config.dk)) * sd
+    w_k = rng.standard_normal((config.dx, config.dk)) * sd
+    w_v = rng.standard_normal((config.dx, config.dv)) * math.sqrt(1.0 / config.dx)
+    w_o = rng.standard_normal((config.dv, config.values)) * math.sqrt(1.0 / config.dv)
+    return Params(w_q, w_k, w_v, w_o)
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class _Forward:
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    logits: np.ndarray
+    attn: np.ndarray
+    out: np.ndarray
+    probs: np.ndarray
+    loss: float
+
+
+def _forward(p: Params, b: Batch, beta: float) -> _Forward:
+    q = b.query @ p.w_q
+    k = b.items @ p.w_k
+    v = b.items @ p.w_v
+    logits = beta * np.einsum("bd,bmd->bm", q, k)
+    attn = _softmax(logits)
+    out = np.einsum("bm,bmd->bd", attn, v)
+    probs = _softmax(out @ p.w_o)
+    rows = np.arange(len(b.target))
+    loss = float(-np.mean(np.log(probs[rows, b.target] + 1e-300)))
+    return _Forward(q, k, v, logits, attn, out, probs, loss)
+
+
+def loss_and_grads(p: Params, b: Batch, beta: float) -> tuple[float, dict[str, np.ndarray]]:
+    """Cross-entropy of the batch and its gradient with respect to each weight matrix.
+
+    β is treated as a constant (the adaptive schemes set it between steps).
+    """
+    f = _forward(p, b, beta)
+    n = len(b.target)
+    d_scores = f.probs.copy()
+    d_scores[np.arange(n), b.target] -= 1.0
+    d_scores /= n
+    g_o = f.out.T @ d_scores
+    d_out = d_scores @ p.w_o.T
+    # o = Σ a_m v_m: the value path and the attention path
+    d_v = f.attn[:, :, None] * d_out[:, None, :]
+    g_v = np.einsum("bmx,bmd->xd", b.items, d_v)
+    d_attn = np.einsum("bd,bmd->bm", d_out, f.v)
+    # softmax Jacobian: dz = a ⊙ (da − <a, da>)
+    d_logits = f.attn * (d_attn - np.sum(f.attn * d_attn, axis=1, keepdims=True))
+    d_dot = beta * d_logits
+    d_q = np.einsum("bm,bmd->bd", d_dot, f.k)
+    d_k = d_dot[:, :, None] * f.q[:, None, :]
+    g_q = b.query.T @ d_q
+    g_k = np.einsum("bmx,bmd->xd", b.items, d_k)
+    return f.loss, {"w_q": g_q, "w_k": g_k, "w_v": g_v, "w_o": g_o}
+
+
+def scheme_beta(scheme: str, p: Params, sigma_x: float, dk: int) -> float:
+    """β for a scheme given the current weights and the measured input standard deviation."""
+    if scheme == "fixed":
+        return 1.0 / math.sqrt(dk)
+    if scheme == "paper":
+        dx = p.w_q.shape[0]
+        return beta_paper(sigma_x, weight_sigma(p.w_q), weight_sigma(p.w_k), dx, dk)
+    if scheme == "exact":
+        return beta_exact(p.w_q, p.w_k, sigma_x)
+    raise VarcheckError(f"beta scheme {scheme!r} is not accepted; use {', '.join(BETA_SCHEMES)}")
+
+
+def _measure(step: int, p: Params, ev: Batch, beta: float, sigma_x: float) -> TrainStep:
+    f = _forward(p, ev, beta)
+    dx, dk = p.w_q.shape
+    swq, swk = weight_sigma(p.w_q), weight_sigma(p.w_k)
+    rows = np.arange(len(ev.target))
+    ent = -np.sum(f.attn * np.log(np.maximum(f.attn, 1e-300)), axis=1)
+    return TrainStep(
+        step=step,
+        beta=beta,
+        sigma_x=sigma_x,
+        sigma_wq=swq,
+        sigma_wk=swk,
+        predicted_var_paper=beta**2 * paper_logit_variance(sigma_x, swq, swk, dx, dk),
+        predicted_var_exact=beta**2 * exact_logit_variance(p.w_q, p.w_k, sigma_x),
+        measured_var=float(np.var(f.logits)),
+        entropy=float(np.mean(ent)),
+        match_weight=float(np.mean(f.attn[rows, ev.match])),
+        loss=f.loss,
+        accuracy=float(np.mean(np.argmax(f.probs, axis=1) == ev.target)),
+    )
+
+
+def _run(scheme: str, cfg: TrainConfig, seed: int, task: _Task, p0: Params, ev: Batch) -> TrainRun:
+    p = p0.copy()
+    batch_rng = _rng(seed, _STREAM_BATCH)  # same batches for every scheme
+    m = {k: np.zeros_like(v) for k, v in p.arrays().items()}
+    s = {k: np.zeros_like(v) for k, v in p.arrays().items()}
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    sigma_x_eval = float(np.std(np.concatenate([ev.query[:, None, :], ev.items], axis=1)))
+    recorded: list[TrainStep] = []
+    for step in range(cfg.steps + 1):
+        b = task.sample(batch_rng, cfg.batch)
+        sigma_x = float(np.std(np.concatenate([b.query[:, None, :], b.items], axis=1)))
+        beta = scheme_beta(scheme, p, sigma_x, cfg.dk)
+        if step % cfg.every == 0 or step == cfg.steps:
+            beta_ev = scheme_beta(scheme, p, sigma_x_eval, cfg.dk)
+            recorded.append(_measure(step, p, ev, beta_ev, sigma_x_eval))
+        if step == cfg.steps:
+            break
+        _, grads = loss_and_grads(p, b, beta)
+        t = step + 1
+        for name, w in p.arrays().items():
+            g = grads[name]
+            m[name] = b1 * m[name] + (1 - b1) * g
+            s[name] = b2 * s[name] + (1 - b2) * g * g
+            w -= cfg.lr * (m[name] / (1 - b1**t)) / (np.sqrt(s[name] / (1 - b2**t)) + eps)
+    return TrainRun(scheme=scheme, steps=tuple(recorded))
+
+
+def _check_config(cfg: TrainConfig) -> TrainConfig:
+    ints = {
+        "steps": (cfg.steps, 1, 100_000),
+        "dx": (cfg.dx, 2, 4096),
+        "dk": (cfg.dk, 1, 4096),
+        "dv": (cfg.dv, 1, 4096),
+        "memory": (cfg.memory, 2, 1024),
+        "values": (cfg.values, 2, 1024),
+        "batch": (cfg.batch, 1, 100_000),
+        "eval_size": (cfg.eval_size, 16, 1_000_000),
+        "every": (cfg.every, 1, 100_000),
+    }
+    for name, (value, lo, hi) in ints.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise VarcheckError(f"{name} must be a whole number in {lo}..{hi}, got {value!r}")
+    if isinstance(cfg.keys, bool) or not isinstance(cfg.keys, int) or cfg.keys < cfg.memory:
+        raise VarcheckError(
+            f"keys must be a whole number >= memory ({cfg.memory}) so that the keys of a "
+            f"sequence can be distinct, got {cfg.keys!r}"
+        )
+    if not (isinstance(cfg.lr, int | float) and math.isfinite(cfg.lr) and 0 < cfg.lr <= 1):
+        raise VarcheckError(f"lr must be in (0, 1], got {cfg.lr!r}")
+    init_sd(cfg.init, cfg.dx, cfg.dk)
+    return cfg
+
+
+def train(
+    config: TrainConfig | None = None,
+    *,
+    schemes: tuple[str, ...] = BETA_SCHEMES,
+    seed: int | None = None,
+) -> TrainResult:
+    """Train the lookup head once per β scheme from the same data and initial weights.
+
+    Parameters
+    ----------
+    config : TrainConfig, optional
+        Experiment settings (defaults: 600 steps, d_x = 32, d_k = 16, 8 items).
+    schemes : tuple of str
+        Any of ``fixed``, ``paper``, ``exact``.
+    seed : int, optional
+        Root seed (drawn and reported when omitted); embeddings, initial weights, batches and
+        the evaluation batch come from separate ``SeedSequence`` streams of it.
+
+    Returns
+    -------
+    TrainResult
+
+    Examples
+    --------
+    >>> res = train(TrainConfig(steps=20, every=10), seed=0)
+    >>> [s.step for s in res.run("fixed").steps]
+    [0, 10, 20]
+    """
+    from .api import resolve_seed
+
+    cfg = _check_config(config if config is not None else TrainConfig())
+    if not schemes or len(set(schemes)) != len(schemes):
+        raise VarcheckError(f"schemes must list distinct names from {BETA_SCHEMES}, got {schemes}")
+    for sch in schemes:
+        if sch not in BETA_SCHEMES:
+            raise VarcheckError(
+                f"beta scheme {sch!r} is not accepted; use {', '.join(BETA_SCHEMES)}"
+            )
+    seed = resolve_seed(seed)
+    task = make_task(cfg, seed)
+    p0 = init_params(cfg, seed)
+    ev = task.sample(_rng(seed, _STREAM_EVAL), cfg.eval_size)
+    runs = tuple(_run(sch, cfg, seed, task, p0, ev) for sch in schemes)
+    return TrainResult(runs=runs, config=cfg, seed=seed)
