@@ -53,6 +53,15 @@ class SweepRow:
     verdict: str
 
     @property
+    def caution(self) -> str | None:
+        """A warning that holds even when the verdict stands, or ``None``."""
+        if self.theory.slow_convergence:
+            return "heavy tails: E[(q·k)^6] is infinite, coverage approaches nominal slowly"
+        if self.estimate is not None and self.estimate.stop_reason == "max-seconds":
+            return "stopped at --max-seconds before the target precision"
+        return None
+
+    @property
     def scaled_var(self) -> float:
         """Estimate of Var(q·k / sqrt(d_k))."""
         return math.nan if self.estimate is None else self.estimate.var / self.dk

@@ -60,6 +60,9 @@ class Distribution:
         Third central moment; ``inf`` when E|X|^3 is infinite.
     mu4 : float
         Fourth central moment; ``inf`` when E[X^4] is infinite.
+    max_moment : float
+        Largest whole p <= 8 with E|X|^p finite (``inf`` when all exist); used to warn when the
+        estimator's own skewness does not exist (p < 6), which slows its convergence.
     """
 
     spec: str
@@ -69,6 +72,7 @@ class Distribution:
     mu3: float
     mu4: float
     params: tuple[tuple[str, float], ...] = ()
+    max_moment: float = math.inf
     # X = loc + scale * base, where base is the family's reference variable
     loc: float = field(default=0.0, repr=False)
     scale: float = field(default=1.0, repr=False)
@@ -285,6 +289,7 @@ def _make_named(spec: str, name: str, params: dict[str, float]) -> Distribution:
             mu4,
             loc=target_mean,
             scale=target_sd / raw_sd,
+            max_moment=_t_max_moment(df),
         )
     target_sd = 1.0 if sd is None else sd
     target_mean = 0.0 if mean is None else mean
@@ -304,6 +309,7 @@ def _affine(
     *,
     loc: float,
     scale: float,
+    max_moment: float = math.inf,
 ) -> Distribution:
     """A distribution with the given mean/sd whose standardised version has moments mu3, mu4."""
     all_params = fam_params + (("mean", mean), ("sd", sd))
@@ -317,7 +323,13 @@ def _affine(
         params=all_params,
         loc=loc,
         scale=scale,
+        max_moment=max_moment,
     )
+
+
+def _t_max_moment(df: float) -> float:
+    """E|T|^p is finite exactly for p < df."""
+    return float(math.ceil(df) - 1)
 
 
 def _canonical(
@@ -360,6 +372,7 @@ def _raw_t(
         params=fam_params + (("mean", loc),),
         loc=loc,
         scale=1.0,
+        max_moment=_t_max_moment(df),
     )
 
 
@@ -409,13 +422,21 @@ def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
     mu3 = s * v**1.5 if math.isfinite(s) and math.isfinite(v) else math.inf
     mu4 = (k + 3.0) * v * v if math.isfinite(k) and math.isfinite(v) else math.inf
     m = m if math.isfinite(m) else math.nan
+    max_moment = _scipy_max_moment(name, shape_kwargs, v, mu4)
     canon_params = tuple(shape_kwargs.items())
     base = name + (
         ":" + ",".join(f"{kk}={_fmt(vv)}" for kk, vv in canon_params) if canon_params else ""
     )
     if mean is None and sd is None:
         return Distribution(
-            spec=base, family=name, mean=m, var=v, mu3=mu3, mu4=mu4, params=canon_params
+            spec=base,
+            family=name,
+            mean=m,
+            var=v,
+            mu3=mu3,
+            mu4=mu4,
+            params=canon_params,
+            max_moment=max_moment,
         )
     if sd is not None and not math.isfinite(v):
         raise VarcheckError(
@@ -445,4 +466,25 @@ def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
         + tuple((kk, vv) for kk, vv in (("mean", mean), ("sd", sd)) if vv is not None),
         loc=new_mean - factor * m,
         scale=factor,
+        max_moment=max_moment,
     )
+
+
+# scipy families whose p-th moment is finite exactly for p below one shape parameter. scipy's
+# numerical moment() returns finite garbage for heavy tails, so it cannot be used to tell.
+_SCIPY_TAIL_SHAPE = {"t": "df", "pareto": "b", "lomax": "c", "invgamma": "a", "f": "dfd"}
+
+
+def _scipy_max_moment(name: str, shapes: dict[str, float], var: float, mu4: float) -> float:
+    """Largest whole p <= 8 with a finite p-th moment (``inf``: assumed all, when mu4 is finite)."""
+    short = name[len("scipy.") :]
+    if short in _SCIPY_TAIL_SHAPE:
+        index = shapes[_SCIPY_TAIL_SHAPE[short]]
+        if short == "f":
+            index /= 2.0  # E[F^p] is finite for p < dfd / 2
+        return float(math.ceil(index) - 1)
+    if not math.isfinite(var):
+        return 1.0
+    if not math.isfinite(mu4):
+        return 3.0
+    return math.inf

@@ -174,6 +174,7 @@ def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
                 "block_side": est.block_side if est else None,
                 "precision_reached": est.precision if est else None,
                 "stop_reason": est.stop_reason if est else None,
+                "caution": row.caution,
             }
         )
     return recs
@@ -205,7 +206,12 @@ def _interval(lo: float, hi: float) -> str:
     return f"[{fmt(lo)}, {fmt(hi)}]"
 
 
-def _row_cells(row: SweepRow) -> list[str]:
+def _marginal_only(row: SweepRow, confidence: float) -> bool:
+    """The row's marginal interval excludes the claim but Holm does not reject it."""
+    return row.verdict == "consistent" and row.p_value < 1.0 - confidence
+
+
+def _row_cells(row: SweepRow, confidence: float) -> list[str]:
     est = row.estimate
     style = VERDICT_STYLE.get(row.verdict, "")
     verdict = f"[{style}]{row.verdict}[/]" if style else row.verdict
@@ -229,7 +235,8 @@ def _row_cells(row: SweepRow) -> list[str]:
     return [
         str(row.dk),
         fmt(row.theory.var),
-        f"{fmt(est.var)} {_interval(lo, hi)}{capped}",
+        f"{fmt(est.var)} {_interval(lo, hi)}{capped}"
+        + (" †" if _marginal_only(row, confidence) else ""),
         fmt(ratio),
         f"{fmt(row.scaled_var)} {_interval(slo, shi)}",
         fmt_p(row.p_adjusted),
@@ -279,9 +286,9 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
         ("verdict", "left"),
         ("products", "right"),
     ]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in result.rows:
-        table.add_row(*_row_cells(row))
+        table.add_row(*_row_cells(row, result.confidence))
     console.print(table)
     fit = result.fit
     if fit is not None:
@@ -309,6 +316,19 @@ def sweep_notes(result: SweepResult) -> list[str]:
             "[bold yellow]unreliable:[/] Var(q·k) is finite but E[(q·k)^4] is infinite (an entry "
             "distribution has an infinite fourth moment), so the sample variance has no finite "
             "variance and no interval for it can be trusted. Estimates are shown, verdicts are not."
+        )
+    if any(r.theory.slow_convergence for r in result.rows):
+        notes.append(
+            "[yellow]heavy tails:[/] an entry distribution has an infinite sixth moment, so the "
+            "variance estimate has no finite skewness and its interval approaches nominal "
+            "coverage slowly (a few points short at coarse precision; see "
+            "tests/test_calibration.py). A finer --precision helps."
+        )
+    if any(_marginal_only(r, result.confidence) for r in result.rows):
+        notes.append(
+            "† this row's own interval excludes the claim, but over all rows that happens by "
+            "chance more often than 1 − confidence; the Holm-adjusted p-value is not small "
+            "enough to reject."
         )
     if any(r.estimate is not None and r.estimate.stop_reason == "max-seconds" for r in result.rows):
         notes.append("[yellow]Some rows stopped at --max-seconds before the target precision.[/]")

@@ -53,6 +53,7 @@ class DotProductTheory:
     mean: float
     var: float
     mu4: float
+    entry_max_moment: float = math.inf
 
     @property
     def var_finite(self) -> bool:
@@ -63,6 +64,15 @@ class DotProductTheory:
     def estimable(self) -> bool:
         """True when a variance interval can be valid: E[(q·k)^4] must be finite too."""
         return self.var_finite and math.isfinite(self.mu4)
+
+    @property
+    def slow_convergence(self) -> bool:
+        """True when E[(q·k)^6] is infinite although the interval is valid.
+
+        The variance estimator then has no finite skewness, so its interval approaches the
+        nominal coverage slowly; at coarse precision it may undercover by a few points.
+        """
+        return self.estimable and self.entry_max_moment < 6
 
     @property
     def status(self) -> str:
@@ -221,4 +231,5 @@ def dot_product_theory(
         mean=mean,
         var=var,
         mu4=mu4,
+        entry_max_moment=min(q.max_moment, k.max_moment),
     )

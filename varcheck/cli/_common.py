@@ -206,7 +206,9 @@ def check_exclusive_sampling(ctx: click.Context, samples: int | None) -> None:
 def stdout_console():  # noqa: ANN201
     from rich.console import Console
 
-    return Console(soft_wrap=False)
+    # a pipe or file gets a wide table instead of rich's 80-column default
+    width = None if sys.stdout.isatty() else 150
+    return Console(soft_wrap=False, width=width)
 
 
 def stderr_console():  # noqa: ANN201
