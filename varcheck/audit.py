@@ -294,7 +294,7 @@ def parse_layers(spec: str | int | Sequence[int], num_layers: int) -> tuple[int,
             raise VarcheckError(f"layers {spec!r} is not a list of integers; {accepted}") from None
     bad = [i for i in items if not 0 <= i < num_layers]
     if bad or not items:
-        what = f"layer {bad[0]} is out of range" if bad else "no layer given"
+        what = f"layer {max(bad)} is out of range" if bad else "no layer given"
         raise VarcheckError(f"layers {spec!r}: {what}; {accepted}")
     return tuple(sorted(set(items)))
 
