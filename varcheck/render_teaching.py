@@ -1,0 +1,712 @@
+"""Rendering the teaching commands (explain, softmax, derive). Pure functions of a result."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from .render import (
+    VERDICT_STYLE,
+    fmt,
+    fmt_p,
+    records_to_csv,
+    records_to_markdown,
+    to_json,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .derive import DeriveResult, DeriveStep
+    from .explain import ExplainResult, Reading
+    from .softmax import SoftmaxResult, SoftmaxStats
+
+__all__ = [
+    "explain_dict",
+    "explain_account",
+    "render_explain",
+    "softmax_dict",
+    "softmax_records",
+    "softmax_summary",
+    "render_softmax",
+    "derive_dict",
+    "derive_records",
+    "derive_notes",
+    "render_derive",
+]
+
+STATUS_STYLE = {"holds": "green", "breaks": "bold red", "inherits": "yellow"}
+
+
+def _styled(word: str, styles: dict[str, str] = VERDICT_STYLE) -> str:
+    style = styles.get(word, "")
+    return f"[{style}]{word}[/]" if style else word
+
+
+def _pm(value: float, se: float, digits: int = 4) -> str:
+    if math.isnan(value):
+        return "—"
+    if math.isnan(se) or se == 0:
+        return fmt(value, digits)
+    return f"{fmt(value, digits)} ± {fmt(se, 2)}"
+
+
+def _interval(lo: float, hi: float) -> str:
+    if math.isnan(lo) or math.isnan(hi):
+        return ""
+    return f"[{fmt(lo)}, {fmt(hi)}]"
+
+
+def _conf(confidence: float) -> str:
+    pct = confidence * 100
+    return f"{pct:.0f}%" if pct == round(pct) else f"{pct:.4g}%"
+
+
+# --- explain -----------------------------------------------------------------------------------
+
+
+def _dists(a_spec: str, b_spec: str) -> str:
+    return f"entries ~ {a_spec}" if a_spec == b_spec else f"A ~ {a_spec}, B ~ {b_spec}"
+
+
+def _reading_dict(r: Reading) -> dict[str, Any]:
+    lo, hi = r.central_range
+    return {
+        "theory_var": r.theory_var,
+        "expected": r.expected,
+        "sd": r.sd,
+        "quantiles": [
+            {"level": q.level, "value": q.value, "ci_low": q.low, "ci_high": q.high}
+            for q in r.quantiles
+        ],
+        "central_95": [lo, hi],
+        "observed": r.observed,
+        "percentile": r.percentile,
+        "percentile_se": r.percentile_se,
+        "p_value": r.p_value,
+        "verdict": r.verdict,
+    }
+
+
+def explain_dict(result: ExplainResult) -> dict[str, Any]:
+    """Everything :func:`varcheck.explain.explain` found, as JSON-ready data."""
+    mom = result.moments
+    out: dict[str, Any] = {
+        "command": "explain",
+        "version": result.version,
+        "seed": result.seed,
+        "shape": list(result.shape),
+        "ddof": result.ddof,
+        "a_dist": result.a_dist.spec,
+        "b_dist": result.b_dist.spec,
+        "confidence": result.confidence,
+        "entries": result.shape.entries,
+        "entry_kurtosis": result.entry_kurtosis,
+        "row_cov": mom.row_cov,
+        "col_cov": mom.col_cov,
+        "bias_factor": mom.bias_factor,
+        "method": result.method,
+        "replicates": result.replicates,
+        "simulation": {
+            "mean": result.mc_mean,
+            "mean_se": result.mc_mean_se,
+            "sd": result.mc_sd,
+        },
+    }
+    out.update(_reading_dict(result.raw))
+    out["scaled"] = _reading_dict(result.scaled)
+    out["growing"] = _growing_records(result)
+    out["exit_code"] = result.exit_code
+    return out
+
+
+def _growing_records(result: ExplainResult) -> list[dict[str, Any]]:
+    recs = []
+    for row in result.growing:
+        m = row.moments
+        recs.append(
+            {
+                "shape": str(row.shape),
+                "entries": row.shape.entries,
+                "entry_var": m.entry_var,
+                "expected": m.expected,
+                "bias_factor": m.bias_factor,
+                "sd": m.sd,
+                "relative_sd": row.relative_sd,
+                "scaled_expected": m.expected / row.shape.d,
+                "scaled_sd": m.sd / row.shape.d,
+                "entry_kurtosis": row.entry_kurtosis,
+            }
+        )
+    return recs
+
+
+def _explain_meta(result: ExplainResult) -> dict[str, Any]:
+    return {
+        "command": "explain",
+        "version": result.version,
+        "seed": result.seed,
+        "shape": str(result.shape),
+        "ddof": result.ddof,
+        "a_dist": result.a_dist.spec,
+        "b_dist": result.b_dist.spec,
+        "observed": result.observed,
+    }
+
+
+def explain_account(result: ExplainResult) -> list[str]:
+    """The plain-language account of the observed value, one paragraph per cause."""
+    shp, mom, raw = result.shape, result.moments, result.raw
+    n, d = shp.entries, shp.d
+    out = []
+    if not math.isfinite(mom.entry_var):
+        out.append(
+            "Entries with infinite variance: one entry of A @ B has no finite variance, so "
+            "np.var has no expected value to aim at; it grows without settling as entries are "
+            "added. Only the percentiles (by simulation) are meaningful."
+        )
+        return out
+    mean_part = (
+        ""
+        if mom.row_cov == 0 and mom.col_cov == 0
+        else (
+            f" With non-zero means, entries sharing a row of A are correlated (covariance "
+            f"{fmt(mom.row_cov)}) and so are entries sharing a column of B "
+            f"({fmt(mom.col_cov)}); the mean subtraction removes that shared part too."
+        )
+    )
+    out.append(
+        f"Bias of np.var with few entries: one entry of A @ B has variance {fmt(mom.entry_var)}"
+        f" (D = {d} products per entry), but np.var takes its {n} entries, subtracts their own "
+        f"mean and divides by {n - result.ddof}. On average it returns {fmt(mom.expected)}, "
+        f"{fmt(mom.bias_factor)} × the entry variance.{mean_part}"
+    )
+    lo, hi = raw.central_range
+    median = {q.level: q.value for q in raw.quantiles}.get(0.5, math.nan)
+    if math.isfinite(result.entry_kurtosis):
+        tails = (
+            f"Heavy tails: each entry is a sum of only {d} product(s) of two entries, with "
+            f"kurtosis {fmt(result.entry_kurtosis)} (a normal variable has 3), so a single large "
+            f"entry often dominates {n} squared deviations."
+        )
+    else:
+        tails = (
+            "Heavy tails: the entries' fourth moment is infinite, so single huge entries "
+            "dominate np.var and its spread has no finite value."
+        )
+    spread = (
+        f" The standard deviation of np.var is {fmt(raw.sd)}; the middle 95% of outcomes run "
+        f"from {fmt(lo)} to {fmt(hi)} and the median is {fmt(median)}, below the mean because "
+        f"the distribution is skewed."
+        if math.isfinite(raw.sd)
+        else f" The middle 95% of outcomes run from {fmt(lo)} to {fmt(hi)}."
+    )
+    out.append(tails + spread)
+    if raw.observed is not None and not math.isnan(raw.percentile):
+        sc = result.scaled
+        out.append(
+            f"The observed {raw.observed:g} sits at percentile {raw.percentile:.1f} of "
+            f"np.var(A @ B) (two-sided p = {fmt_p(raw.p_value)}: {raw.verdict}); read as np.var "
+            f"of the scaled product A @ B / √{d}, it sits at percentile {sc.percentile:.1f} "
+            f"(p = {fmt_p(sc.p_value)}: {sc.verdict})."
+        )
+    if len(result.growing) >= 2:
+        first, last = result.growing[0], result.growing[-1]
+        out.append(
+            f"The spread shrinks as the shape grows: the sd of np.var relative to its mean falls "
+            f"from {100 * first.relative_sd:.3g}% at {first.shape} to "
+            f"{100 * last.relative_sd:.3g}% at {last.shape}, where np.var is "
+            f"{fmt(last.moments.expected)} ± {fmt(last.moments.sd)} (scaled: "
+            f"{fmt(last.moments.expected / last.shape.d)} ± "
+            f"{fmt(last.moments.sd / last.shape.d)})."
+        )
+    return out
+
+
+def _quantile_cell(q: Any) -> str:
+    return f"{fmt(q.value)} {_interval(q.low, q.high)}".strip()
+
+
+def _render_explain_table(result: ExplainResult, console: Console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    shp = result.shape
+    title = (
+        f"np.var(A @ B, ddof={result.ddof}) for A {shp.n}×{shp.d}, B {shp.d}×{shp.m} "
+        f"({_dists(result.a_dist.spec, result.b_dist.spec)})"
+    )
+    if result.observed is not None:
+        title += f"; observed {result.observed:g}"
+    console.print(f"[bold]{escape(title)}[/]")
+    console.print(f"seed {result.seed} · varcheck {result.version}")
+    if result.method == "monte-carlo":
+        check = (
+            f"simulation check of the exact values: mean {_pm(result.mc_mean, result.mc_mean_se)}"
+            f" (± 1 se), sd {fmt(result.mc_sd)}, from {result.replicates:,} simulated experiments"
+        )
+    else:
+        check = (
+            "quantiles and p-values: normal approximation with the exact mean and sd (the shape "
+            "is too large to simulate thousands of times)"
+        )
+    console.print(escape(check))
+    mc = result.method == "monte-carlo"
+    conf = _conf(result.confidence)
+    table = Table(
+        caption=(
+            "quantiles with their 95% Monte-Carlo interval (order statistics); percentile ± 1 "
+            f"se; two-sided p-value; rejected when p < {1 - result.confidence:.3g}"
+            if mc
+            else f"normal approximation, no Monte-Carlo error; rejected when p < "
+            f"{1 - result.confidence:.3g}"
+        ),
+        caption_justify="left",
+    )
+    table.add_column("")
+    table.add_column("np.var(A @ B)", justify="right")
+    table.add_column(escape(f"np.var(A @ B / √{shp.d})"), justify="right")
+    raw, sc = result.raw, result.scaled
+
+    def both(fn: Any) -> tuple[str, str]:
+        return fn(raw), fn(sc)
+
+    table.add_row("variance of one entry", *both(lambda r: fmt(r.theory_var)))
+    table.add_row(escape("E[np.var] (exact)"), *both(lambda r: fmt(r.expected)))
+    table.add_row("sd (exact)", *both(lambda r: fmt(r.sd)), end_section=True)
+    for i, q in enumerate(raw.quantiles):
+        label = "median" if q.level == 0.5 else f"{100 * q.level:g}% quantile"
+        table.add_row(
+            label,
+            *both(lambda r, i=i: escape(_quantile_cell(r.quantiles[i]))),
+            end_section=i == len(raw.quantiles) - 1,
+        )
+    if result.observed is not None:
+        table.add_row(
+            f"percentile of {result.observed:g}",
+            *both(
+                lambda r: (
+                    "—" if math.isnan(r.percentile) else _pm(r.percentile, r.percentile_se, 3) + "%"
+                )
+            ),
+        )
+        table.add_row("p-value (two-sided)", *both(lambda r: fmt_p(r.p_value)))
+        table.add_row(f"verdict (level {conf})", *both(lambda r: _styled(r.verdict)))
+    console.print(table)
+    if result.growing:
+        from rich.box import SIMPLE_HEAD
+
+        grow = Table(
+            box=SIMPLE_HEAD,
+            title="how the spread shrinks with the shape (exact)",
+            caption="scaled = after dividing A @ B by √D; kurtosis of one entry (normal: 3)",
+            caption_justify="left",
+        )
+        for name in (
+            "shape",
+            "entries",
+            "entry var",
+            "E[np.var]",
+            "sd",
+            "sd / E",
+            "scaled E",
+            "scaled sd",
+            "kurtosis",
+        ):
+            grow.add_column(
+                escape(name), justify="left" if name == "shape" else "right", no_wrap=True
+            )
+        for rec in _growing_records(result):
+            grow.add_row(
+                rec["shape"],
+                f"{rec['entries']:,}",
+                fmt(rec["entry_var"]),
+                fmt(rec["expected"]),
+                fmt(rec["sd"]),
+                f"{100 * rec['relative_sd']:.3g}%" if math.isfinite(rec["relative_sd"]) else "—",
+                fmt(rec["scaled_expected"]),
+                fmt(rec["scaled_sd"]),
+                fmt(rec["entry_kurtosis"]),
+            )
+        console.print(grow)
+    console.print()
+    console.print("[bold]Why[/]")
+    for para in explain_account(result):
+        console.print("• " + escape(para))
+
+
+def _explain_markdown(result: ExplainResult) -> str:
+    d = explain_dict(result)
+    lines = [
+        f"**explain** — shape `{result.shape}`, ddof `{result.ddof}`, "
+        f"{_dists(result.a_dist.spec, result.b_dist.spec)}, seed `{result.seed}`, "
+        f"varcheck `{result.version}`",
+        "",
+        "| reading | entry var | E[np.var] | sd | median | central 95% | percentile | p "
+        "| verdict |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for label, r in (("`A @ B`", result.raw), ("`A @ B / √D`", result.scaled)):
+        med = next(q for q in r.quantiles if q.level == 0.5)
+        lo, hi = r.central_range
+        pct = "—" if math.isnan(r.percentile) else f"{r.percentile:.1f}%"
+        lines.append(
+            f"| {label} | {fmt(r.theory_var)} | {fmt(r.expected)} | {fmt(r.sd)} | "
+            f"{fmt(med.value)} | {_interval(lo, hi)} | {pct} | {fmt_p(r.p_value)} | "
+            f"{r.verdict} |"
+        )
+    text = "\n".join(lines) + "\n"
+    if d["growing"]:
+        text += (
+            "\n"
+            + records_to_markdown(
+                d["growing"], {"seed": result.seed}, "np.var over growing shapes (exact)"
+            ).split("\n", 2)[2]
+        )
+    text += "\n" + "\n".join("- " + p for p in explain_account(result)) + "\n"
+    return text
+
+
+def render_explain(result: ExplainResult, fmt_name: str, console: Console) -> None:
+    """Write an explain result as ``table``, ``json``, ``csv`` (growing shapes) or ``markdown``."""
+    if fmt_name == "table":
+        _render_explain_table(result, console)
+        return
+    if fmt_name == "json":
+        text = to_json(explain_dict(result))
+    elif fmt_name == "csv":
+        text = records_to_csv(_growing_records(result), _explain_meta(result))
+    else:
+        text = _explain_markdown(result)
+    console.file.write(text)
+
+
+# --- softmax -----------------------------------------------------------------------------------
+
+
+def _stats_dict(s: SoftmaxStats) -> dict[str, float]:
+    return {
+        "entropy": s.entropy,
+        "entropy_se": s.entropy_se,
+        "entropy_fraction": s.entropy_fraction,
+        "entropy_fraction_se": s.entropy_fraction_se,
+        "max_weight": s.max_weight,
+        "max_weight_se": s.max_weight_se,
+        "jacobian_norm": s.jacobian_norm,
+        "jacobian_norm_se": s.jacobian_norm_se,
+    }
+
+
+def _softmax_meta(result: SoftmaxResult) -> dict[str, Any]:
+    return {
+        "command": "softmax",
+        "version": result.version,
+        "seed": result.seed,
+        "keys": result.keys,
+        "queries": result.queries,
+        "blocks": result.blocks,
+        "q_dist": result.q_dist.spec,
+        "k_dist": result.k_dist.spec,
+    }
+
+
+def softmax_dict(result: SoftmaxResult) -> dict[str, Any]:
+    return {
+        **_softmax_meta(result),
+        "log_keys": math.log(result.keys),
+        "rows": [
+            {
+                "dk": r.dk,
+                "logit_sd_raw": r.logit_sd_raw,
+                "logit_sd_scaled": r.logit_sd_scaled,
+                "raw": _stats_dict(r.raw),
+                "scaled": _stats_dict(r.scaled),
+            }
+            for r in result.rows
+        ],
+    }
+
+
+def softmax_records(result: SoftmaxResult) -> list[dict[str, Any]]:
+    """Flat rows (one per d_k) for CSV and Markdown."""
+    recs = []
+    for r in result.rows:
+        rec: dict[str, Any] = {
+            "dk": r.dk,
+            "logit_sd_raw": r.logit_sd_raw,
+            "logit_sd_scaled": r.logit_sd_scaled,
+        }
+        for tag, s in (("raw", r.raw), ("scaled", r.scaled)):
+            for key, value in _stats_dict(s).items():
+                rec[f"{key}_{tag}"] = value
+        recs.append(rec)
+    return recs
+
+
+def softmax_summary(result: SoftmaxResult) -> str:
+    rows = result.rows
+    if len(rows) < 2:
+        return ""
+    first, last = rows[0], rows[-1]
+    fr = [r.scaled.entropy_fraction for r in rows]
+    mw = [r.scaled.max_weight for r in rows]
+    return (
+        f"Without scaling, as d_k goes from {first.dk} to {last.dk}, the entropy falls from "
+        f"{100 * first.raw.entropy_fraction:.3g}% to {100 * last.raw.entropy_fraction:.3g}% of "
+        f"log L, the largest weight rises from {fmt(first.raw.max_weight, 3)} to "
+        f"{fmt(last.raw.max_weight, 3)} and the Jacobian norm goes from "
+        f"{fmt(first.raw.jacobian_norm, 3)} to {fmt(last.raw.jacobian_norm, 3)}. With 1/√d_k "
+        f"the entropy stays within {100 * min(fr):.3g}–{100 * max(fr):.3g}% of log L and the "
+        f"largest weight within {fmt(min(mw), 3)}–{fmt(max(mw), 3)}."
+    )
+
+
+def _render_softmax_table(result: SoftmaxResult, console: Console) -> None:
+    from rich.table import Table
+
+    q, k = result.q_dist.spec, result.k_dist.spec
+    dists = f"q, k ~ {q}" if q == k else f"q ~ {q}, k ~ {k}"
+    table = Table(
+        title=f"softmax over L = {result.keys} keys ({dists}), with and without 1/√d_k",
+        caption=(
+            f"mean over {result.queries:,} queries ± 1 standard error (between {result.blocks} "
+            f"independent blocks) · uniform weights: entropy log L = {math.log(result.keys):.4f}, "
+            f"max weight 1/L = {1 / result.keys:.4g} · ‖J‖ = Frobenius norm of diag(p) − ppᵀ · "
+            f"seed {result.seed} · varcheck {result.version}"
+        ),
+        caption_justify="left",
+    )
+    for name, justify in [
+        ("d_k", "right"),
+        ("logits", "left"),
+        ("sd", "right"),
+        ("entropy / log L", "right"),
+        ("max weight", "right"),
+        ("‖J‖", "right"),
+    ]:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in result.rows:
+        for label, sd, s, last in (
+            ("q·k", r.logit_sd_raw, r.raw, False),
+            ("q·k/√d_k", r.logit_sd_scaled, r.scaled, True),
+        ):
+            table.add_row(
+                str(r.dk) if not last else "",
+                label,
+                fmt(sd),
+                _pm(s.entropy_fraction, s.entropy_fraction_se),
+                _pm(s.max_weight, s.max_weight_se),
+                _pm(s.jacobian_norm, s.jacobian_norm_se),
+                end_section=last,
+            )
+    console.print(table)
+    summary = softmax_summary(result)
+    if summary:
+        console.print(summary)
+
+
+def render_softmax(result: SoftmaxResult, fmt_name: str, console: Console) -> None:
+    """Write a softmax study in one of table, json, csv, markdown."""
+    if fmt_name == "table":
+        _render_softmax_table(result, console)
+        return
+    if fmt_name == "json":
+        text = to_json(softmax_dict(result))
+    elif fmt_name == "csv":
+        text = records_to_csv(softmax_records(result), _softmax_meta(result))
+    else:
+        text = records_to_markdown(
+            softmax_records(result),
+            _softmax_meta(result),
+            f"softmax over {result.keys} keys, raw and scaled",
+        )
+        summary = softmax_summary(result)
+        if summary:
+            text += "\n" + summary + "\n"
+    console.file.write(text)
+
+
+# --- derive ------------------------------------------------------------------------------------
+
+
+def _step_dict(s: DeriveStep) -> dict[str, Any]:
+    return {
+        "step": s.number,
+        "quantity": s.quantity,
+        "formula": s.formula,
+        "textbook": s.textbook,
+        "textbook_value": s.textbook_value,
+        "value": s.value,
+        "status": s.status,
+        "reason": s.reason,
+        "estimate": s.estimate,
+        "ci_low": s.confidence_interval.low,
+        "ci_high": s.confidence_interval.high,
+        "se": s.se,
+        "samples": s.samples,
+        "p_value": s.p_value,
+        "p_adjusted": s.p_adjusted,
+        "textbook_p_value": s.textbook_p_value,
+        "verdict": s.verdict,
+    }
+
+
+def _derive_meta(result: DeriveResult) -> dict[str, Any]:
+    return {
+        "command": "derive",
+        "version": result.version,
+        "seed": result.seed,
+        "dk": result.dk,
+        "q_dist": result.q_dist.spec,
+        "k_dist": result.k_dist.spec,
+        "rho": result.rho,
+        "confidence": result.confidence,
+        "precision": result.precision,
+        "samples": result.samples,
+    }
+
+
+def derive_records(result: DeriveResult) -> list[dict[str, Any]]:
+    return [_step_dict(s) for s in result.steps]
+
+
+def derive_dict(result: DeriveResult) -> dict[str, Any]:
+    return {
+        **_derive_meta(result),
+        "broken_step": result.broken_step,
+        "correct_var": result.correct_var,
+        "correct_scaled_var": result.correct_scaled_var,
+        "steps": derive_records(result),
+        "notes": derive_notes(result, markup=False),
+        "exit_code": result.exit_code,
+    }
+
+
+def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
+    """What the derivation concludes for these distributions."""
+
+    from rich.markup import escape
+
+    def b(text: str, style: str) -> str:
+        return f"[{style}]{text}[/]" if markup else text
+
+    def e(text: str) -> str:
+        return escape(text) if markup else text
+
+    notes = []
+    steps = result.steps
+    if steps[0].status == "breaks":
+        mean = steps[0].value
+        extra = f" so E[q·k] = {fmt(result.dk * mean)}, not 0" if math.isfinite(mean) else ""
+        notes.append(f"{b('Step 1 breaks:', 'bold red')} {e(steps[0].reason + ';' + extra)}.")
+    if result.broken_step is not None:
+        s = steps[result.broken_step - 1]
+        notes.append(
+            f"{b(f'Step {s.number} breaks', 'bold red')} "
+            + e(
+                f"({s.quantity}): {s.reason}. Steps 3 and 4 still hold as reasoning but inherit "
+                f"that value: the correct Var(q·k) is {fmt(result.correct_var)} (not d_k = "
+                f"{result.dk}) and Var(q·k/√d_k) is {fmt(result.correct_scaled_var)} (not 1)."
+            )
+        )
+    elif steps[0].status == "holds":
+        notes.append(
+            f"{b('Every step holds', 'green')}: Var(q·k) = d_k = {result.dk}, and dividing by "
+            f"√d_k gives unit variance."
+        )
+    verdicts = {s.verdict for s in steps}
+    if "unreliable" in verdicts:
+        notes.append(
+            f"{b('unreliable checks:', 'bold yellow')} "
+            + e(
+                "a moment the check needs (E[(XY)²] for step 1, E[(q·k)⁴] for steps 2–4) is "
+                "infinite, so the Monte-Carlo interval is not valid; the formulas still give the "
+                "values shown."
+            )
+        )
+    if "rejected" in verdicts:
+        notes.append(
+            f"{b('A check rejected its formula', 'bold red')} (after Holm over the steps): "
+            "with a true formula this happens at most 1 − confidence of the time; rerun with "
+            "another --seed or report it."
+        )
+    return notes
+
+
+def _render_derive_table(result: DeriveResult, console: Console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    q, k = result.q_dist.spec, result.k_dist.spec
+    dists = f"X = q_i ~ {q}, Y = k_i ~ {k}"
+    if result.rho:
+        dists += f", corr(X, Y) = {result.rho:g}"
+    conf = _conf(result.confidence)
+    table = Table(
+        title=escape(f"Var(q·k) = d_k, step by step, for d_k = {result.dk} ({dists})"),
+        caption=(
+            f"value: exact for these distributions; Monte-Carlo: estimate and {conf} interval; "
+            f"p: of the value, Holm-adjusted over steps 1–3 (step 4 reuses step 3's draws) · "
+            f"seed {result.seed} · varcheck {result.version}"
+        ),
+        caption_justify="left",
+    )
+    table.add_column("step", no_wrap=True)
+    table.add_column("formula", ratio=3)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("textbook", ratio=2)
+    table.add_column(f"Monte-Carlo [{conf}]", justify="right", ratio=2)
+    table.add_column("p", justify="right", no_wrap=True)
+    table.add_column("check", no_wrap=True)
+    for s in result.steps:
+        lo, hi = s.confidence_interval
+        mc = fmt(s.estimate) if math.isnan(lo) else f"{fmt(s.estimate)}\n{_interval(lo, hi)}"
+        table.add_row(
+            f"{s.number} {escape(s.quantity)}\n" + _styled(s.status, STATUS_STYLE),
+            escape(s.formula),
+            fmt(s.value),
+            escape(s.textbook),
+            escape(mc),
+            fmt_p(s.p_adjusted),
+            _styled(s.verdict),
+            end_section=True,
+        )
+    console.print(table)
+    for note in derive_notes(result):
+        console.print(note)
+
+
+def render_derive(result: DeriveResult, fmt_name: str, console: Console) -> None:
+    """Write a derivation in one of table, json, csv, markdown."""
+    if fmt_name == "table":
+        _render_derive_table(result, console)
+        return
+    if fmt_name == "json":
+        text = to_json(derive_dict(result))
+    elif fmt_name == "csv":
+        text = records_to_csv(derive_records(result), _derive_meta(result))
+    else:
+        recs = [
+            {
+                key: rec[key]
+                for key in (
+                    "step",
+                    "quantity",
+                    "formula",
+                    "value",
+                    "textbook",
+                    "estimate",
+                    "ci_low",
+                    "ci_high",
+                    "p_adjusted",
+                    "verdict",
+                    "status",
+                )
+            }
+            for rec in derive_records(result)
+        ]
+        text = records_to_markdown(
+            recs, _derive_meta(result), f"Var(q·k) = d_k step by step, d_k = {result.dk}"
+        )
+        text += "\n" + "\n".join("- " + n for n in derive_notes(result, markup=False)) + "\n"
+    console.file.write(text)
