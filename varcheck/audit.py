@@ -75,6 +75,9 @@ class HeadAudit:
     predicted_var_paper, predicted_var_exact, predicted_var_cov : float
         Predicted Var(q·k) (raw logits): σ-based, weight-exact for i.i.d. zero-mean inputs, and
         exact for independent tokens with the input's measured mean and covariance (module notes).
+    predicted_var_centred : float
+        The ``cov`` prediction without its mean terms, tr(C_q C_k): what the anisotropy of the
+        input alone gives (zero-mean inputs with the measured covariance, no biases).
     predicted_mean_diff : float
         Predicted mean logit for two independent tokens, m_q·m_k (``cov``).
     measured_var : float
@@ -103,6 +106,7 @@ class HeadAudit:
     predicted_var_paper: float
     predicted_var_exact: float
     predicted_var_cov: float
+    predicted_var_centred: float
     predicted_mean_diff: float
     measured_var: float
     measured_var_diff: float
@@ -143,7 +147,7 @@ class LayerSummary:
     sigma_x : float
     scaled_var_median, scaled_var_min, scaled_var_max : float
         Of ``measured_scaled_var`` over the heads.
-    ratio_paper, ratio_exact, ratio_cov : float
+    ratio_paper, ratio_exact, ratio_centred, ratio_cov : float
         Geometric mean over heads of predicted / measured variance (1 = tracks it on average).
     beta_unit_median : float
     entropy_mean : float
@@ -156,6 +160,7 @@ class LayerSummary:
     scaled_var_max: float
     ratio_paper: float
     ratio_exact: float
+    ratio_centred: float
     ratio_cov: float
     beta_unit_median: float
     entropy_mean: float
@@ -239,6 +244,7 @@ def _summarise(rows: Sequence[HeadAudit], layers: Sequence[int]) -> list[LayerSu
                 scaled_var_max=max(scaled),
                 ratio_paper=_geo_ratio([r.predicted_var_paper for r in rs], meas),
                 ratio_exact=_geo_ratio([r.predicted_var_exact for r in rs], meas),
+                ratio_centred=_geo_ratio([r.predicted_var_centred for r in rs], meas),
                 ratio_cov=_geo_ratio([r.predicted_var_cov for r in rs], meas),
                 beta_unit_median=float(np.median([r.beta_unit for r in rs])),
                 entropy_mean=float(np.mean([r.entropy for r in rs])),
@@ -598,6 +604,7 @@ def _layer_rows(
                 ),
                 predicted_var_exact=exact_logit_variance(wq.T, wk.T, sigma_x),
                 predicted_var_cov=float(np.sum(cq * ck) + mk @ cq @ mk + mq @ ck @ mq),
+                predicted_var_centred=float(np.sum(cq * ck)),
                 predicted_mean_diff=float(mq @ mk),
                 measured_var=float(s2 / tot_pairs - mean_all**2),
                 measured_var_diff=float(var_off),

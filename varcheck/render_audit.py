@@ -58,6 +58,7 @@ def _record(row: HeadAudit) -> dict[str, Any]:
         "predicted_var_paper": row.predicted_var_paper,
         "predicted_var_exact": row.predicted_var_exact,
         "predicted_var_cov": row.predicted_var_cov,
+        "predicted_var_centred": row.predicted_var_centred,
         "measured_var": row.measured_var,
         "measured_scaled_var": row.measured_scaled_var,
         "scaled_var_ci_low": lo,
@@ -89,6 +90,7 @@ def summary_records(result: AuditResult) -> list[dict[str, Any]]:
             "scaled_var_max": s.scaled_var_max,
             "ratio_paper": s.ratio_paper,
             "ratio_exact": s.ratio_exact,
+            "ratio_centred": s.ratio_centred,
             "ratio_cov": s.ratio_cov,
             "beta_unit_median": s.beta_unit_median,
             "entropy_mean": s.entropy_mean,
@@ -195,10 +197,21 @@ def render_audit_table(result: AuditResult, console: Console) -> None:
     summary = _table(
         "Per layer",
         "σ_X: sd of the entries of the layer's input (post-LayerNorm hidden states) · scaled: "
-        "median and range over heads · paper, exact, cov: predicted / measured Var, geometric "
-        "mean over heads (1: the prediction tracks the measurement) · β_unit, entropy: median "
-        "and mean over heads",
-        ["layer", "σ_X", "scaled", "min–max", "paper", "exact", "cov", "β_unit", "entropy"],
+        "median and range over heads · paper, exact, centred, cov: predicted / measured Var, "
+        "geometric mean over heads (1: the prediction tracks the measurement) · β_unit, "
+        "entropy: median and mean over heads",
+        [
+            "layer",
+            "σ_X",
+            "scaled",
+            "min–max",
+            "paper",
+            "exact",
+            "centred",
+            "cov",
+            "β_unit",
+            "entropy",
+        ],
     )
     for s in result.summaries:
         summary.add_row(
@@ -208,6 +221,7 @@ def render_audit_table(result: AuditResult, console: Console) -> None:
             f"{fmt(s.scaled_var_min, 3)}–{fmt(s.scaled_var_max, 3)}",
             fmt(s.ratio_paper, 3),
             fmt(s.ratio_exact, 3),
+            fmt(s.ratio_centred, 3),
             fmt(s.ratio_cov, 3),
             fmt(s.beta_unit_median, 3),
             fmt(s.entropy_mean, 3),
@@ -215,8 +229,8 @@ def render_audit_table(result: AuditResult, console: Console) -> None:
     console.print(summary)
     console.print(
         "paper: (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k · exact: σ_X⁴‖W_q W_kᵀ‖_F² (i.i.d. zero-mean "
-        "inputs) · cov: independent tokens with the input's measured mean and covariance, biases "
-        "included"
+        "inputs) · centred: tr(C_q C_k), zero-mean inputs with the measured covariance · cov: "
+        "independent tokens with the input's measured mean and covariance, biases included"
     )
 
 
