@@ -374,7 +374,8 @@ def _run_blocks(
             todo = min(blocks_per_chunk, target - n)
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(stream, chunk)))
             for case, (m, a) in draw(rng, todo).items():
-                accs[case].add(m, a)
+                if case in accs:
+                    accs[case].add(m, a)
             n += todo
             chunk += 1
             if max_seconds is not None and time.perf_counter() - start > max_seconds and n >= 2:
