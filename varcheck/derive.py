@@ -27,6 +27,7 @@ from .distributions import Distribution, parse_distribution
 from .errors import VarcheckError
 from .estimation import ConfidenceInterval, VarianceEstimate, estimate_variance, t_quantile
 from .ranges import MAX_DK
+from .sampling import BlockPlan
 from .theory import DotProductTheory, dot_product_theory
 from .verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
 
@@ -230,6 +231,12 @@ def _var_reason(q: Distribution, k: Distribution, rho: float, value: float) -> s
     return "; ".join(parts) + f"; the correct Var(XY) is {value:g}"
 
 
+def _degenerate(theory: DotProductTheory) -> bool:
+    """True when (q·k)² is constant: the delta-method standard error of the variance estimate
+    is then zero to first order and its interval is not valid."""
+    return theory.estimable and theory.var > 0 and theory.mu4 == theory.var**2
+
+
 def _check_rho(rho: float, q: Distribution, k: Distribution) -> float:
     if isinstance(rho, bool) or not isinstance(rho, int | float) or not -1.0 <= rho <= 1.0:
         raise VarcheckError(f"rho must be in [-1, 1], got {rho!r}")
@@ -327,6 +334,13 @@ def derive(
             # with E[(q·k)^4] infinite the interval never settles: a fixed budget, shown as
             # unreliable, instead of chasing a precision that is never reached
             fixed = _UNRELIABLE_SAMPLES
+        plan = None
+        if _degenerate(theory):
+            # (q·k)² is constant (e.g. Rademacher with d_k = 1): the block planner's correlation
+            # model divides by Var((q·k)²) = 0, and any block shape is equally good here
+            plan = BlockPlan(
+                side=1, paired=rho != 0.0, blocks_per_chunk=1 << 16, row_correlation=1.0
+            )
         return estimate_variance(
             q,
             k,
@@ -337,6 +351,7 @@ def derive(
             precision=None if fixed is not None else precision,
             samples=fixed,
             max_seconds=max_seconds,
+            plan=plan,
         )
 
     est2 = var_estimate(one, (2,))
@@ -364,8 +379,10 @@ def derive(
     # p-values and Holm over the three independent checks (step 4 is step 3 divided by d_k)
     df1 = max(n1 - 1, 1)
     p1 = _p(m_est, m_se, mean_value, df1) if mean_valid else math.nan
-    p2 = est2.p_value(one.term_var) if est2 is not None and one.estimable else math.nan
-    p3 = est3.p_value(th.var) if est3 is not None and th.estimable else math.nan
+    ok2 = est2 is not None and one.estimable and not _degenerate(one)
+    ok3 = est3 is not None and th.estimable and not _degenerate(th)
+    p2 = est2.p_value(one.term_var) if ok2 else math.nan  # type: ignore[union-attr]
+    p3 = est3.p_value(th.var) if ok3 else math.nan  # type: ignore[union-attr]
     adj = holm_adjust([p1, p2, p3])
     adj.append(adj[2])
 
@@ -432,7 +449,7 @@ def derive(
                 p_value=[p1, p2, p3, p3][i],
                 p_adjusted=adj[i],
                 textbook_p_value=p_book,
-                verdict=verdict(th_i.estimable, th_i.var_finite, adj[i]),
+                verdict=verdict(th_i.estimable and not _degenerate(th_i), th_i.var_finite, adj[i]),
             )
         )
     return DeriveResult(

@@ -619,9 +619,10 @@ def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
         notes.append(
             f"{b('unreliable checks:', 'bold yellow')} "
             + e(
-                "a moment the check needs (E[(XY)²] for step 1, E[(q·k)⁴] for steps 2–4) is "
-                "infinite, so the Monte-Carlo interval is not valid; the formulas still give the "
-                "values shown."
+                "the Monte-Carlo interval is not valid, because a moment the check needs "
+                "(E[(XY)²] for step 1, E[(q·k)⁴] for steps 2–4) is infinite, or because (q·k)² "
+                "is constant and the interval degenerates; the formulas still give the values "
+                "shown."
             )
         )
     if "rejected" in verdicts:

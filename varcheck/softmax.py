@@ -262,7 +262,7 @@ def softmax_study(
     >>> [round(r.raw.max_weight, 1) for r in res.rows]
     [0.3, 0.9]
     >>> [round(r.scaled.max_weight, 2) for r in res.rows]
-    [0.16, 0.16]
+    [0.11, 0.11]
     """
     from .api import resolve_seed
 

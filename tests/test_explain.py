@@ -1,0 +1,205 @@
+"""`varcheck explain`: the exact law of np.var(A @ B) and the judgement of an observed value."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from varcheck.errors import VarcheckError
+from varcheck.explain import (
+    GROWING_SHAPES,
+    exact_moments,
+    explain,
+    parse_shape,
+    simulate_np_var,
+)
+
+# With about a dozen statistical comparisons per run, |z| < 4.5 keeps the chance of any false
+# alarm below 12 * 7e-6 ~ 1e-4 (two-sided normal tail at 4.5 sd).
+Z_TOL = 4.5
+
+
+def _simulate(shape: str, dist: str, ddof: int, seed: int, reps: int = 60_000) -> np.ndarray:
+    return simulate_np_var(shape, reps, ddof=ddof, a_dist=dist, seed=seed)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(
+    ("shape", "dist", "ddof"),
+    [
+        ("2x2x2", "normal", 0),
+        ("2x2x2", "normal", 1),
+        ("3x2x4", "normal:mean=0.5", 0),
+        ("2x3x2", "uniform:mean=1,sd=0.5", 1),
+        ("4x1x3", "laplace:mean=-0.3", 1),
+        ("2x2x3", "rademacher:mean=0.2", 0),
+    ],
+)
+def test_exact_mean_and_sd_match_simulation(shape: str, dist: str, ddof: int) -> None:
+    mom = exact_moments(shape, ddof, dist)
+    rng = np.random.default_rng(20240611)
+    s = _simulate(shape, dist, ddof, seed=int(rng.integers(2**31)))
+    r = s.shape[0]
+    # mean: standard error of a sample mean of R independent experiments
+    z_mean = (s.mean() - mom.expected) / (s.std(ddof=1) / math.sqrt(r))
+    assert abs(z_mean) < Z_TOL, (z_mean, s.mean(), mom.expected)
+    # variance: the sample variance has standard error sqrt((mu4 - var^2) / R), with mu4 the
+    # fourth central moment of np.var estimated from the same draws
+    dev = s - s.mean()
+    var_hat = dev.var(ddof=1)
+    se_var = math.sqrt(max(np.mean(dev**4) - var_hat**2, 0.0) / r)
+    z_var = (var_hat - mom.sd**2) / se_var
+    assert abs(z_var) < Z_TOL, (z_var, var_hat, mom.sd**2)
+
+
+@pytest.mark.parametrize("ddof", [0, 1])
+@pytest.mark.parametrize(
+    ("shape", "a", "b"),
+    [
+        ("2x2x2", "normal", "normal"),
+        ("3x5x2", "normal:mean=0.5,sd=2", "uniform:mean=-1"),
+        ("7x3x4", "laplace:mean=0.25", "rademacher:mean=0.5"),
+    ],
+)
+def test_expectation_closed_form(shape: str, a: str, b: str, ddof: int) -> None:
+    # E[SS] = (n - 1) v - (M - 1) c_row - (N - 1) c_col, derived in the module docstring
+    from varcheck.distributions import parse_distribution
+
+    n, d, m = parse_shape(shape)
+    da, db = parse_distribution(a), parse_distribution(b)
+    v = d * ((da.var + da.mean**2) * (db.var + db.mean**2) - da.mean**2 * db.mean**2)
+    c_row = d * da.var * db.mean**2
+    c_col = d * da.mean**2 * db.var
+    expected = ((n * m - 1) * v - (m - 1) * c_row - (n - 1) * c_col) / (n * m - ddof)
+    mom = exact_moments(shape, ddof, a, b)
+    assert mom.expected == pytest.approx(expected, rel=1e-12)
+    assert mom.entry_var == pytest.approx(v, rel=1e-12)
+
+
+def test_hand_derived_small_case() -> None:
+    # 1x1 times 1x2, normal: np.var = a^2 (b1 - b2)^2 / 4, so E = 1 * 2 / 4 = 0.5 and
+    # E[S^2] = E[a^4] E[(b1 - b2)^4] / 16 = 3 * 12 / 16, Var = 2.25 - 0.25 = 2
+    mom = exact_moments("1x1x2", 0, "normal")
+    assert mom.expected == pytest.approx(0.5, rel=1e-14)
+    assert mom.sd == pytest.approx(math.sqrt(2.0), rel=1e-14)
+
+
+def test_zero_mean_expectation_is_bias_factor_times_d() -> None:
+    for shape in GROWING_SHAPES:
+        n, d, m = shape
+        mom = exact_moments(shape, 0, "normal")
+        assert mom.expected == pytest.approx((n * m - 1) / (n * m) * d, rel=1e-12)
+        assert math.isfinite(mom.sd) and mom.sd > 0
+
+
+def test_infinite_moments() -> None:
+    assert math.isinf(exact_moments("2x2x2", 0, "t:df=3").sd)
+    assert exact_moments("2x2x2", 0, "t:df=3").expected == pytest.approx(1.5)
+    assert math.isinf(exact_moments("2x2x2", 0, "t:df=2").expected)
+
+
+def test_seed_case_is_consistent_and_forty_is_rejected() -> None:
+    seed = int(np.random.default_rng(7).integers(2**31))
+    res = explain(seed=seed, growing=None)
+    assert res.moments.expected == pytest.approx(1.5)
+    assert res.raw.verdict == "consistent" and res.scaled.verdict == "consistent"
+    assert res.exit_code == 0
+    # 1.6 is above the median (~0.76) but well inside the central 95% range
+    lo, hi = res.raw.central_range
+    assert lo < 1.6 < hi
+    assert 50 < res.raw.percentile < 90
+    far = explain(observed=40.0, seed=seed, growing=None)
+    assert far.raw.verdict == "rejected" and far.scaled.verdict == "rejected"
+    assert far.raw.p_value < 0.01
+    assert far.exit_code == 1
+
+
+def test_large_shape_uses_exact_normal_approximation() -> None:
+    res = explain("1111x111x1111", 110.5603610976103, seed=1, growing=None)
+    assert res.method == "normal-approximation" and res.replicates == 0
+    assert res.raw.verdict == "consistent"
+    assert res.moments.sd == pytest.approx(0.6479, rel=1e-3)
+    scaled = explain("1111x111x1111", 0.9960392891676604, seed=1, growing=None)
+    assert scaled.scaled.verdict == "consistent"
+
+
+def test_quantile_intervals_bracket_estimates() -> None:
+    res = explain(seed=3, growing=None, replicates=20_000)
+    for q in res.raw.quantiles:
+        assert q.low <= q.value <= q.high
+    assert [q.level for q in res.raw.quantiles] == sorted(q.level for q in res.raw.quantiles)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"shape": "2x2"}, "NxDxM"),
+        ({"shape": "0x2x2"}, "every side"),
+        ({"shape": "1x4x1"}, "at least 2"),
+        ({"ddof": 2}, "ddof"),
+        ({"observed": -1.0}, "observed"),
+        ({"replicates": 5}, "replicates"),
+    ],
+)
+def test_bad_arguments(kwargs: dict, message: str) -> None:
+    with pytest.raises(VarcheckError, match=message):
+        explain(seed=1, growing=None, **kwargs)
+
+
+# --- command line ------------------------------------------------------------------------------
+
+READING_KEYS = {"theory_var", "expected", "sd", "quantiles", "percentile", "p_value", "verdict"}
+
+
+def test_cli_default_is_the_seed_case(run_cli) -> None:
+    res = run_cli("explain", "--seed", "5")
+    assert res.exit_code == 0, res.output
+    assert "seed 5" in res.output and "observed 1.6" in res.output
+    assert "1111x111x1111" in res.output
+
+
+def test_cli_json_fields_and_reproducible(run_cli) -> None:
+    args = ("explain", "--seed", "9", "--format", "json")
+    first, second = run_cli(*args), run_cli(*args)
+    assert first.exit_code == 0, first.output
+    assert first.output == second.output
+    doc = json.loads(first.output)
+    assert doc["command"] == "explain" and doc["seed"] == 9 and "version" in doc
+    assert doc["shape"] == [2, 2, 2] and doc["ddof"] == 0
+    assert READING_KEYS <= set(doc) and READING_KEYS <= set(doc["scaled"])
+    assert doc["expected"] == 1.5 and doc["scaled"]["expected"] == 0.75
+    assert doc["verdict"] == "consistent"
+
+
+def test_cli_rejects_forty(run_cli) -> None:
+    res = run_cli("explain", "--observed", "40", "--seed", "2")
+    assert res.exit_code == 1, res.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--shape", "2x2"), ("--ddof", "3"), ("--observed", "-1"), ("--observed", "abc")],
+)
+def test_cli_usage_errors(run_cli, args: tuple[str, ...]) -> None:
+    res = run_cli("explain", *args)
+    assert res.exit_code == 2, res.output
+    assert "error" in res.output
+
+
+@pytest.mark.parametrize("fmt", ["csv", "markdown"])
+def test_cli_tabular_formats(run_cli, fmt: str) -> None:
+    res = run_cli("explain", "--seed", "4", "--format", fmt)
+    assert res.exit_code == 0, res.output
+    assert "seed" in res.output and "1111x111x1111" in res.output
+
+
+def test_cli_plot_writes_png(run_cli, tmp_path) -> None:
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (varcheck[plot])")
+    out = tmp_path / "explain.png"
+    res = run_cli("explain", "--seed", "1", "--replicates", "5000", "--plot", str(out))
+    assert res.exit_code == 0, res.output
+    assert out.stat().st_size > 1000
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,112 @@
+"""`varcheck softmax`: saturation without 1/√d_k, a narrow band with it."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from varcheck.errors import VarcheckError
+from varcheck.softmax import softmax_metrics, softmax_study
+
+
+@pytest.mark.parametrize("scale", [0.1, 1.0, 5.0, 40.0])
+def test_metrics_match_direct_formulas(scale: float) -> None:
+    rng = np.random.default_rng(31)
+    logits = rng.standard_normal((6, 9)) * scale
+    h, m, j = softmax_metrics(logits)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    p = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h_direct = -np.nansum(p * np.log(p), axis=1)
+    j_direct = [np.linalg.norm(np.diag(row) - np.outer(row, row)) for row in p]
+    np.testing.assert_allclose(h, h_direct, atol=1e-12)
+    np.testing.assert_allclose(m, p.max(axis=1), rtol=1e-14)
+    np.testing.assert_allclose(j, j_direct, atol=1e-12)
+
+
+def test_metrics_of_uniform_and_one_hot() -> None:
+    h, m, j = softmax_metrics(np.zeros((1, 8)))
+    assert h[0] == pytest.approx(math.log(8)) and m[0] == pytest.approx(1 / 8)
+    h, m, j = softmax_metrics(np.array([[1000.0, 0.0, 0.0]]))
+    assert h[0] == pytest.approx(0.0, abs=1e-300) and m[0] == 1.0 and j[0] < 1e-200
+
+
+@pytest.mark.statistical
+def test_raw_saturates_scaled_stays_in_band() -> None:
+    seed = int(np.random.default_rng(2024).integers(2**31))
+    res = softmax_study([4, 32, 256], keys=32, queries=2048, seed=seed)
+    raw = [r.raw for r in res.rows]
+    sc = [r.scaled for r in res.rows]
+    # each step of d_k multiplies the logit sd by 2.8: the change is many standard errors wide,
+    # so a strict decrease/increase is required, with a 4-se margin
+    for a, b in zip(raw, raw[1:], strict=False):
+        assert b.entropy + 4 * math.hypot(a.entropy_se, b.entropy_se) < a.entropy
+        assert b.max_weight - 4 * math.hypot(a.max_weight_se, b.max_weight_se) > a.max_weight
+    assert raw[-1].max_weight > 0.85 and raw[-1].entropy_fraction < 0.1
+    # scaled logits have unit variance at every d_k; the law of q·k/√d_k converges to a normal
+    # quickly, so the means differ by little more than their standard errors: allow 4.5 se plus
+    # 0.02 for the remaining dependence on d_k
+    for s in sc:
+        assert abs(s.entropy_fraction - sc[-1].entropy_fraction) < 0.02 + 4.5 * math.hypot(
+            s.entropy_fraction_se, sc[-1].entropy_fraction_se
+        )
+        assert abs(s.max_weight - sc[-1].max_weight) < 0.02 + 4.5 * math.hypot(
+            s.max_weight_se, sc[-1].max_weight_se
+        )
+        assert 0.8 < s.entropy_fraction < 0.95
+    # the gradient through a saturated softmax vanishes
+    assert raw[-1].jacobian_norm < 0.6 * sc[-1].jacobian_norm
+
+
+def test_same_seed_same_numbers_and_seed_reported() -> None:
+    a = softmax_study([8], keys=16, queries=960, seed=5)
+    b = softmax_study([8], keys=16, queries=960, seed=5)
+    assert a == b and a.seed == 5
+    assert softmax_study([8], keys=16, queries=960).seed >= 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"keys": 1}, "keys"), ({"queries": 10}, "queries"), ({"dk": "0..4"}, "d_k")],
+)
+def test_bad_arguments(kwargs: dict, message: str) -> None:
+    with pytest.raises(VarcheckError, match=message):
+        softmax_study(**{"dk": [4], "seed": 1, **kwargs})
+
+
+def test_cli_json(run_cli) -> None:
+    res = run_cli(
+        "softmax", "--dk", "4,64", "--keys", "16", "--queries", "960", "--seed", "3",
+        "--format", "json",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["command"] == "softmax" and doc["seed"] == 3 and "version" in doc
+    assert [r["dk"] for r in doc["rows"]] == [4, 64]
+    for row in doc["rows"]:
+        for tag in ("raw", "scaled"):
+            assert {"entropy", "entropy_se", "max_weight", "jacobian_norm_se"} <= set(row[tag])
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "markdown"])
+def test_cli_formats_show_seed(run_cli, fmt: str) -> None:
+    res = run_cli("softmax", "--dk", "4,16", "--queries", "960", "--seed", "8", "--format", fmt)
+    assert res.exit_code == 0, res.output
+    assert "8" in res.output and "seed" in res.output
+
+
+def test_cli_bad_keys(run_cli) -> None:
+    res = run_cli("softmax", "--keys", "1")
+    assert res.exit_code == 2, res.output
+
+
+def test_cli_plot_writes_png(run_cli, tmp_path) -> None:
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (varcheck[plot])")
+    out = tmp_path / "softmax.png"
+    res = run_cli("softmax", "--dk", "4,16", "--queries", "960", "--seed", "1", "--plot", str(out))
+    assert res.exit_code == 0, res.output
+    assert out.stat().st_size > 1000
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
