@@ -154,6 +154,11 @@ def _explain_meta(result: ExplainResult) -> dict[str, Any]:
     }
 
 
+def _p_eq(p: float) -> str:
+    text = fmt_p(p)
+    return f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}"
+
+
 def explain_account(result: ExplainResult) -> list[str]:
     """The plain-language account of the observed value, one paragraph per cause."""
     shp, mom, raw = result.shape, result.moments, result.raw
@@ -176,39 +181,51 @@ def explain_account(result: ExplainResult) -> list[str]:
         )
     )
     out.append(
-        f"Bias of np.var with few entries: one entry of A @ B has variance {fmt(mom.entry_var)}"
+        f"Bias of np.var: one entry of A @ B has variance {fmt(mom.entry_var)}"
         f" (D = {d} products per entry), but np.var takes its {n} entries, subtracts their own "
         f"mean and divides by {n - result.ddof}. On average it returns {fmt(mom.expected)}, "
-        f"{fmt(mom.bias_factor)} × the entry variance.{mean_part}"
+        f"{mom.bias_factor:.6g} × the entry variance.{mean_part}"
     )
     lo, hi = raw.central_range
     median = {q.level: q.value for q in raw.quantiles}.get(0.5, math.nan)
-    if math.isfinite(result.entry_kurtosis):
-        tails = (
-            f"Heavy tails: each entry is a sum of only {d} product(s) of two entries, with "
-            f"kurtosis {fmt(result.entry_kurtosis)} (a normal variable has 3), so a single large "
-            f"entry often dominates {n} squared deviations."
-        )
-    else:
+    kurt = result.entry_kurtosis
+    if not math.isfinite(kurt):
         tails = (
             "Heavy tails: the entries' fourth moment is infinite, so single huge entries "
             "dominate np.var and its spread has no finite value."
         )
-    spread = (
-        f" The standard deviation of np.var is {fmt(raw.sd)}; the middle 95% of outcomes run "
-        f"from {fmt(lo)} to {fmt(hi)} and the median is {fmt(median)}, below the mean because "
-        f"the distribution is skewed."
-        if math.isfinite(raw.sd)
-        else f" The middle 95% of outcomes run from {fmt(lo)} to {fmt(hi)}."
-    )
+    elif n <= 100:
+        tails = (
+            f"Heavy tails: each entry is a sum of only {d} product{'s' if d > 1 else ''} of two "
+            f"entries, with kurtosis {fmt(kurt)} (a normal variable has 3), and np.var sees only "
+            f"{n} of them, so one large entry often dominates the squared deviations."
+        )
+    else:
+        tails = (
+            f"Tails: one entry (a sum of {d} products) has kurtosis {fmt(kurt)} (a normal "
+            f"variable has 3); with {n:,} entries single large ones average out."
+        )
+    if math.isfinite(raw.sd):
+        skew = (
+            f" and the median is {fmt(median)}, below the mean because the distribution is "
+            "skewed to the right"
+            if result.method == "monte-carlo" and median < raw.expected - 0.05 * raw.sd
+            else ""
+        )
+        spread = (
+            f" The standard deviation of np.var is {fmt(raw.sd)}; the middle 95% of outcomes "
+            f"run from {fmt(lo)} to {fmt(hi)}{skew}."
+        )
+    else:
+        spread = f" The middle 95% of outcomes run from {fmt(lo)} to {fmt(hi)}."
     out.append(tails + spread)
     if raw.observed is not None and not math.isnan(raw.percentile):
         sc = result.scaled
         out.append(
             f"The observed {raw.observed:g} sits at percentile {raw.percentile:.1f} of "
-            f"np.var(A @ B) (two-sided p = {fmt_p(raw.p_value)}: {raw.verdict}); read as np.var "
+            f"np.var(A @ B) (two-sided {_p_eq(raw.p_value)}: {raw.verdict}); read as np.var "
             f"of the scaled product A @ B / √{d}, it sits at percentile {sc.percentile:.1f} "
-            f"(p = {fmt_p(sc.p_value)}: {sc.verdict})."
+            f"({_p_eq(sc.p_value)}: {sc.verdict})."
         )
     if len(result.growing) >= 2:
         first, last = result.growing[0], result.growing[-1]

@@ -1,0 +1,163 @@
+"""Regenerate the tables and figures of docs/theory.md, docs/anomaly.md and docs/softmax.md.
+
+Every number in those pages comes from varcheck itself, with fixed seeds, so the pages can be
+rebuilt byte for byte. Prose stays hand-written; generated parts sit between markers
+
+    <!-- generated:NAME -->
+    ...
+    <!-- /generated:NAME -->
+
+and are replaced in place. Usage::
+
+    python docs/_generate/teaching.py           # rewrite the pages and docs/figures/*.png
+    python docs/_generate/teaching.py --check   # exit 1 if a page's generated text is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+FIGURES = DOCS / "figures"
+sys.path.insert(0, str(ROOT))
+
+from varcheck.render import fmt  # noqa: E402
+
+SEED = 2020
+
+
+def _render(fn: Callable[[Any, str, Any], None], result: Any, fmt_name: str) -> str:
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    fn(result, fmt_name, console)
+    return console.file.getvalue().rstrip() + "\n"
+
+
+def _pm(value: float, se: float) -> str:
+    return f"{fmt(value)} ± {fmt(se, 2)}"
+
+
+def _softmax_table(result: Any) -> str:
+    lines = [
+        f"L = {result.keys} keys, {result.queries:,} queries per d_k (± one standard error), "
+        f"entries ~ `{result.q_dist.spec}`, seed `{result.seed}`, varcheck `{result.version}`.",
+        "",
+        "| d_k | logits | sd | entropy / log L | max weight | ‖J‖_F |",
+        "|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in result.rows:
+        for label, sd, s in (
+            ("q·k", r.logit_sd_raw, r.raw),
+            ("q·k/√d_k", r.logit_sd_scaled, r.scaled),
+        ):
+            lines.append(
+                f"| {r.dk} | {label} | {fmt(sd)} | {_pm(s.entropy_fraction, s.entropy_fraction_se)}"
+                f" | {_pm(s.max_weight, s.max_weight_se)} | "
+                f"{_pm(s.jacobian_norm, s.jacobian_norm_se)} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def build(write_figures: bool) -> dict[str, dict[str, str]]:
+    """Compute every generated block: {page: {block name: markdown}}."""
+    from varcheck.api import sweep
+    from varcheck.derive import derive
+    from varcheck.explain import explain
+    from varcheck.render_teaching import render_derive, render_explain, softmax_summary
+    from varcheck.softmax import softmax_study
+
+    blocks: dict[str, dict[str, str]] = {"theory.md": {}, "anomaly.md": {}, "softmax.md": {}}
+
+    # theory.md: the derivation, checked, for the textbook case and three broken ones
+    for name, kwargs in (
+        ("derive-normal", {}),
+        ("derive-mean", {"dist": "normal:mean=0.5"}),
+        ("derive-rho", {"rho": 0.5}),
+        ("derive-t2", {"dist": "t:df=2"}),
+    ):
+        res = derive(64, seed=SEED, precision=0.01, **kwargs)
+        blocks["theory.md"][name] = _render(render_derive, res, "markdown")
+    sw = sweep("2..512", seed=SEED, precision=0.02)
+    if write_figures:
+        from varcheck.figures import plot_sweep
+
+        plot_sweep(sw, str(FIGURES / "sweep_normal.png"))
+
+    # anomaly.md: the seed's 2x2 case, an extreme value, and the large experiment
+    seed_case = explain(seed=SEED)
+    blocks["anomaly.md"]["explain-seed"] = _render(render_explain, seed_case, "markdown")
+    blocks["anomaly.md"]["explain-ddof1"] = _render(
+        render_explain, explain(seed=SEED, ddof=1, growing=None), "markdown"
+    )
+    blocks["anomaly.md"]["explain-forty"] = _render(
+        render_explain, explain(observed=40.0, seed=SEED, growing=None), "markdown"
+    )
+    blocks["anomaly.md"]["explain-large"] = _render(
+        render_explain,
+        explain("1111x111x1111", 110.5603610976103, seed=SEED, growing=None),
+        "markdown",
+    )
+    blocks["anomaly.md"]["explain-large-scaled"] = _render(
+        render_explain,
+        explain("1111x111x1111", 0.9960392891676604, seed=SEED, growing=None),
+        "markdown",
+    )
+    if write_figures:
+        from varcheck.figures_teaching import plot_explain
+
+        plot_explain(seed_case, str(FIGURES / "explain_2x2.png"))
+
+    # softmax.md
+    sm = softmax_study("2..512", keys=64, queries=8192, seed=SEED)
+    blocks["softmax.md"]["softmax-table"] = _softmax_table(sm) + "\n" + softmax_summary(sm) + "\n"
+    if write_figures:
+        from varcheck.figures_teaching import plot_softmax
+
+        plot_softmax(sm, str(FIGURES / "softmax.png"))
+    return blocks
+
+
+def _replace(text: str, name: str, body: str, page: str) -> str:
+    pattern = re.compile(
+        rf"(<!-- generated:{re.escape(name)} -->\n).*?(<!-- /generated:{re.escape(name)} -->)",
+        re.DOTALL,
+    )
+    if not pattern.search(text):
+        raise SystemExit(f"{page}: no markers for generated block {name!r}")
+    return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report stale pages")
+    args = parser.parse_args(argv)
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    stale = []
+    for page, parts in build(write_figures=not args.check).items():
+        path = DOCS / page
+        old = path.read_text(encoding="utf-8")
+        new = old
+        for name, body in parts.items():
+            new = _replace(new, name, body, page)
+        if new != old:
+            stale.append(page)
+            if not args.check:
+                path.write_text(new, encoding="utf-8")
+    if args.check and stale:
+        print("stale generated docs: " + ", ".join(stale), file=sys.stderr)
+        return 1
+    for page in stale:
+        print(f"updated docs/{page}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
