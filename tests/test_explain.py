@@ -203,3 +203,14 @@ def test_cli_plot_writes_png(run_cli, tmp_path) -> None:
     assert res.exit_code == 0, res.output
     assert out.stat().st_size > 1000
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_no_valid_test_without_finite_spread_or_simulation(run_cli) -> None:
+    # t with 3 degrees of freedom: the fourth moment, hence the sd of np.var, is infinite, and
+    # 300x30x300 is too large to simulate by default, so nothing can judge the value
+    res = explain("300x30x300", 30.0, dist="t:df=3", seed=1, growing=None)
+    assert res.method == "normal-approximation"
+    assert res.raw.verdict == "unreliable" and res.exit_code == 4
+    cli = run_cli("explain", "--shape", "300x30x300", "--observed", "30", "--dist", "t:df=3",
+                  "--seed", "1")  # fmt: skip
+    assert cli.exit_code == 4, cli.output

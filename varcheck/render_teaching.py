@@ -216,8 +216,13 @@ def explain_account(result: ExplainResult) -> list[str]:
             f" The standard deviation of np.var is {fmt(raw.sd)}; the middle 95% of outcomes "
             f"run from {fmt(lo)} to {fmt(hi)}{skew}."
         )
-    else:
+    elif math.isfinite(lo) and math.isfinite(hi):
         spread = f" The middle 95% of outcomes run from {fmt(lo)} to {fmt(hi)}."
+    else:
+        spread = (
+            " Without a finite spread and without a simulation (the shape is too large; try a "
+            "smaller one or --replicates) there is no valid test of the observed value."
+        )
     out.append(tails + spread)
     if raw.observed is not None and not math.isnan(raw.percentile):
         sc = result.scaled
@@ -227,8 +232,9 @@ def explain_account(result: ExplainResult) -> list[str]:
             f"of the scaled product A @ B / √{d}, it sits at percentile {sc.percentile:.1f} "
             f"({_p_eq(sc.p_value)}: {sc.verdict})."
         )
-    if len(result.growing) >= 2:
-        first, last = result.growing[0], result.growing[-1]
+    finite_rows = [r for r in result.growing if math.isfinite(r.relative_sd)]
+    if len(finite_rows) >= 2:
+        first, last = finite_rows[0], finite_rows[-1]
         out.append(
             f"The spread shrinks as the shape grows: the sd of np.var relative to its mean falls "
             f"from {100 * first.relative_sd:.3g}% at {first.shape} to "
