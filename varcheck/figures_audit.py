@@ -37,22 +37,26 @@ def plot_audit(result: AuditResult, path: str) -> None:
     )
     height = 1.6 + 0.45 * len(result.layers)
     fig, axes = plt.subplots(1, 2, figsize=(13, height), constrained_layout=True)
-    span = max(1.0, float(np.nanmax(np.abs(log_scaled))))
+    # a fixed ±3 (8× either way) keeps ordinary heads visible next to a very sharp one; cells
+    # beyond it saturate and their label still gives the value
+    span = 3.0
     panels = [
         (
             axes[0],
             log_scaled,
             dict(cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -span, span)),
             "log₂ Var(q·k/√d_k)  (0: 1/√d_k is right; +1: twice too large)",
+            lambda v: abs(v) > 0.6 * span,
         ),
         (
             axes[1],
             entropy,
             dict(cmap="viridis", vmin=0.0, vmax=1.0),
             "attention entropy / entropy of uniform attention",
+            lambda v: v < 0.35,
         ),
     ]
-    for ax, grid, style, title in panels:
+    for ax, grid, style, title, dark in panels:
         image = ax.imshow(grid, aspect="auto", **style)
         ax.set_xticks(range(result.num_heads))
         ax.set_yticks(range(len(result.layers)), [str(layer) for layer in result.layers])
@@ -61,8 +65,9 @@ def plot_audit(result: AuditResult, path: str) -> None:
         ax.set_title(title, fontsize=9)
         for (i, h), value in np.ndenumerate(grid):
             if np.isfinite(value):
-                ax.text(h, i, f"{value:.1f}", ha="center", va="center", fontsize=7)
-        fig.colorbar(image, ax=ax, shrink=0.9)
+                colour = "white" if dark(value) else "black"
+                ax.text(h, i, f"{value:.1f}", ha="center", va="center", fontsize=7, color=colour)
+        fig.colorbar(image, ax=ax, shrink=0.9, extend="both" if grid is log_scaled else "neither")
     fig.suptitle(
         f"varcheck audit: {result.model_name}, {result.sequences} sequences, "
         f"{result.tokens} tokens",
