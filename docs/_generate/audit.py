@@ -252,7 +252,7 @@ and four predictions of Var(q·k):
 
 - **Against a reference.** On the {ref["tokens"]} tokens of the built-in text, all seven hidden
   states (embeddings and six layers) agree with transformers' `BertModel` (transformers
-  {ref["transformers"]}, torch {ref["torch"]} CPU, float32) to a maximum absolute difference of
+  {ref["transformers"]}, torch {ref["torch"]}, float32) to a maximum absolute difference of
   **{ref["max_abs_diff"]:.2g}** (hidden-state entries reach about 10 in size). The same comparison
   is a test (`test_forward_pass_matches_transformers_reference`, tolerance 1e-4) that runs where
   torch and transformers are installed and is skipped, with that reason shown, elsewhere;
