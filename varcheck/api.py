@@ -14,11 +14,36 @@ from .errors import VarcheckError
 from .estimation import ConfidenceInterval, VarianceEstimate, estimate_variance
 from .ranges import MAX_DK, parse_dk
 from .theory import DotProductTheory, dot_product_theory
-from .verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, GrowthFit, fit_growth, holm_adjust
+from .verdicts import (
+    CONSISTENT,
+    INFINITE,
+    OUTCOME_EXIT,
+    PASS,
+    REJECTED,
+    UNRELIABLE,
+    Decision,
+    GrowthFit,
+    decide,
+    fit_growth,
+    holm_adjust,
+)
 
-__all__ = ["SweepRow", "SweepResult", "sweep", "resolve_seed", "check_sampling_options"]
+__all__ = [
+    "SweepRow",
+    "SweepResult",
+    "VerifyResult",
+    "ClaimTest",
+    "sweep",
+    "verify",
+    "run_claim_tests",
+    "resolve_seed",
+    "check_sampling_options",
+]
 
 ProgressCallback = Callable[[int, int, float], None]
+
+#: Products drawn for a row whose interval cannot be valid (infinite fourth moment).
+UNRELIABLE_SAMPLES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -233,6 +258,9 @@ def estimate_row(
     """Estimate one setting; ``None`` when Var(q·k) is infinite (nothing to estimate)."""
     if not theory.var_finite:
         return None
+    if not theory.estimable and samples is None:
+        # no interval can reach a precision when E[(q·k)^4] is infinite: a fixed budget instead
+        samples, precision = UNRELIABLE_SAMPLES, None
     return estimate_variance(
         q,
         k,
@@ -390,3 +418,298 @@ def _judge(
             )
         )
     return rows
+
+
+# --- single claims ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """The result of :func:`verify`: one claim about Var(q·k) (or its scaled version) at one d_k.
+
+    Attributes
+    ----------
+    dk : int
+    q_dist, k_dist : Distribution
+    rho : float
+    claim : str
+        The claim expression.
+    claim_value : float or None
+        Its value for this setting (``None`` when Var(q·k) is infinite).
+    scaled : bool
+        True when the claim is about Var(q·k / sqrt(d_k)).
+    tolerance : float or None
+        Relative tolerance of an equivalence test; ``None`` for a consistency test.
+    theory_value : float
+        The exact value varcheck computes for the same quantity.
+    estimate : float
+        Estimate of the quantity (``nan`` when it is infinite).
+    confidence_interval : ConfidenceInterval
+    p_value : float
+        Two-sided p-value of the claim (adjusted for multiplicity inside ``varcheck check``).
+    outcome : str
+        ``pass``, ``fail``, ``inconclusive``, ``unreliable`` or ``infinite``.
+    reason : str
+        Why, in one sentence.
+    more_samples : int or None
+        For ``inconclusive``: roughly how many more products would settle it.
+    samples : int
+        Products used.
+    confidence : float
+    seed : int
+    """
+
+    dk: int
+    q_dist: Distribution
+    k_dist: Distribution
+    rho: float
+    claim: str
+    claim_value: float | None
+    scaled: bool
+    tolerance: float | None
+    theory_value: float
+    estimate: float
+    confidence_interval: ConfidenceInterval
+    p_value: float
+    outcome: str
+    reason: str
+    more_samples: int | None
+    samples: int
+    confidence: float
+    seed: int
+    raw: VarianceEstimate | None = None
+    version: str = __version__
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == PASS
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 fail, 3 inconclusive, 4 no valid test (infinite moments)."""
+        return OUTCOME_EXIT[self.outcome]
+
+
+@dataclass(frozen=True)
+class ClaimTest:
+    """What one claim test needs, before sampling (see :func:`run_claim_tests`)."""
+
+    dk: int
+    q: Distribution
+    k: Distribution
+    rho: float
+    claim: Claim
+    scaled: bool
+    tolerance: float | None
+    stream: tuple[int, ...]
+
+
+def check_tolerance(tolerance: float | None) -> float | None:
+    if tolerance is None:
+        return None
+    if (
+        isinstance(tolerance, bool)
+        or not isinstance(tolerance, int | float)
+        or not (0.0 < tolerance < 1.0)
+    ):
+        raise VarcheckError(f"tolerance must be in (0, 1), got {tolerance!r}")
+    return float(tolerance)
+
+
+def run_claim_tests(
+    tests: list[ClaimTest],
+    *,
+    seed: int,
+    confidence: float,
+    precision: float | None,
+    samples: int | None,
+    max_seconds: float | None,
+    progress: ProgressCallback | None = None,
+    adjust: bool = True,
+) -> list[VerifyResult]:
+    """Run claim tests as one family: Holm over their p-values when ``adjust``.
+
+    Raises ``KeyboardInterrupt`` through; callers that want partial results catch it.
+    """
+    alpha = 1.0 - confidence
+    prepared = []
+    for t in tests:
+        th = dot_product_theory(t.dk, t.q, t.k, t.rho)
+        value = claimed_value(t.claim, th, t.q, t.k, scaled=t.scaled)
+        if value is not None and value <= 0:
+            raise VarcheckError(
+                f"claim {t.claim.text!r} is {value!r} at d_k={t.dk}; a variance claim must be > 0"
+            )
+        prepared.append((t, th, value))
+    estimates = []
+    for i, (t, th, _) in enumerate(prepared):
+        cb = None if progress is None else (lambda f, i=i: progress(i, len(prepared), f))
+        estimates.append(
+            estimate_row(
+                t.q,
+                t.k,
+                th,
+                seed=seed,
+                stream=t.stream,
+                confidence=confidence,
+                precision=precision,
+                samples=samples,
+                max_seconds=max_seconds,
+                progress=cb,
+            )
+        )
+    p_raw = []
+    for (t, th, value), est in zip(prepared, estimates, strict=True):
+        ok = est is not None and th.estimable and value is not None
+        raw_claim = value * t.dk if (ok and t.scaled) else value
+        p_raw.append(est.p_value(raw_claim) if ok else math.nan)  # type: ignore[union-attr]
+    p_used = holm_adjust(p_raw) if adjust else p_raw
+    results = []
+    for (t, th, value), est, p in zip(prepared, estimates, p_used, strict=True):
+        factor = 1.0 / t.dk if t.scaled else 1.0
+        theory_value = th.var * factor
+        if est is None:
+            outcome = Decision(INFINITE, "Var(q·k) is infinite: there is nothing to estimate")
+            point, interval = math.nan, ConfidenceInterval(math.nan, math.nan)
+        else:
+            point, interval = est.scaled(factor)
+            if not th.estimable:
+                outcome = Decision(
+                    UNRELIABLE,
+                    "E[(q·k)^4] is infinite, so no interval for the variance can be trusted",
+                )
+            else:
+                outcome = decide(
+                    point,
+                    interval,
+                    value,
+                    p_value=p,
+                    alpha=alpha,
+                    tolerance=t.tolerance,
+                    samples=est.samples,
+                )
+        results.append(
+            VerifyResult(
+                dk=t.dk,
+                q_dist=t.q,
+                k_dist=t.k,
+                rho=t.rho,
+                claim=t.claim.text,
+                claim_value=value,
+                scaled=t.scaled,
+                tolerance=t.tolerance,
+                theory_value=theory_value,
+                estimate=point,
+                confidence_interval=interval,
+                p_value=p,
+                outcome=outcome.outcome,
+                reason=outcome.reason,
+                more_samples=outcome.more_samples,
+                samples=0 if est is None else est.samples,
+                confidence=confidence,
+                seed=seed,
+                raw=est,
+            )
+        )
+    return results
+
+
+def _confidence_from(confidence: float | None, alpha: float | None) -> float:
+    if alpha is None:
+        return 0.95 if confidence is None else confidence
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 < alpha < 1.0:
+        raise VarcheckError(f"alpha must be in (0, 1), got {alpha!r}")
+    if confidence is not None and not math.isclose(confidence, 1.0 - alpha):
+        raise VarcheckError(
+            f"confidence={confidence!r} and alpha={alpha!r} disagree; give one of them"
+        )
+    return 1.0 - alpha
+
+
+def verify(
+    dk: int,
+    *,
+    claim: str | float = "theory",
+    dist: str | Distribution | None = None,
+    q_dist: str | Distribution | None = None,
+    k_dist: str | Distribution | None = None,
+    rho: float = 0.0,
+    scaled: bool = False,
+    tolerance: float | None = None,
+    confidence: float | None = None,
+    alpha: float | None = None,
+    precision: float | None = 0.01,
+    samples: int | None = None,
+    max_seconds: float | None = None,
+    seed: int | None = None,
+) -> VerifyResult:
+    """Test one claim about Var(q·k) (or Var(q·k/√d_k) with ``scaled``) at one d_k.
+
+    Parameters
+    ----------
+    dk : int
+        Length of q and k.
+    claim : str or float
+        A number or an expression in ``dk``, ``rho``, ``theory`` and the entry moments (see
+        :func:`varcheck.parse_claim`).
+    dist, q_dist, k_dist, rho
+        Entry distributions and correlation, as in :func:`sweep`.
+    scaled : bool
+        Test the variance of q·k / sqrt(d_k) instead of q·k.
+    tolerance : float, optional
+        Relative tolerance: an equivalence test that passes only when the whole interval lies
+        within claim × (1 ± tolerance).
+    confidence, alpha : float, optional
+        Interval level, or its complement (give one; default 0.95).
+    precision, samples, max_seconds
+        Sampling effort, as in :func:`sweep`.
+    seed : int, optional
+        Root seed; drawn and reported when not given.
+
+    Returns
+    -------
+    VerifyResult
+
+    Examples
+    --------
+    >>> r = verify(64, claim="dk", seed=1)
+    >>> r.outcome, r.exit_code
+    ('pass', 0)
+    >>> verify(64, claim="1", scaled=True, seed=1).outcome
+    'pass'
+    >>> verify(64, claim="dk", dist="normal:mean=0.5", seed=1).outcome   # Var is 1.5 dk
+    'fail'
+    >>> verify(64, claim="dk", tolerance=0.02, seed=1).outcome
+    'pass'
+    """
+    dks = _resolve_dks(dk)
+    if len(dks) != 1:
+        raise VarcheckError(f"verify takes one d_k, got {dk!r}; use sweep for several")
+    q, k = _resolve_dists(dist, q_dist, k_dist)
+    rho = _check_rho(rho, q, k)
+    claim_obj = parse_claim(claim)
+    tolerance = check_tolerance(tolerance)
+    confidence = _confidence_from(confidence, alpha)
+    confidence, precision, samples, max_seconds = check_sampling_options(
+        confidence, precision, samples, max_seconds
+    )
+    seed = resolve_seed(seed)
+    test = ClaimTest(
+        dk=dks[0],
+        q=q,
+        k=k,
+        rho=rho,
+        claim=claim_obj,
+        scaled=bool(scaled),
+        tolerance=tolerance,
+        stream=(dks[0],),
+    )
+    return run_claim_tests(
+        [test],
+        seed=seed,
+        confidence=confidence,
+        precision=precision,
+        samples=samples,
+        max_seconds=max_seconds,
+        adjust=False,
+    )[0]

@@ -115,7 +115,9 @@ class BlockAccumulator:
         est = self.mean_a - self.mean_m**2 + var_m / n
         mu = self.mean_m
         infl_var = var_a - 4.0 * mu * cov_ma + 4.0 * mu * mu * var_m
-        se = math.sqrt(max(infl_var, 0.0) / n)
+        # second-order term of the U-statistic for E[s]^2 (exact for one product per block):
+        # keeps the error honest when the first-order influence vanishes (mean 0, constant s^2)
+        se = math.sqrt((max(infl_var, 0.0) + 2.0 * var_m * var_m / (n - 1)) / n)
         return est, se, mu
 
 

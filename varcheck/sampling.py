@@ -81,6 +81,9 @@ def _row_correlation(q: Distribution, k: Distribution, theory: DotProductTheory)
         return 1.0
     if q.mean == 0.0 and k.mean == 0.0:
         var_s2 = theory.mu4 - theory.var**2
+        if var_s2 <= 0:
+            # (q·k)^2 is constant (e.g. Rademacher at d_k = 1): nothing to gain from sharing
+            return 1.0
         r_row = theory.dk * k.var**2 * (q.mu4 - q.var**2) / var_s2
         r_col = theory.dk * q.var**2 * (k.mu4 - k.var**2) / var_s2
         return float(min(1.0, max(r_row, r_col, 0.0)))

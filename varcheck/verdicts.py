@@ -10,6 +10,12 @@ from statistics import NormalDist
 from .estimation import ConfidenceInterval
 
 __all__ = [
+    "PASS",
+    "FAIL",
+    "INCONCLUSIVE",
+    "OUTCOME_EXIT",
+    "Decision",
+    "decide",
     "CONSISTENT",
     "REJECTED",
     "UNRELIABLE",
@@ -25,6 +31,81 @@ REJECTED = "rejected"
 UNRELIABLE = "unreliable"
 #: Var(q·k) is infinite: there is nothing to estimate
 INFINITE = "infinite"
+
+PASS = "pass"
+FAIL = "fail"
+INCONCLUSIVE = "inconclusive"
+#: exit status of each outcome; the worst (highest rank) wins for a set of claims
+OUTCOME_EXIT = {PASS: 0, INCONCLUSIVE: 3, UNRELIABLE: 4, INFINITE: 4, FAIL: 1}
+OUTCOME_RANK = {PASS: 0, INCONCLUSIVE: 1, UNRELIABLE: 2, INFINITE: 2, FAIL: 3}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of one claim test.
+
+    Attributes
+    ----------
+    outcome : str
+        ``pass``, ``fail`` or ``inconclusive``.
+    reason : str
+        One sentence saying why.
+    more_samples : int or None
+        For ``inconclusive``: roughly how many more products would settle it.
+    """
+
+    outcome: str
+    reason: str
+    more_samples: int | None = None
+
+
+def decide(
+    estimate: float,
+    interval: ConfidenceInterval,
+    claim: float,
+    *,
+    p_value: float,
+    alpha: float,
+    tolerance: float | None,
+    samples: int,
+) -> Decision:
+    """Judge a claim from an interval (and its, possibly multiplicity-adjusted, p-value).
+
+    Without ``tolerance`` it is a consistency test: fail when ``p_value < alpha`` (the interval
+    excludes the claim), else pass. With ``tolerance`` T it is an equivalence test: pass when the
+    whole interval lies in claim × (1 ± T); otherwise fail when the claim is excluded; otherwise
+    inconclusive, with the number of further products that would make the interval narrow enough
+    (its width shrinks as 1/sqrt(products)).
+    """
+    lo, hi = interval
+    excluded = p_value < alpha
+    if tolerance is None:
+        if excluded:
+            return Decision(FAIL, "the interval excludes the claimed value")
+        return Decision(PASS, "the interval contains the claimed value")
+    band = (claim * (1 - tolerance), claim * (1 + tolerance))
+    band_lo, band_hi = min(band), max(band)
+    if band_lo <= lo and hi <= band_hi:
+        return Decision(PASS, f"the whole interval lies within the claim ± {tolerance:.3g}")
+    if excluded:
+        return Decision(FAIL, "the interval excludes the claimed value")
+    half_now = (hi - lo) / 2.0
+    centre = estimate
+    room = min(band_hi - centre, centre - band_lo)
+    if room <= 0 or half_now <= 0:
+        # the estimate itself is outside the band: more data would more likely fail it
+        needed_half = abs(centre - claim)
+        reason = (
+            "the estimate lies outside the tolerance band but the interval still holds the claim"
+        )
+    else:
+        needed_half = room
+        reason = "the interval is wider than the tolerance band allows"
+    if needed_half <= 0:
+        return Decision(INCONCLUSIVE, reason, None)
+    factor = (half_now / needed_half) ** 2
+    more = int(math.ceil(samples * max(factor - 1.0, 0.0)))
+    return Decision(INCONCLUSIVE, reason, more)
 
 
 def holm_adjust(p_values: Sequence[float]) -> list[float]:
