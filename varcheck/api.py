@@ -529,7 +529,8 @@ def run_claim_tests(
 ) -> list[VerifyResult]:
     """Run claim tests as one family: Holm over their p-values when ``adjust``.
 
-    Raises ``KeyboardInterrupt`` through; callers that want partial results catch it.
+    On Ctrl-C (``KeyboardInterrupt``) the tests finished so far are judged and returned: the
+    list is then shorter than ``tests``.
     """
     alpha = 1.0 - confidence
     prepared = []
@@ -541,23 +542,27 @@ def run_claim_tests(
                 f"claim {t.claim.text!r} is {value!r} at d_k={t.dk}; a variance claim must be > 0"
             )
         prepared.append((t, th, value))
-    estimates = []
-    for i, (t, th, _) in enumerate(prepared):
-        cb = None if progress is None else (lambda f, i=i: progress(i, len(prepared), f))
-        estimates.append(
-            estimate_row(
-                t.q,
-                t.k,
-                th,
-                seed=seed,
-                stream=t.stream,
-                confidence=confidence,
-                precision=precision,
-                samples=samples,
-                max_seconds=max_seconds,
-                progress=cb,
+    estimates: list[VarianceEstimate | None] = []
+    try:
+        for i, (t, th, _) in enumerate(prepared):
+            cb = None if progress is None else (lambda f, i=i: progress(i, len(prepared), f))
+            estimates.append(
+                estimate_row(
+                    t.q,
+                    t.k,
+                    th,
+                    seed=seed,
+                    stream=t.stream,
+                    confidence=confidence,
+                    precision=precision,
+                    samples=samples,
+                    max_seconds=max_seconds,
+                    progress=cb,
+                )
             )
-        )
+    except KeyboardInterrupt:
+        # judge what finished; the caller sees fewer results than tests
+        prepared = prepared[: len(estimates)]
     p_raw = []
     for (t, th, value), est in zip(prepared, estimates, strict=True):
         ok = est is not None and th.estimable and value is not None
@@ -642,6 +647,7 @@ def verify(
     samples: int | None = None,
     max_seconds: float | None = None,
     seed: int | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> VerifyResult:
     """Test one claim about Var(q·k) (or Var(q·k/√d_k) with ``scaled``) at one d_k.
 
@@ -665,6 +671,8 @@ def verify(
         Sampling effort, as in :func:`sweep`.
     seed : int, optional
         Root seed; drawn and reported when not given.
+    progress : callable, optional
+        Called with the fraction done.
 
     Returns
     -------
@@ -704,12 +712,16 @@ def verify(
         tolerance=tolerance,
         stream=(dks[0],),
     )
-    return run_claim_tests(
+    results = run_claim_tests(
         [test],
         seed=seed,
         confidence=confidence,
         precision=precision,
         samples=samples,
         max_seconds=max_seconds,
+        progress=None if progress is None else (lambda _i, _n, f: progress(f)),
         adjust=False,
-    )[0]
+    )
+    if not results:
+        raise KeyboardInterrupt
+    return results[0]

@@ -9,10 +9,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .verdicts import OUTCOME_RANK
+
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .api import SweepResult, SweepRow
+    from .api import SweepResult, SweepRow, VerifyResult
+    from .checkfile import CheckResult
 
 __all__ = [
     "fmt",
@@ -356,3 +359,257 @@ def render_sweep(result: SweepResult, fmt_name: str, console: Console) -> None:
                 f"{fit['ci_high']:.4f}], {fit['verdict']}.\n"
             )
     console.file.write(text)
+
+
+# --- single claims (assert) and claim files (check) ---------------------------------------------
+
+
+def verify_record(result: VerifyResult) -> dict[str, Any]:
+    lo, hi = result.confidence_interval
+    return {
+        "dk": result.dk,
+        "q_dist": result.q_dist.spec,
+        "k_dist": result.k_dist.spec,
+        "rho": result.rho,
+        "claim": result.claim,
+        "claim_value": result.claim_value,
+        "scaled": result.scaled,
+        "tolerance": result.tolerance,
+        "theory_value": result.theory_value,
+        "estimate": result.estimate,
+        "ci_low": lo,
+        "ci_high": hi,
+        "p_value": result.p_value,
+        "outcome": result.outcome,
+        "reason": result.reason,
+        "more_samples": result.more_samples,
+        "samples": result.samples,
+    }
+
+
+def verify_to_json(result: VerifyResult) -> str:
+    return to_json(
+        {
+            "command": "assert",
+            "version": result.version,
+            "seed": result.seed,
+            "confidence": result.confidence,
+            **verify_record(result),
+        }
+    )
+
+
+def _quantity(scaled: bool) -> str:
+    return "Var(q·k/√d_k)" if scaled else "Var(q·k)"
+
+
+def reproduce_command(result: VerifyResult) -> str:
+    parts = ["varcheck assert", f"--dk {result.dk}"]
+    if result.q_dist == result.k_dist:
+        if result.q_dist.spec != "normal":
+            parts.append(f"--dist {result.q_dist.spec}")
+    else:
+        parts += [f"--q-dist {result.q_dist.spec}", f"--k-dist {result.k_dist.spec}"]
+    if result.rho:
+        parts.append(f"--rho {result.rho!r}")
+    parts.append(f"--claim '{result.claim}'")
+    if result.scaled:
+        parts.append("--scaled")
+    if result.tolerance is not None:
+        parts.append(f"--tolerance {result.tolerance!r}")
+    if result.confidence != 0.95:
+        parts.append(f"--confidence {result.confidence!r}")
+    parts.append(f"--seed {result.seed}")
+    return " ".join(parts)
+
+
+def verify_paragraph(result: VerifyResult) -> str:
+    """A plain-text account of one claim test (used by the pytest helper)."""
+    lo, hi = result.confidence_interval
+    q, k = result.q_dist.spec, result.k_dist.spec
+    dists = f"q, k ~ {q}" if q == k else f"q ~ {q}, k ~ {k}"
+    tol = "" if result.tolerance is None else f" within ±{result.tolerance:g} (relative)"
+    lines = [
+        f"varcheck: {result.outcome.upper()}: claim {_quantity(result.scaled)} = {result.claim}"
+        f"{tol} at d_k={result.dk} ({dists}"
+        + (f", rho={result.rho:g}" if result.rho else "")
+        + ")",
+        f"  claimed value {fmt(result.claim_value, 6)}; exact theory {fmt(result.theory_value, 6)}",
+        f"  estimate {fmt(result.estimate, 6)}, {result.confidence:.0%} interval "
+        f"[{fmt(lo, 6)}, {fmt(hi, 6)}] from {result.samples:,} products; "
+        f"p = {fmt_p(result.p_value)}",
+        f"  {result.reason}",
+    ]
+    if result.more_samples:
+        lines.append(f"  about {result.more_samples:,} more products would settle it")
+    lines.append(f"  reproduce: {reproduce_command(result)}")
+    return "\n".join(lines)
+
+
+def render_verify(result: VerifyResult, fmt_name: str, console: Console) -> None:
+    if fmt_name == "json":
+        console.file.write(verify_to_json(result))
+        return
+    style = VERDICT_STYLE.get(result.outcome, "")
+    head, *rest = verify_paragraph(result).splitlines()
+    console.print(f"[{style}]{head}[/]" if style else head, highlight=False)
+    for line in rest:
+        console.print(line, highlight=False)
+    if result.outcome in ("unreliable", "infinite"):
+        console.print("  (no verdict: see the note on infinite moments in `varcheck sweep --help`)")
+    console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
+
+
+def check_records(result: CheckResult) -> list[dict[str, Any]]:
+    out = []
+    for co in result.claims:
+        for r in co.results:
+            out.append({"name": co.spec.name, **verify_record(r)})
+    return out
+
+
+def check_to_json(result: CheckResult) -> str:
+    return to_json(
+        {
+            "command": "check",
+            "version": result.version,
+            "file": result.path,
+            "seed": result.seed,
+            "confidence": result.confidence,
+            "alpha": 1.0 - result.confidence,
+            "family_size": result.family_size,
+            "outcome": result.outcome,
+            "interrupted": result.interrupted,
+            "claims": [
+                {
+                    "name": co.spec.name,
+                    "description": co.spec.description,
+                    "line": co.spec.line,
+                    "outcome": co.outcome,
+                    "tests": [verify_record(r) for r in co.results],
+                }
+                for co in result.claims
+            ],
+        }
+    )
+
+
+def render_check_table(result: CheckResult, console: Console) -> None:
+    from rich.table import Table
+
+    table = Table(
+        title=f"varcheck check {result.path}",
+        caption=(
+            f"seed {result.seed} · {result.confidence:.0%} intervals · Holm over "
+            f"{result.family_size} tests (family-wise error ≤ {1 - result.confidence:.3g}) · "
+            f"varcheck {result.version}"
+        ),
+        caption_justify="left",
+    )
+    for name, justify in [
+        ("claim", "left"),
+        ("d_k", "right"),
+        ("claimed", "right"),
+        ("estimate [CI]", "right"),
+        ("p (Holm)", "right"),
+        ("outcome", "left"),
+    ]:
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for co in result.claims:
+        for i, r in enumerate(co.results):
+            lo, hi = r.confidence_interval
+            style = VERDICT_STYLE.get(r.outcome, "")
+            label = f"{co.spec.name}" + (" (scaled)" if co.spec.scaled else "") if i == 0 else ""
+            table.add_row(
+                label,
+                str(r.dk),
+                f"{fmt(r.claim_value)} = {co.spec.claim.text}" if i == 0 else fmt(r.claim_value),
+                f"{fmt(r.estimate)} {_interval(lo, hi)}",
+                fmt_p(r.p_value),
+                f"[{style}]{r.outcome}[/]" if style else r.outcome,
+            )
+    console.print(table)
+    counts: dict[str, int] = {}
+    for co in result.claims:
+        counts[co.outcome] = counts.get(co.outcome, 0) + 1
+    summary = ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+    style = VERDICT_STYLE.get(result.outcome, "")
+    console.print(f"{len(result.claims)} claims: {summary} → [{style}]{result.outcome}[/]")
+    for co in result.claims:
+        for r in co.results:
+            if r.outcome == "inconclusive" and r.more_samples:
+                console.print(
+                    f"  {co.spec.name} d_k={r.dk}: {r.reason}; about "
+                    f"{r.more_samples:,} more products would settle it"
+                )
+    if result.interrupted:
+        console.print("[bold yellow]Interrupted:[/] the claims above are those finished (partial).")
+
+
+def render_check(result: CheckResult, fmt_name: str, console: Console) -> None:
+    if fmt_name == "table":
+        render_check_table(result, console)
+        return
+    if fmt_name == "json":
+        console.file.write(check_to_json(result))
+        return
+    meta = {
+        "command": "check",
+        "version": result.version,
+        "file": result.path,
+        "seed": result.seed,
+        "confidence": result.confidence,
+        "family_size": result.family_size,
+        "outcome": result.outcome,
+    }
+    records = check_records(result)
+    if fmt_name == "csv":
+        console.file.write(records_to_csv(records, meta))
+    else:
+        console.file.write(records_to_markdown(records, meta, f"varcheck check {result.path}"))
+
+
+def check_to_junit(result: CheckResult) -> str:
+    """JUnit XML: one test case per claim; fail → <failure>, inconclusive → <failure
+    type="inconclusive">, no valid test → <error>."""
+    import xml.etree.ElementTree as ET
+
+    failures = sum(co.outcome in ("fail", "inconclusive") for co in result.claims)
+    errors = sum(co.outcome in ("unreliable", "infinite") for co in result.claims)
+    suites = ET.Element("testsuites")
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        {
+            "name": f"varcheck check {result.path}",
+            "tests": str(len(result.claims)),
+            "failures": str(failures),
+            "errors": str(errors),
+            "skipped": "0",
+        },
+    )
+    props = ET.SubElement(suite, "properties")
+    for key, value in (
+        ("seed", result.seed),
+        ("confidence", result.confidence),
+        ("family_size", result.family_size),
+        ("varcheck", result.version),
+    ):
+        ET.SubElement(props, "property", {"name": key, "value": str(value)})
+    for co in result.claims:
+        case = ET.SubElement(
+            suite, "testcase", {"classname": "varcheck.check", "name": co.spec.name}
+        )
+        details = "\n\n".join(verify_paragraph(r) for r in co.results)
+        bad = [r for r in co.results if r.outcome != "pass"]
+        if co.outcome == "pass":
+            ET.SubElement(case, "system-out").text = details
+            continue
+        first = max(bad, key=lambda r: OUTCOME_RANK[r.outcome])
+        message = f"{co.outcome}: {first.reason} (d_k={first.dk})"
+        tag = "error" if co.outcome in ("unreliable", "infinite") else "failure"
+        ET.SubElement(case, tag, {"message": message, "type": co.outcome}).text = details
+    ET.indent(suites)
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    )

@@ -90,22 +90,23 @@ def decide(
     if excluded:
         return Decision(FAIL, "the interval excludes the claimed value")
     half_now = (hi - lo) / 2.0
-    centre = estimate
-    room = min(band_hi - centre, centre - band_lo)
-    if room <= 0 or half_now <= 0:
-        # the estimate itself is outside the band: more data would more likely fail it
-        needed_half = abs(centre - claim)
-        reason = (
-            "the estimate lies outside the tolerance band but the interval still holds the claim"
-        )
-    else:
-        needed_half = room
-        reason = "the interval is wider than the tolerance band allows"
-    if needed_half <= 0:
-        return Decision(INCONCLUSIVE, reason, None)
-    factor = (half_now / needed_half) ** 2
-    more = int(math.ceil(samples * max(factor - 1.0, 0.0)))
-    return Decision(INCONCLUSIVE, reason, more)
+    room = min(band_hi - estimate, estimate - band_lo)
+    if room > 0:
+        # narrower interval around the same estimate: width shrinks as 1/sqrt(products)
+        more = int(math.ceil(samples * max((half_now / room) ** 2 - 1.0, 0.0)))
+        return Decision(INCONCLUSIVE, "the interval is wider than the tolerance band allows", more)
+    # the estimate is outside the band while the interval still holds the claim: more data
+    # would most likely exclude the claim (fail); a pass needs a far narrower interval
+    gap = abs(estimate - claim)
+    more = int(math.ceil(samples * max((half_now / gap) ** 2 - 1.0, 0.0))) if gap > 0 else None
+    narrower = half_now / (tolerance * abs(claim))
+    return Decision(
+        INCONCLUSIVE,
+        "the estimate lies outside the tolerance band while the interval still contains the "
+        f"claim; if the estimate holds, more products will fail it, and a pass would need an "
+        f"interval {narrower:.3g} times narrower ({narrower**2:.2g} times the products)",
+        more,
+    )
 
 
 def holm_adjust(p_values: Sequence[float]) -> list[float]:

@@ -1,0 +1,378 @@
+"""Claim files for CI: ``varcheck check claims.toml``.
+
+A claim file is TOML with an optional ``[defaults]`` table and one ``[[claim]]`` table per claim::
+
+    [defaults]
+    seed = 2024           # root seed (drawn and reported when absent)
+    confidence = 0.95     # family-wise: Holm over every (claim, d_k) test in the file
+    precision = 0.01      # or samples = 100000; optional max_seconds
+
+    [[claim]]
+    name = "textbook"                 # unique, shown in reports and JUnit
+    dk = "2..512"                     # an integer, a range spec, or a list of integers
+    dist = "normal"                   # or q_dist / k_dist; optional rho
+    claim = "dk"                      # number or expression (see varcheck.parse_claim)
+    scaled = false                    # claim about Var(q·k / sqrt(d_k)) instead
+    tolerance = 0.02                  # optional: equivalence test within claim × (1 ± 0.02)
+    description = "Var(q·k) = d_k for unit normal entries"
+
+Every (claim, d_k) pair is one test; Holm's procedure over all of them keeps the chance that a
+file of true claims fails at most ``1 - confidence``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ._version import __version__
+from .api import (
+    ClaimTest,
+    VerifyResult,
+    _check_rho,
+    _confidence_from,
+    _resolve_dists,
+    _resolve_dks,
+    check_sampling_options,
+    check_tolerance,
+    resolve_seed,
+    run_claim_tests,
+)
+from .claims import Claim, parse_claim
+from .distributions import Distribution
+from .errors import VarcheckError
+from .verdicts import OUTCOME_EXIT, OUTCOME_RANK, PASS
+
+__all__ = ["ClaimSpec", "CheckFile", "ClaimOutcome", "CheckResult", "load_check_file", "check"]
+
+CLAIM_KEYS = (
+    "name",
+    "dk",
+    "dist",
+    "q_dist",
+    "k_dist",
+    "rho",
+    "claim",
+    "scaled",
+    "tolerance",
+    "description",
+)
+DEFAULT_KEYS = ("seed", "confidence", "alpha", "precision", "samples", "max_seconds")
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """One named claim of a file (before sampling)."""
+
+    name: str
+    line: int | None
+    dks: tuple[int, ...]
+    q: Distribution
+    k: Distribution
+    rho: float
+    claim: Claim
+    scaled: bool
+    tolerance: float | None
+    description: str
+
+
+@dataclass(frozen=True)
+class CheckFile:
+    """A parsed claim file: its claims and file-level defaults."""
+
+    path: str
+    claims: tuple[ClaimSpec, ...]
+    seed: int | None
+    confidence: float
+    precision: float | None
+    samples: int | None
+    max_seconds: float | None
+
+
+@dataclass(frozen=True)
+class ClaimOutcome:
+    """The tests of one claim (one per d_k) and its worst outcome."""
+
+    spec: ClaimSpec
+    results: tuple[VerifyResult, ...]
+
+    @property
+    def outcome(self) -> str:
+        return max((r.outcome for r in self.results), key=OUTCOME_RANK.__getitem__)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The result of :func:`check`.
+
+    Attributes
+    ----------
+    path : str
+    claims : tuple of ClaimOutcome
+        In file order; fewer than the file's when ``interrupted``.
+    seed : int
+    confidence : float
+        ``1 - confidence`` is the family-wise error rate over ``family_size`` tests.
+    family_size : int
+    interrupted : bool
+    """
+
+    path: str
+    claims: tuple[ClaimOutcome, ...]
+    seed: int
+    confidence: float
+    family_size: int
+    precision: float | None
+    samples: int | None
+    interrupted: bool = False
+    version: str = __version__
+
+    @property
+    def outcome(self) -> str:
+        if not self.claims:
+            return PASS
+        return max((c.outcome for c in self.claims), key=OUTCOME_RANK.__getitem__)
+
+    @property
+    def exit_code(self) -> int:
+        """The worst outcome: 1 fail, 4 no valid test, 3 inconclusive, 0 pass; 130 interrupted."""
+        return 130 if self.interrupted else OUTCOME_EXIT[self.outcome]
+
+
+def _claim_lines(text: str) -> list[int]:
+    """1-based line numbers of the ``[[claim]]`` headers, in order."""
+    return [
+        i + 1
+        for i, line in enumerate(text.splitlines())
+        if re.match(r"\s*\[\[\s*claim\s*\]\]", line)
+    ]
+
+
+def _where(path: str, line: int | None, name: str | None) -> str:
+    loc = f"{path}:{line}" if line else path
+    return f"{loc}: claim {name!r}" if name else loc
+
+
+def _number(value: Any, key: str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise VarcheckError(f"{where}: {key} must be a number, got {value!r}")
+    return float(value)
+
+
+def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> ClaimSpec:
+    if not isinstance(table, dict):
+        raise VarcheckError(f"{_where(path, line, None)}: [[claim]] #{index + 1} is not a table")
+    name = table.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise VarcheckError(
+            f'{_where(path, line, None)}: [[claim]] #{index + 1} needs a non-empty name = "..."'
+        )
+    where = _where(path, line, name)
+    unknown = [k for k in table if k not in CLAIM_KEYS]
+    if unknown:
+        raise VarcheckError(
+            f"{where}: unknown key {unknown[0]!r}; accepted: {', '.join(CLAIM_KEYS)}"
+        )
+    for required in ("dk", "claim"):
+        if required not in table:
+            raise VarcheckError(f"{where}: missing {required} = ...")
+    try:
+        dk_value = table["dk"]
+        if isinstance(dk_value, list):
+            dks = _resolve_dks(
+                [int(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in dk_value]
+            )
+        elif isinstance(dk_value, str | int) and not isinstance(dk_value, bool):
+            dks = _resolve_dks(dk_value)
+        else:
+            raise VarcheckError(
+                f"dk must be an integer, a range string or a list, got {dk_value!r}"
+            )
+        q, k = _resolve_dists(table.get("dist"), table.get("q_dist"), table.get("k_dist"))
+        rho = _check_rho(_number(table.get("rho", 0.0), "rho", where), q, k)
+        claim_value = table["claim"]
+        if isinstance(claim_value, bool) or not isinstance(claim_value, str | int | float):
+            raise VarcheckError(
+                f"claim must be a string expression or a number, got {claim_value!r}"
+            )
+        claim = parse_claim(claim_value)
+        scaled = table.get("scaled", False)
+        if not isinstance(scaled, bool):
+            raise VarcheckError(f"scaled must be true or false, got {scaled!r}")
+        tol = table.get("tolerance")
+        tolerance = check_tolerance(None if tol is None else _number(tol, "tolerance", where))
+        description = table.get("description", "")
+        if not isinstance(description, str):
+            raise VarcheckError(f"description must be a string, got {description!r}")
+    except VarcheckError as exc:
+        message = str(exc)
+        raise VarcheckError(
+            message if message.startswith(where) else f"{where}: {message}"
+        ) from None
+    return ClaimSpec(
+        name=name.strip(),
+        line=line,
+        dks=tuple(dks),
+        q=q,
+        k=k,
+        rho=rho,
+        claim=claim,
+        scaled=scaled,
+        tolerance=tolerance,
+        description=description,
+    )
+
+
+def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
+    """Read and validate a claim file.
+
+    Raises
+    ------
+    VarcheckError
+        Unreadable file, malformed TOML (with its line), unknown keys, missing fields, bad
+        distributions, ranges or claim expressions, duplicate names; the message names the file,
+        the claim and its line.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise VarcheckError(f"{path}: cannot read the claim file ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError:
+        raise VarcheckError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise VarcheckError(f"{path}: malformed TOML: {exc}") from None
+    unknown = [k for k in data if k not in ("defaults", "claim")]
+    if unknown:
+        raise VarcheckError(
+            f"{path}: unknown top-level key {unknown[0]!r}; a claim file has [defaults] and "
+            "[[claim]] tables"
+        )
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise VarcheckError(f"{path}: defaults must be a table ([defaults])")
+    bad = [k for k in defaults if k not in DEFAULT_KEYS]
+    if bad:
+        raise VarcheckError(
+            f"{path}: [defaults] has unknown key {bad[0]!r}; accepted: {', '.join(DEFAULT_KEYS)}"
+        )
+    tables = data.get("claim", [])
+    if not isinstance(tables, list) or not tables:
+        raise VarcheckError(f"{path}: no claims; add at least one [[claim]] table")
+    lines = _claim_lines(text)
+    specs = []
+    seen: set[str] = set()
+    for i, table in enumerate(tables):
+        line = lines[i] if i < len(lines) else None
+        spec = _parse_claim_table(table, i, line, path)
+        if spec.name in seen:
+            raise VarcheckError(f"{_where(path, line, spec.name)}: the name is used twice")
+        seen.add(spec.name)
+        specs.append(spec)
+    seed = defaults.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise VarcheckError(f"{path}: [defaults] seed must be a whole number >= 0, got {seed!r}")
+    try:
+        confidence = _confidence_from(defaults.get("confidence"), defaults.get("alpha"))
+        samples = defaults.get("samples")
+        precision = None if samples is not None else defaults.get("precision", 0.01)
+        confidence, precision, samples, max_seconds = check_sampling_options(
+            confidence, precision, samples, defaults.get("max_seconds")
+        )
+    except VarcheckError as exc:
+        raise VarcheckError(f"{path}: [defaults] {exc}") from None
+    return CheckFile(
+        path=path,
+        claims=tuple(specs),
+        seed=seed,
+        confidence=confidence,
+        precision=precision,
+        samples=samples,
+        max_seconds=max_seconds,
+    )
+
+
+def check(
+    source: str | os.PathLike[str] | CheckFile,
+    *,
+    seed: int | None = None,
+    confidence: float | None = None,
+    precision: float | None = None,
+    samples: int | None = None,
+    max_seconds: float | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> CheckResult:
+    """Run every claim of a claim file with family-wise error control (Holm).
+
+    Parameters given here override the file's ``[defaults]``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "claims.toml"
+    >>> _ = f.write_text('[[claim]]\\nname = "textbook"\\ndk = "4..64"\\nclaim = "dk"\\n')
+    >>> res = check(f, seed=1, precision=0.05)
+    >>> res.outcome, res.exit_code, res.family_size
+    ('pass', 0, 5)
+    """
+    spec_file = source if isinstance(source, CheckFile) else load_check_file(source)
+    conf = spec_file.confidence if confidence is None else confidence
+    if samples is not None:
+        prec, samp = None, samples
+    elif precision is not None:
+        prec, samp = precision, None
+    else:
+        prec, samp = spec_file.precision, spec_file.samples
+    conf, prec, samp, max_s = check_sampling_options(
+        conf, prec, samp, spec_file.max_seconds if max_seconds is None else max_seconds
+    )
+    seed = resolve_seed(spec_file.seed if seed is None else seed)
+    tests: list[ClaimTest] = []
+    owners: list[int] = []
+    for ci, spec in enumerate(spec_file.claims):
+        for dk in spec.dks:
+            tests.append(
+                ClaimTest(
+                    dk=dk,
+                    q=spec.q,
+                    k=spec.k,
+                    rho=spec.rho,
+                    claim=spec.claim,
+                    scaled=spec.scaled,
+                    tolerance=spec.tolerance,
+                    stream=(ci, dk),
+                )
+            )
+            owners.append(ci)
+    results = run_claim_tests(
+        tests,
+        seed=seed,
+        confidence=conf,
+        precision=prec,
+        samples=samp,
+        max_seconds=max_s,
+        progress=progress,
+    )
+    outcomes = []
+    for ci, spec in enumerate(spec_file.claims):
+        mine = tuple(r for r, o in zip(results, owners, strict=True) if o == ci)
+        if mine:
+            outcomes.append(ClaimOutcome(spec=spec, results=mine))
+    return CheckResult(
+        path=spec_file.path,
+        claims=tuple(outcomes),
+        seed=seed,
+        confidence=conf,
+        family_size=len(tests),
+        precision=prec,
+        samples=samp,
+        interrupted=len(results) < len(tests),
+    )

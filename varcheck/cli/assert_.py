@@ -1,0 +1,100 @@
+"""``varcheck assert``: one claim about Var(q·k) as a CI gate."""
+
+from __future__ import annotations
+
+import click
+
+from ..claims import Claim
+from ..distributions import Distribution
+from ..ranges import MAX_DK
+from ._common import (
+    EXIT_CODES_HELP,
+    ClaimType,
+    ProgressReporter,
+    check_exclusive_sampling,
+    dist_options,
+    finite_float,
+    format_option,
+    sampling_options,
+    stdout_console,
+)
+
+
+@click.command(
+    "assert",
+    epilog="""\b
+Examples:
+  varcheck assert --dk 64 --claim dk
+  varcheck assert --dk 64 --claim 1 --scaled --tolerance 0.02
+  varcheck assert --dk 64 --dist normal:mean=0.5 --claim dk          # fails: Var = 1.5 dk
+  varcheck assert --dk 32 --rho 0.5 --claim 'dk*(1+rho**2)' --format json
+
+\b
+Without --tolerance: a consistency test, fail when the interval excludes the claim.
+With --tolerance T: an equivalence test, pass only when the whole interval lies within
+claim × (1 ± T); fail when the interval excludes the claim; otherwise inconclusive (with the
+number of further products that would settle it).
+
+"""
+    + EXIT_CODES_HELP,
+)
+@click.option("--dk", type=click.IntRange(1, MAX_DK), required=True, help="Length of q and k.")
+@dist_options
+@click.option(
+    "--claim",
+    type=ClaimType(),
+    required=True,
+    help="Claimed variance: a number or an expression in dk, rho, theory and the entry "
+    "moments (mean_q, var_q, sd_q, mu4_q, kurt_q and the same for k).",
+)
+@click.option("--scaled", is_flag=True, help="The claim is about Var(q·k/√d_k).")
+@click.option(
+    "--tolerance",
+    type=finite_float(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
+    default=None,
+    help="Relative tolerance for an equivalence test.",
+)
+@sampling_options
+@format_option(("table", "json"))
+@click.pass_context
+def command(
+    ctx: click.Context,
+    dk: int,
+    dist: Distribution,
+    q_dist: Distribution | None,
+    k_dist: Distribution | None,
+    rho: float,
+    claim: Claim,
+    scaled: bool,
+    tolerance: float | None,
+    precision: float,
+    samples: int | None,
+    max_seconds: float | None,
+    confidence: float,
+    seed: int | None,
+    fmt: str,
+) -> int:
+    """Assert one claim about Var(q·k) at one d_k; the exit code is the verdict."""
+    from .. import api
+    from ..render import render_verify
+
+    check_exclusive_sampling(ctx, samples)
+    with ProgressReporter("assert") as progress:
+        result = api.verify(
+            dk,
+            claim=claim.text,
+            dist=dist,
+            q_dist=q_dist,
+            k_dist=k_dist,
+            rho=rho,
+            scaled=scaled,
+            tolerance=tolerance,
+            confidence=confidence,
+            precision=None if samples else precision,
+            samples=samples,
+            max_seconds=max_seconds,
+            seed=seed,
+            progress=lambda f: progress(0, 1, f),
+        )
+    render_verify(result, fmt, stdout_console())
+    return result.exit_code
