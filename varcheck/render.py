@@ -423,8 +423,11 @@ def reproduce_command(result: VerifyResult) -> str:
     return " ".join(parts)
 
 
-def verify_paragraph(result: VerifyResult) -> str:
-    """A plain-text account of one claim test (used by the pytest helper)."""
+def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
+    """A plain-text account of one claim test (the pytest helper's message, JUnit details).
+
+    ``reproduce`` replaces the ``varcheck assert`` command line that reruns the test.
+    """
     lo, hi = result.confidence_interval
     q, k = result.q_dist.spec, result.k_dist.spec
     dists = f"q, k ~ {q}" if q == k else f"q ~ {q}, k ~ {k}"
@@ -442,7 +445,7 @@ def verify_paragraph(result: VerifyResult) -> str:
     ]
     if result.more_samples:
         lines.append(f"  about {result.more_samples:,} more products would settle it")
-    lines.append(f"  reproduce: {reproduce_command(result)}")
+    lines.append(f"  reproduce: {reproduce or reproduce_command(result)}")
     return "\n".join(lines)
 
 
@@ -506,24 +509,23 @@ def render_check_table(result: CheckResult, console: Console) -> None:
         ),
         caption_justify="left",
     )
-    for name, justify in [
-        ("claim", "left"),
-        ("d_k", "right"),
-        ("claimed", "right"),
-        ("estimate [CI]", "right"),
-        ("p (Holm)", "right"),
-        ("outcome", "left"),
-    ]:
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    table.add_column("claim", no_wrap=True)
+    table.add_column("asserts", max_width=36, overflow="fold")
+    for name in ("d_k", "claimed", "estimate [CI]", "p (Holm)"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("outcome", no_wrap=True)
     for co in result.claims:
         for i, r in enumerate(co.results):
             lo, hi = r.confidence_interval
             style = VERDICT_STYLE.get(r.outcome, "")
-            label = f"{co.spec.name}" + (" (scaled)" if co.spec.scaled else "") if i == 0 else ""
+            first = i == 0
+            quantity = "Var(q·k/√d_k)" if co.spec.scaled else "Var(q·k)"
+            tol = "" if co.spec.tolerance is None else f" ± {co.spec.tolerance:g}"
             table.add_row(
-                label,
+                co.spec.name if first else "",
+                f"{quantity} = {co.spec.claim.text}{tol}" if first else "",
                 str(r.dk),
-                f"{fmt(r.claim_value)} = {co.spec.claim.text}" if i == 0 else fmt(r.claim_value),
+                fmt(r.claim_value),
                 f"{fmt(r.estimate)} {_interval(lo, hi)}",
                 fmt_p(r.p_value),
                 f"[{style}]{r.outcome}[/]" if style else r.outcome,
@@ -600,7 +602,8 @@ def check_to_junit(result: CheckResult) -> str:
         case = ET.SubElement(
             suite, "testcase", {"classname": "varcheck.check", "name": co.spec.name}
         )
-        details = "\n\n".join(verify_paragraph(r) for r in co.results)
+        rerun = f"varcheck check {result.path} --seed {result.seed}"
+        details = "\n\n".join(verify_paragraph(r, rerun) for r in co.results)
         bad = [r for r in co.results if r.outcome != "pass"]
         if co.outcome == "pass":
             ET.SubElement(case, "system-out").text = details

@@ -1,0 +1,240 @@
+"""Claim files: `varcheck check`, family-wise error, power, JUnit XML, malformed input."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from scipy.stats import binomtest
+
+from varcheck.checkfile import check, load_check_file
+
+TRUE_CLAIMS = [
+    ("normal", 2, "dk"),
+    ("normal", 16, "dk"),
+    ("normal", 128, "dk"),
+    ("uniform", 4, "dk"),
+    ("uniform", 33, "dk"),
+    ("rademacher", 8, "dk"),
+    ("laplace", 12, "dk"),
+    ("t:df=9", 6, "dk"),
+    ("normal:mean=0.5", 8, "1.5*dk"),
+    ("normal:mean=1,sd=2", 5, "dk*((4+1)**2-1)"),
+    ("uniform:sd=2", 3, "dk*var_q*var_k"),
+    ("laplace:mean=-1", 7, "theory"),
+    ("scipy.gamma:a=3", 4, "theory"),
+    ("scipy.beta:a=2,b=2", 9, "theory"),
+    ("rademacher:mean=0.3", 20, "theory"),
+    ("normal:sd=0.1", 64, "dk*1e-4"),
+    ("t:df=12,sd=3", 10, "81*dk"),
+    ("uniform:mean=2", 2, "dk*(5*5-16)"),
+    ("normal", 40, "dk"),
+    ("laplace:sd=2", 3, "16*dk"),
+]
+
+
+def _write(tmp_path: Path, body: str, name: str = "claims.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def _true_file(tmp_path: Path) -> Path:
+    parts = ["[defaults]\nprecision = 0.05\n"]
+    for i, (dist, dk, claim) in enumerate(TRUE_CLAIMS):
+        parts.append(f'[[claim]]\nname = "c{i}"\ndk = {dk}\ndist = "{dist}"\nclaim = "{claim}"\n')
+    parts.append(
+        '[[claim]]\nname = "scaled"\ndk = "4..64"\nclaim = "1"\nscaled = true\ntolerance = 0.25\n'
+    )
+    parts.append('[[claim]]\nname = "rho"\ndk = [3, 30]\nrho = -0.4\nclaim = "dk*(1+rho**2)"\n')
+    return _write(tmp_path, "\n".join(parts))
+
+
+def test_true_claims_file_passes(tmp_path: Path) -> None:
+    # A true file fails by chance at most 5% of the time (seed 0 is such a run: one test at
+    # p = 0.0006 survives Holm over 27 tests); the rate itself is tested below.
+    res = check(_true_file(tmp_path), seed=1)
+    assert len(res.claims) == 22 and res.family_size == 27
+    assert res.outcome == "pass", [
+        (c.spec.name, c.outcome) for c in res.claims if c.outcome != "pass"
+    ]
+
+
+@pytest.mark.statistical
+def test_false_alarm_rate_over_100_seeds(tmp_path: Path) -> None:
+    """22 true claims (27 tests) under 100 seeds: the file fails at most alpha = 5% of the time.
+
+    Holm controls the family-wise error at alpha for each run, so the number of failing runs is
+    at most Binomial(100, 0.05) in distribution; we require the one-sided binomial p > 0.001.
+    """
+    spec = load_check_file(_true_file(tmp_path))
+    failures = sum(check(spec, seed=1000 + s).exit_code != 0 for s in range(100))
+    p = binomtest(failures, 100, 0.05, alternative="greater").pvalue
+    assert p > 1e-3, f"{failures}/100 runs of a true claim file failed"
+
+
+@pytest.mark.statistical
+def test_false_claims_fail_at_default_precision(tmp_path: Path) -> None:
+    body = """
+[[claim]]
+name = "three-percent-high"
+dk = "2..512"
+claim = "1.03*dk"
+
+[[claim]]
+name = "three-percent-low"
+dk = [5, 50, 500]
+dist = "uniform"
+claim = "0.97*dk"
+
+[[claim]]
+name = "zero-mean-formula-with-means"
+dk = "4..256"
+dist = "normal:mean=0.5"
+claim = "dk * var_q * var_k"
+"""
+    res = check(_write(tmp_path, body), seed=7)
+    assert [c.outcome for c in res.claims] == ["fail", "fail", "fail"]
+    assert all(r.outcome == "fail" for c in res.claims for r in c.results)
+    assert res.exit_code == 1
+
+
+def test_equivalence(tmp_path: Path) -> None:
+    body = """
+[[claim]]
+name = "within-2-percent"
+dk = 64
+claim = "dk"
+tolerance = 0.02
+
+[[claim]]
+name = "within-1e-5"
+dk = 64
+claim = "dk"
+tolerance = 1e-5
+"""
+    res = check(_write(tmp_path, body), seed=3)
+    assert [c.outcome for c in res.claims] == ["pass", "inconclusive"]
+    assert res.exit_code == 3
+
+
+def test_cli_json_and_junit(run_cli, tmp_path: Path) -> None:
+    body = """
+[defaults]
+seed = 5
+precision = 0.05
+
+[[claim]]
+name = "good"
+dk = "2..8"
+claim = "dk"
+
+[[claim]]
+name = "bad"
+dk = 16
+dist = "normal:mean=1"
+claim = "dk"
+
+[[claim]]
+name = "undecided"
+dk = 16
+claim = "dk"
+tolerance = 1e-4
+
+[[claim]]
+name = "heavy"
+dk = 4
+dist = "t:df=3"
+claim = "dk"
+"""
+    path = _write(tmp_path, body)
+    xml_path = tmp_path / "report.xml"
+    res = run_cli("check", str(path), "--format", "json", "--junit-xml", str(xml_path))
+    assert res.exit_code == 1, res.output  # the worst outcome: fail
+    doc = json.loads(res.output)
+    assert doc["seed"] == 5 and doc["family_size"] == 6
+    assert [c["outcome"] for c in doc["claims"]] == ["pass", "fail", "inconclusive", "unreliable"]
+    root = ET.parse(xml_path).getroot()
+    cases = root.findall("./testsuite/testcase")
+    assert [c.get("name") for c in cases] == ["good", "bad", "undecided", "heavy"]
+    assert cases[0].find("failure") is None and cases[0].find("error") is None
+    assert cases[1].find("failure").get("type") == "fail"
+    assert cases[2].find("failure").get("type") == "inconclusive"
+    assert cases[3].find("error").get("type") == "unreliable"
+    suite = root.find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("4", "2", "1")
+
+
+def test_cli_table_and_same_seed(run_cli, tmp_path: Path) -> None:
+    path = _write(tmp_path, '[[claim]]\nname = "a"\ndk = "2..16"\nclaim = "dk"\n')
+    first = run_cli("check", str(path), "--seed", "9", "--precision", "0.05", "--format", "json")
+    again = run_cli("check", str(path), "--seed", "9", "--precision", "0.05", "--format", "json")
+    assert first.exit_code == 0 and first.output == again.output
+    table = run_cli("check", str(path), "--seed", "9", "--precision", "0.05")
+    assert "seed 9" in table.output and "Holm over 4 tests" in table.output
+
+
+@pytest.mark.parametrize(
+    ("body", "fragments"),
+    [
+        ('[[claim]\nname = "x"', ["malformed TOML", "line 1"]),
+        (
+            '[[claim]]\nname = "typo"\ndk = 4\nclaim = "dk"\ndsit = "normal"\n',
+            ["claims.toml:1: claim 'typo'", "unknown key 'dsit'"],
+        ),
+        (
+            '[[claim]]\nname = "ok"\ndk = 4\nclaim = "dk"\n\n[[claim]]\nname = "expr"\ndk = 4\n'
+            'claim = "dk +"\n',
+            ["claims.toml:6: claim 'expr'", "not a valid expression"],
+        ),
+        ('[[claim]]\nname = "nodk"\nclaim = "dk"\n', ["claim 'nodk'", "missing dk"]),
+        ('[[claim]]\nname = "r"\ndk = "8..2"\nclaim = "dk"\n', ["claim 'r'", "ends below"]),
+        (
+            '[[claim]]\nname = "d"\ndk = 4\ndist = "gauss"\nclaim = "dk"\n',
+            ["claim 'd'", "unknown distribution 'gauss'"],
+        ),
+        (
+            '[[claim]]\nname = "t"\ndk = 4\nclaim = "dk"\ntolerance = 3\n',
+            ["claim 't'", "tolerance"],
+        ),
+        ('[[claim]]\nname = "s"\ndk = 4\nclaim = "dk"\nscaled = "yes"\n', ["claim 's'", "scaled"]),
+        (
+            '[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n'
+            '[[claim]]\nname = "a"\ndk = 8\nclaim = "1"\n',
+            ["claim 'a'", "used twice"],
+        ),
+        ('[[claim]]\ndk = 4\nclaim = "dk"\n', ["needs a non-empty name"]),
+        (
+            '[defaults]\nconfidense = 0.9\n[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n',
+            ["unknown key 'confidense'"],
+        ),
+        (
+            '[defaults]\nconfidence = 2\n[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n',
+            ["confidence must be in (0, 1)"],
+        ),
+        ("", ["no claims"]),
+        ('title = "x"\n', ["unknown top-level key 'title'"]),
+    ],
+)
+def test_malformed_files(run_cli, tmp_path: Path, body: str, fragments: list[str]) -> None:
+    path = _write(tmp_path, body)
+    res = run_cli("check", str(path))
+    assert res.exit_code == 2, res.output
+    assert len(res.output.strip().splitlines()) == 1, res.output
+    for fragment in fragments:
+        assert fragment in res.output
+
+
+def test_missing_file_and_unwritable_report(run_cli, tmp_path: Path) -> None:
+    res = run_cli("check", str(tmp_path / "nope.toml"))
+    assert res.exit_code == 2 and "cannot read" in res.output
+    path = _write(tmp_path, '[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n')
+    res = run_cli("check", str(path), "--junit-xml", str(tmp_path / "no" / "dir" / "r.xml"))
+    assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_example_file_is_valid() -> None:
+    spec = load_check_file(Path(__file__).parents[1] / "examples" / "claims.toml")
+    assert len(spec.claims) >= 6 and spec.seed == 2024

@@ -1,0 +1,58 @@
+"""pytest helpers: assert variance claims from a project's own test suite.
+
+>>> from varcheck.testing import assert_variance
+>>> result = assert_variance(64, claim="dk", seed=1)    # passes silently, returns the result
+>>> result.outcome
+'pass'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .api import VerifyResult, verify
+from .render import verify_paragraph
+
+__all__ = ["assert_variance"]
+
+
+def assert_variance(
+    dk: int,
+    claim: str | float = "theory",
+    *,
+    allow_inconclusive: bool = False,
+    **options: Any,
+) -> VerifyResult:
+    """Raise ``AssertionError`` unless the claim about Var(q·k) passes.
+
+    Parameters
+    ----------
+    dk : int
+        Length of q and k.
+    claim : str or float
+        The claimed variance (see :func:`varcheck.verify`).
+    allow_inconclusive : bool
+        Accept an inconclusive equivalence test instead of raising.
+    **options
+        Any keyword of :func:`varcheck.verify`: ``dist``, ``q_dist``, ``k_dist``, ``rho``,
+        ``scaled``, ``tolerance``, ``confidence``/``alpha``, ``precision``/``samples``,
+        ``max_seconds``, ``seed``. Pass a ``seed`` for reproducible test runs; without one, a seed
+        is drawn and printed in the failure message.
+
+    Returns
+    -------
+    VerifyResult
+        When the claim passes.
+
+    Raises
+    ------
+    AssertionError
+        With a paragraph giving the claim, estimate, interval, p-value and the command that
+        reproduces the run, when the claim fails, is inconclusive, or cannot be tested
+        (infinite moments).
+    """
+    result = verify(dk, claim=claim, **options)
+    ok = result.outcome == "pass" or (allow_inconclusive and result.outcome == "inconclusive")
+    if not ok:
+        raise AssertionError(verify_paragraph(result))
+    return result
