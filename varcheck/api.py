@@ -12,6 +12,7 @@ from .claims import Claim, claim_context, parse_claim
 from .distributions import Distribution, parse_distribution
 from .errors import VarcheckError
 from .estimation import ConfidenceInterval, VarianceEstimate, estimate_variance
+from .parallel import Runner, check_workers, open_runner
 from .ranges import MAX_DK, parse_dk
 from .theory import DotProductTheory, dot_product_theory
 from .verdicts import (
@@ -254,6 +255,7 @@ def estimate_row(
     samples: int | None,
     max_seconds: float | None,
     progress: Callable[[float], None] | None = None,
+    runner: Runner | None = None,
 ) -> VarianceEstimate | None:
     """Estimate one setting; ``None`` when Var(q·k) is infinite (nothing to estimate)."""
     if not theory.var_finite:
@@ -272,7 +274,47 @@ def estimate_row(
         samples=samples,
         max_seconds=max_seconds,
         progress=progress,
+        runner=runner,
     )
+
+
+def _estimate_all(
+    settings: list[tuple[Distribution, Distribution, DotProductTheory, tuple[int, ...]]],
+    *,
+    seed: int,
+    confidence: float,
+    precision: float | None,
+    samples: int | None,
+    max_seconds: float | None,
+    progress: ProgressCallback | None,
+    workers: int | None,
+    scheduler: str | None,
+) -> tuple[list[VarianceEstimate | None], bool]:
+    """Estimate each setting in turn; on Ctrl-C return those finished and ``True``."""
+    workers = check_workers(workers)
+    estimates: list[VarianceEstimate | None] = []
+    try:
+        with open_runner(workers, scheduler) as runner:
+            for i, (q, k, th, stream) in enumerate(settings):
+                cb = None if progress is None else (lambda f, i=i: progress(i, len(settings), f))
+                estimates.append(
+                    estimate_row(
+                        q,
+                        k,
+                        th,
+                        seed=seed,
+                        stream=stream,
+                        confidence=confidence,
+                        precision=precision,
+                        samples=samples,
+                        max_seconds=max_seconds,
+                        progress=cb,
+                        runner=runner,
+                    )
+                )
+    except KeyboardInterrupt:
+        return estimates, True
+    return estimates, False
 
 
 def sweep(
@@ -289,6 +331,8 @@ def sweep(
     max_seconds: float | None = None,
     seed: int | None = None,
     progress: ProgressCallback | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> SweepResult:
     """Check Var(q·k) against a claim for several d_k, with family-wise error control.
 
@@ -318,6 +362,11 @@ def sweep(
         Root seed; drawn and reported when not given.
     progress : callable, optional
         ``progress(row_index, n_rows, fraction_of_row_done)``.
+    workers : int, optional
+        Threads drawing chunks (default: all cores); results do not depend on it.
+    scheduler : str, optional
+        ``"local"`` or a Dask scheduler address to run chunks on a Dask cluster
+        (``varcheck[dask]``); same numbers as a local run.
 
     Returns
     -------
@@ -342,27 +391,17 @@ def sweep(
 
     theories = [dot_product_theory(d, q, k, rho) for d in dks]
     claims = [claimed_value(claim_obj, th, q, k) for th in theories]
-    estimates: list[VarianceEstimate | None] = []
-    interrupted = False
-    try:
-        for i, th in enumerate(theories):
-            cb = None if progress is None else (lambda f, i=i: progress(i, len(dks), f))
-            estimates.append(
-                estimate_row(
-                    q,
-                    k,
-                    th,
-                    seed=seed,
-                    stream=(th.dk,),
-                    confidence=confidence,
-                    precision=precision,
-                    samples=samples,
-                    max_seconds=max_seconds,
-                    progress=cb,
-                )
-            )
-    except KeyboardInterrupt:
-        interrupted = True
+    estimates, interrupted = _estimate_all(
+        [(q, k, th, (th.dk,)) for th in theories],
+        seed=seed,
+        confidence=confidence,
+        precision=precision,
+        samples=samples,
+        max_seconds=max_seconds,
+        progress=progress,
+        workers=workers,
+        scheduler=scheduler,
+    )
     rows = _judge(theories[: len(estimates)], claims, estimates, confidence)
     fit = fit_growth(
         [r.dk for r in rows if r.verdict in (CONSISTENT, REJECTED)],
@@ -526,6 +565,8 @@ def run_claim_tests(
     max_seconds: float | None,
     progress: ProgressCallback | None = None,
     adjust: bool = True,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> list[VerifyResult]:
     """Run claim tests as one family: Holm over their p-values when ``adjust``.
 
@@ -542,27 +583,19 @@ def run_claim_tests(
                 f"claim {t.claim.text!r} is {value!r} at d_k={t.dk}; a variance claim must be > 0"
             )
         prepared.append((t, th, value))
-    estimates: list[VarianceEstimate | None] = []
-    try:
-        for i, (t, th, _) in enumerate(prepared):
-            cb = None if progress is None else (lambda f, i=i: progress(i, len(prepared), f))
-            estimates.append(
-                estimate_row(
-                    t.q,
-                    t.k,
-                    th,
-                    seed=seed,
-                    stream=t.stream,
-                    confidence=confidence,
-                    precision=precision,
-                    samples=samples,
-                    max_seconds=max_seconds,
-                    progress=cb,
-                )
-            )
-    except KeyboardInterrupt:
-        # judge what finished; the caller sees fewer results than tests
-        prepared = prepared[: len(estimates)]
+    estimates, _ = _estimate_all(
+        [(t.q, t.k, th, t.stream) for t, th, _ in prepared],
+        seed=seed,
+        confidence=confidence,
+        precision=precision,
+        samples=samples,
+        max_seconds=max_seconds,
+        progress=progress,
+        workers=workers,
+        scheduler=scheduler,
+    )
+    # after Ctrl-C, judge what finished: the caller sees fewer results than tests
+    prepared = prepared[: len(estimates)]
     p_raw = []
     for (t, th, value), est in zip(prepared, estimates, strict=True):
         ok = est is not None and th.estimable and value is not None
@@ -648,6 +681,8 @@ def verify(
     max_seconds: float | None = None,
     seed: int | None = None,
     progress: Callable[[float], None] | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> VerifyResult:
     """Test one claim about Var(q·k) (or Var(q·k/√d_k) with ``scaled``) at one d_k.
 
@@ -673,6 +708,8 @@ def verify(
         Root seed; drawn and reported when not given.
     progress : callable, optional
         Called with the fraction done.
+    workers, scheduler
+        Where chunks run, as in :func:`sweep`.
 
     Returns
     -------
@@ -721,6 +758,8 @@ def verify(
         max_seconds=max_seconds,
         progress=None if progress is None else (lambda _i, _n, f: progress(f)),
         adjust=False,
+        workers=workers,
+        scheduler=scheduler,
     )
     if not results:
         raise KeyboardInterrupt

@@ -309,6 +309,8 @@ def check(
     samples: int | None = None,
     max_seconds: float | None = None,
     progress: Callable[[int, int, float], None] | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> CheckResult:
     """Run every claim of a claim file with family-wise error control (Holm).
 
@@ -360,6 +362,8 @@ def check(
         samples=samp,
         max_seconds=max_s,
         progress=progress,
+        workers=workers,
+        scheduler=scheduler,
     )
     outcomes = []
     for ci, spec in enumerate(spec_file.claims):

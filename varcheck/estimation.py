@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .distributions import Distribution
+from .parallel import Runner, SerialRunner, ordered_map
 from .sampling import BlockPlan, draw_chunk, plan_blocks
 from .theory import DotProductTheory
 
@@ -197,6 +198,21 @@ def _relative_half_width(est: float, interval: ConfidenceInterval) -> float:
     return (interval.high - interval.low) / (2.0 * est)
 
 
+def run_chunk(
+    q: Distribution,
+    k: Distribution,
+    dk: int,
+    plan: BlockPlan,
+    seed: int,
+    stream: tuple[int, ...],
+    chunk: int,
+    blocks: int,
+    rho: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Draw chunk number ``chunk`` of a stream with its own generator (a picklable task)."""
+    return draw_chunk(q, k, dk, plan, _chunk_rng(seed, stream, chunk), blocks=blocks, rho=rho)
+
+
 def _chunk_rng(seed: int, stream: tuple[int, ...], chunk: int) -> np.random.Generator:
     ss = np.random.SeedSequence(seed, spawn_key=(*stream, chunk))
     return np.random.default_rng(ss)
@@ -223,6 +239,7 @@ def estimate_variance(
     max_seconds: float | None = None,
     progress: Callable[[float], None] | None = None,
     plan: BlockPlan | None = None,
+    runner: Runner | None = None,
 ) -> VarianceEstimate:
     """Estimate Var(q·k) for the given entry distributions with an interval over blocks.
 
@@ -247,6 +264,9 @@ def estimate_variance(
         Called with the estimated fraction done after each chunk.
     plan : BlockPlan, optional
         Block shape (default: chosen by :func:`varcheck.sampling.plan_blocks`).
+    runner : Runner, optional
+        Where chunks run (see :mod:`varcheck.parallel`; default: this thread). The result is
+        the same for any runner.
 
     Returns
     -------
@@ -269,19 +289,37 @@ def estimate_variance(
     else:
         target_blocks = MIN_BLOCKS
     acc = BlockAccumulator()
+    runner = SerialRunner() if runner is None else runner
     start = time.perf_counter()
-    chunk = 0
+    next_chunk = 0
     stop_reason = "precision"
     while True:
-        while acc.n < target_blocks:
-            todo = min(plan.blocks_per_chunk, target_blocks - acc.n)
-            m, a = draw_chunk(q, k, dk, plan, _chunk_rng(seed, stream, chunk), blocks=todo, rho=rho)
+        wanted = target_blocks - acc.n
+        n_chunks = -(-wanted // plan.blocks_per_chunk)
+        # a generator: a run of 10^10 products never holds its task list in memory
+        chunk_args = (
+            (
+                q,
+                k,
+                dk,
+                plan,
+                seed,
+                stream,
+                next_chunk + i,
+                min(plan.blocks_per_chunk, wanted - i * plan.blocks_per_chunk),
+                rho,
+            )
+            for i in range(n_chunks)
+        )
+        next_chunk += n_chunks
+        results = ordered_map(runner, run_chunk, chunk_args)
+        for m, a in results:
             acc.add(m, a)
-            chunk += 1
             if progress is not None:
                 progress(min(1.0, acc.n / target_blocks))
             if max_seconds is not None and time.perf_counter() - start > max_seconds and acc.n >= 2:
                 stop_reason = "max-seconds"
+                results.close()
                 break
         if stop_reason == "max-seconds" or samples is not None:
             if samples is not None and stop_reason != "max-seconds":

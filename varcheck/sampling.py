@@ -33,11 +33,11 @@ __all__ = ["BlockPlan", "plan_blocks", "draw_chunk", "MAX_CHUNK_ELEMENTS"]
 MAX_CHUNK_ELEMENTS = 1 << 22
 
 # nanoseconds per random number, by family (measured with bench/cost_model.py)
-_C_RNG = {"normal": 4.0, "uniform": 2.5, "rademacher": 2.5, "laplace": 12.0, "t": 30.0}
-_C_RNG_SCIPY = 40.0
-_C_FLOP = 0.1
-_C_OUT = 1.5
-_C_BLOCK = 400.0
+_C_RNG = {"normal": 11.0, "uniform": 3.0, "rademacher": 3.0, "laplace": 19.0, "t": 37.0}
+_C_RNG_SCIPY = 20.0
+_C_FLOP = 0.07
+_C_OUT = 1.1
+_C_BLOCK = 160.0
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,17 @@ import importlib.util
 import os
 import sys
 
-import click
+# Many small batched matrix products: BLAS's own threads only contend (badly, on a busy machine;
+# bench/README.md), so the CLI runs BLAS single-threaded and parallelises over chunks with
+# --workers instead. Set before numpy is first imported; an explicit setting by the user wins.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from .._version import __version__
-from ..errors import VarcheckError
-from ._common import EXIT_CODES_HELP
+import click  # noqa: E402
+
+from .._version import __version__  # noqa: E402
+from ..errors import VarcheckError  # noqa: E402
+from ._common import EXIT_CODES_HELP  # noqa: E402
 
 __all__ = ["cli", "main"]
 

@@ -143,6 +143,24 @@ def dist_options(f: Callable) -> Callable:
     return f
 
 
+def parallel_options(f: Callable) -> Callable:
+    """--workers, --scheduler."""
+    f = click.option(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="Run chunks on a Dask cluster: 'local' (a LocalCluster with --workers processes) "
+        "or a scheduler address such as tcp://host:8786 (needs varcheck[dask]).",
+    )(f)
+    f = click.option(
+        "--workers",
+        type=click.IntRange(1, 256),
+        default=None,
+        help="Threads drawing chunks (default: all cores); results do not depend on it.",
+    )(f)
+    return f
+
+
 def sampling_options(f: Callable) -> Callable:
     """--precision, --samples, --max-seconds, --confidence, --seed."""
     f = click.option(

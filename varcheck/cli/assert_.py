@@ -15,6 +15,7 @@ from ._common import (
     dist_options,
     finite_float,
     format_option,
+    parallel_options,
     sampling_options,
     stdout_console,
 )
@@ -55,6 +56,7 @@ number of further products that would settle it).
     help="Relative tolerance for an equivalence test.",
 )
 @sampling_options
+@parallel_options
 @format_option(("table", "json"))
 @click.pass_context
 def command(
@@ -72,6 +74,8 @@ def command(
     max_seconds: float | None,
     confidence: float,
     seed: int | None,
+    workers: int | None,
+    scheduler: str | None,
     fmt: str,
 ) -> int:
     """Assert one claim about Var(q·k) at one d_k; the exit code is the verdict."""
@@ -94,6 +98,8 @@ def command(
             samples=samples,
             max_seconds=max_seconds,
             seed=seed,
+            workers=workers,
+            scheduler=scheduler,
             progress=lambda f: progress(0, 1, f),
         )
     render_verify(result, fmt, stdout_console())

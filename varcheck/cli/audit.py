@@ -84,9 +84,9 @@ def command(
     from ..render_audit import render_audit
 
     if plot is not None:
-        from ..figures import require_matplotlib
+        from ..figures_audit import check_plot_path
 
-        require_matplotlib()
+        check_plot_path(plot)  # before the forward pass, not after it
     with ProgressReporter("audit batch") as progress:
         result = audit(
             model,

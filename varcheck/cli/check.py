@@ -10,6 +10,7 @@ from ._common import (
     ProgressReporter,
     finite_float,
     format_option,
+    parallel_options,
     stdout_console,
 )
 
@@ -73,6 +74,7 @@ that a file of true claims fails at most 1 - confidence. The exit code is the wo
     default=None,
     help="Root seed (overrides the file; drawn and shown when neither gives one).",
 )
+@parallel_options
 @format_option()
 @click.option(
     "--junit-xml",
@@ -88,6 +90,8 @@ def command(
     max_seconds: float | None,
     confidence: float | None,
     seed: int | None,
+    workers: int | None,
+    scheduler: str | None,
     fmt: str,
     junit: str | None,
 ) -> int:
@@ -105,6 +109,8 @@ def command(
         result = check(
             spec,
             seed=seed,
+            workers=workers,
+            scheduler=scheduler,
             confidence=confidence,
             precision=precision,
             samples=samples,

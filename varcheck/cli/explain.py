@@ -150,9 +150,9 @@ def command(
     from ..render_teaching import render_explain
 
     if plot is not None:
-        from ..figures import require_matplotlib
+        from ..figures_teaching import check_plot_path
 
-        require_matplotlib()
+        check_plot_path(plot)
     if observed is None:
         obs = SEED_OBSERVED if shape is None else None
     else:

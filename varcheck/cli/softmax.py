@@ -88,9 +88,9 @@ def command(
     from ..softmax import softmax_study
 
     if plot is not None:
-        from ..figures import require_matplotlib
+        from ..figures_teaching import check_plot_path
 
-        require_matplotlib()
+        check_plot_path(plot)
     result = softmax_study(
         dks, keys=keys, queries=queries, dist=dist, q_dist=q_dist, k_dist=k_dist, seed=seed
     )

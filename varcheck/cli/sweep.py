@@ -14,6 +14,7 @@ from ._common import (
     check_exclusive_sampling,
     dist_options,
     format_option,
+    parallel_options,
     sampling_options,
     stdout_console,
 )
@@ -50,6 +51,7 @@ Examples:
     "textbook statement), or an expression in dk, rho and the entry moments.",
 )
 @sampling_options
+@parallel_options
 @format_option()
 @click.option(
     "--plot",
@@ -71,6 +73,8 @@ def command(
     max_seconds: float | None,
     confidence: float,
     seed: int | None,
+    workers: int | None,
+    scheduler: str | None,
     fmt: str,
     plot: str | None,
 ) -> int:
@@ -102,6 +106,8 @@ def command(
             samples=samples,
             max_seconds=max_seconds,
             seed=seed,
+            workers=workers,
+            scheduler=scheduler,
             progress=progress,
         )
     render_sweep(result, fmt, stdout_console())

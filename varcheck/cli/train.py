@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import EXIT_CODES_HELP, finite_float, format_option, stdout_console
-from .project import InitType
+from .project import InitType, check_plot_path
 
 
 class SchemesType(click.ParamType):
@@ -171,10 +171,7 @@ def command(
     from ..render_paper import render_train
     from ..training import TrainConfig, train
 
-    if plot is not None:
-        from ..figures import require_matplotlib
-
-        require_matplotlib()
+    check_plot_path(plot)
     config = TrainConfig(
         steps=steps,
         lr=lr,
