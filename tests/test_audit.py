@@ -45,12 +45,26 @@ def test_parse_layers_grammar():
     assert parse_layers([5, 0], 6) == (0, 5)
 
 
-@pytest.mark.parametrize("spec", ["6", "0,9", "-1", "3-1", "a", "1-2-3", "", "1,,2", [7]])
-def test_parse_layers_refuses_with_range(spec):
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        ("6", "layer 6 is out of range"),
+        ("0,9", "layer 9 is out of range"),
+        ("-1", "layer -1 is negative"),
+        ("3-1", "range '3-1' is empty"),
+        ("a", "cannot read 'a'"),
+        ("1-2-3", "cannot read '1-2-3'"),
+        ("", "cannot read ''"),
+        ("1,,2", "cannot read ''"),
+        ([7], "layer 7 is out of range"),
+    ],
+)
+def test_parse_layers_refuses_with_range(spec, fragment):
     with pytest.raises(VarcheckError) as info:
         parse_layers(spec, 6)
     message = str(info.value)
     assert repr(spec) in message and "0-5" in message and "\n" not in message
+    assert fragment in message
 
 
 def test_text_file_lines(tmp_path):
@@ -137,6 +151,19 @@ def _tiny_checkpoint(folder, *, prefix="", config_changes=None, drop=None):
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     return folder
+
+
+@needs_extra
+def test_checkpoint_names(tmp_path):
+    """Reports name the folder (or the Hugging Face cache entry), not config's _name_or_path."""
+    folder = tmp_path / "my-finetuned-bert"
+    folder.mkdir()
+    _tiny_checkpoint(folder, config_changes={"_name_or_path": "bert-base-uncased"})
+    assert bert.load_checkpoint(folder).config.name == "my-finetuned-bert"
+    cached = tmp_path / "models--some-org--tiny-bert" / "snapshots" / "0123abcd"
+    cached.mkdir(parents=True)
+    _tiny_checkpoint(cached)
+    assert bert.load_checkpoint(cached).config.name == "some-org/tiny-bert"
 
 
 @needs_extra
@@ -252,14 +279,22 @@ def test_paraphrases_are_closer_than_unrelated_sentences(minilm):
     assert para.min() > unrelated.max() + 0.3
 
 
-def _direct_logits(minilm, layer, head, sentences):
-    """Q Kᵀ of one head, sequence by sequence (no padding), from that layer's input states."""
+@pytest.fixture(scope="module")
+def single_states(minilm):
+    """Hidden states (inputs of layers 0-3) of each built-in sentence run alone: no padding."""
+    return [
+        bert.forward(minilm, bert.Batch.from_ids([ids]), num_layers=3).hidden_states
+        for ids in minilm.encode(default_sentences(), 128)
+    ]
+
+
+def _direct_logits(minilm, states, layer, head):
+    """Q Kᵀ of one head, sequence by sequence, from that layer's input states."""
     wq, bq = minilm.head_projection(layer, head, "query")
     wk, bk = minilm.head_projection(layer, head, "key")
     out = []
-    for ids in minilm.encode(sentences, 128):
-        h = bert.forward(minilm, bert.Batch.from_ids([ids]), num_layers=layer).hidden_states[layer]
-        h = h[0].astype(np.float64)
+    for hidden in states:
+        h = hidden[layer][0].astype(np.float64)
         q = h @ wq.T.astype(np.float64) + bq
         k = h @ wk.T.astype(np.float64) + bk
         out.append((q, k, q @ k.T))
@@ -268,13 +303,15 @@ def _direct_logits(minilm, layer, head, sentences):
 
 @needs_minilm
 @pytest.mark.parametrize(("layer", "head"), [(0, 2), (3, 7)])
-def test_measured_variance_equals_direct_recomputation(minilm, minilm_audit, layer, head):
+def test_measured_variance_equals_direct_recomputation(
+    minilm, minilm_audit, single_states, layer, head
+):
     """The streamed sums give the same numbers as QKᵀ recomputed from the hidden states."""
     from scipy.special import softmax
     from scipy.stats import entropy
 
     row = next(r for r in minilm_audit.rows if (r.layer, r.head) == (layer, head))
-    blocks = _direct_logits(minilm, layer, head, default_sentences())
+    blocks = _direct_logits(minilm, single_states, layer, head)
     pooled = np.concatenate([lg.ravel() for _, _, lg in blocks])
     diag = np.concatenate([np.diag(lg) for _, _, lg in blocks])
     off = np.concatenate([lg[~np.eye(len(lg), dtype=bool)] for _, _, lg in blocks])
@@ -294,11 +331,11 @@ def test_measured_variance_equals_direct_recomputation(minilm, minilm_audit, lay
 
 
 @needs_minilm
-def test_covariance_prediction_is_exact_for_independent_pairs(minilm, minilm_audit):
+def test_covariance_prediction_is_exact_for_independent_pairs(minilm, minilm_audit, single_states):
     """Var over *all* N² ordered token pairs of the pooled text is the ``cov`` formula, exactly."""
     layer, head = 2, 4
     row = next(r for r in minilm_audit.rows if (r.layer, r.head) == (layer, head))
-    blocks = _direct_logits(minilm, layer, head, default_sentences())
+    blocks = _direct_logits(minilm, single_states, layer, head)
     q = np.concatenate([b[0] for b in blocks])
     k = np.concatenate([b[1] for b in blocks])
     every_pair = q @ k.T
@@ -310,7 +347,8 @@ def test_covariance_prediction_is_exact_for_independent_pairs(minilm, minilm_aud
 def test_minilm_audit_shape_and_weight_sigmas(minilm, minilm_audit):
     res = minilm_audit
     assert res.layers == tuple(range(6)) and len(res.rows) == 72 and res.dk == 32
-    assert res.sequences == len(default_sentences())
+    assert res.sequences == len(default_sentences()) and res.truncated == 0
+    assert res.model_name == "sentence-transformers/all-MiniLM-L6-v2"
     row = res.rows[13]
     wq, _ = minilm.head_projection(row.layer, row.head, "query")
     assert row.sigma_wq == pytest.approx(float(np.std(wq)), rel=1e-6)
@@ -396,20 +434,58 @@ def test_cli_plot(run_cli, tmp_path):
 
 
 @needs_minilm
+def test_long_lines_are_cut_and_counted(tmp_path):
+    text = tmp_path / "long.txt"
+    text.write_text("word " * 300 + "\nA short line.\n", encoding="utf-8")
+    res = audit("all-MiniLM-L6-v2", text_file=text, layers="5", max_length=64)
+    assert res.truncated == 1 and res.tokens == 64 + 6  # [CLS] a short line . [SEP]
+
+
+@needs_minilm
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
         (["all-MiniLM-L6-v2", "--layers", "2-9"], "layer 9 is out of range"),
+        (["all-MiniLM-L6-v2", "--layers", "7"], "layer 7 is out of range"),
+        (["all-MiniLM-L6-v2", "--layers=-1"], "layer -1 is negative"),
+        (["all-MiniLM-L6-v2", "--layers", "2-1"], "is empty"),
         (["all-MiniLM-L6-v2", "--layers", "x"], "0-5"),
         (["all-MiniLM-L6-v2", "--text", "/nonexistent/t.txt"], "cannot read"),
+        (["all-MiniLM-L6-v2", "--text", "{empty}"], "no non-empty line"),
+        (["all-MiniLM-L6-v2", "--plot", "{tmp}/fig.xyz"], "unknown figure format 'xyz'"),
+        (["all-MiniLM-L6-v2", "--plot", "{tmp}/no/such/dir/f.png"], "does not exist"),
         (["/nonexistent/model"], "does not exist"),
+        (["{tmp}"], "has no model.safetensors"),
+        (["{lonely}"], "no config.json"),
+        (["{notbert}"], "not a BERT-style checkpoint"),
+        (["{tmp}/empty.txt"], "is not a .safetensors file"),
     ],
 )
-def test_cli_errors_exit_2_with_one_line(run_cli, args, fragment):
-    result = run_cli("audit", *args)
+def test_cli_errors_exit_2_with_one_line(run_cli, tmp_path, args, fragment):
+    """Bad input: one line on stderr, exit 2, nothing on stdout, before any forward pass."""
+    from safetensors.numpy import save_file
+
+    (tmp_path / "empty.txt").write_text("\n  \n", encoding="utf-8")
+    (tmp_path / "other").mkdir()
+    save_file({"w": np.zeros((2, 2), np.float32)}, tmp_path / "other" / "lonely.safetensors")
+    (tmp_path / "notbert").mkdir()
+    save_file({"w": np.zeros((2, 2), np.float32)}, tmp_path / "notbert" / "model.safetensors")
+    (tmp_path / "notbert" / "config.json").write_text(
+        json.dumps({"model_type": "bert", "hidden_size": 8, "num_attention_heads": 2,
+                    "num_hidden_layers": 1, "intermediate_size": 16}), encoding="utf-8"
+    )  # fmt: skip
+    places = {
+        "tmp": str(tmp_path),
+        "empty": str(tmp_path / "empty.txt"),
+        "lonely": str(tmp_path / "other" / "lonely.safetensors"),
+        "notbert": str(tmp_path / "notbert"),
+    }
+    result = run_cli("audit", *[a.format(**places) for a in args])
     assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and fragment in lines[0], result.output
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], result.stderr
+    assert "Traceback" not in result.output
 
 
 @needs_extra

@@ -192,6 +192,8 @@ class AuditResult:
         Level of the jackknife intervals.
     seconds : float
         Wall time of the forward pass and the measurement.
+    truncated : int
+        Sequences longer than ``max_length`` tokens, cut to it.
     version : str
     """
 
@@ -209,6 +211,7 @@ class AuditResult:
     mean_log_tokens: float
     confidence: float
     seconds: float
+    truncated: int = 0
     version: str = __version__
     summaries: tuple[LayerSummary, ...] = field(init=False)
 
@@ -277,22 +280,25 @@ def parse_layers(spec: str | int | Sequence[int], num_layers: int) -> tuple[int,
         if text == "all":
             return tuple(range(num_layers))
         items = []
-        for part in text.split(","):
-            bounds = part.strip().split("-")
-            try:
-                if len(bounds) == 1:
-                    items.append(int(bounds[0]))
-                elif len(bounds) == 2:
-                    lo, hi = int(bounds[0]), int(bounds[1])
-                    if lo > hi:
-                        raise ValueError
-                    items.extend(range(lo, hi + 1))
-                else:
-                    raise ValueError
-            except ValueError:
+        for raw_part in text.split(","):
+            part = raw_part.strip()
+            if part.startswith("-") and part[1:].isdigit():
                 raise VarcheckError(
-                    f"layers {spec!r}: cannot read {part.strip()!r}; {accepted}"
-                ) from None
+                    f"layers {spec!r}: layer {part} is negative (indices start at 0); {accepted}"
+                )
+            bounds = part.split("-")
+            try:
+                if len(bounds) > 2:
+                    raise ValueError(part)
+                lo, hi = int(bounds[0]), int(bounds[-1])
+            except ValueError:
+                raise VarcheckError(f"layers {spec!r}: cannot read {part!r}; {accepted}") from None
+            if lo > hi:
+                raise VarcheckError(
+                    f"layers {spec!r}: range {part!r} is empty (its start is above its end); "
+                    f"{accepted}"
+                )
+            items.extend(range(lo, hi + 1))
     else:
         try:
             items = [int(i) for i in spec]
@@ -499,7 +505,7 @@ def audit(
     chosen = parse_layers(layers, cfg.num_layers)
     limit = min(max_length, cfg.max_positions)
     start = time.perf_counter()
-    ids = ckpt.encode(seqs, limit)
+    ids, truncated = ckpt.encode_counted(seqs, limit)
     counts = np.array([len(s) for s in ids], dtype=float)
     heads, dk, d = cfg.num_heads, cfg.head_dim, cfg.hidden_size
     sums = {layer: _Sums(len(ids), heads) for layer in chosen}
@@ -553,6 +559,7 @@ def audit(
         mean_log_tokens=float((counts * np.log(counts)).sum() / counts.sum()),
         confidence=float(confidence),
         seconds=time.perf_counter() - start,
+        truncated=truncated,
     )
 
 

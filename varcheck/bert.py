@@ -68,7 +68,10 @@ class BertConfig:
     activation : str
         ``gelu`` (the erf form), ``gelu_new``/``gelu_pytorch_tanh`` (tanh form) or ``relu``.
     name : str
-        ``_name_or_path`` from the config when present, else the folder name.
+        What the checkpoint is called in reports: ``sentence-transformers/all-MiniLM-L6-v2`` for
+        the bundled copy, ``org/name`` for a folder of the Hugging Face cache, else the folder
+        name. (``_name_or_path`` in config.json is not used: a fine-tuned model usually carries
+        the name of the model it started from there.)
     """
 
     hidden_size: int
@@ -121,13 +124,20 @@ class BertCheckpoint:
 
     def encode(self, sentences: Sequence[str], max_length: int | None = None) -> list[list[int]]:
         """Token ids of each sentence, with ``[CLS]``/``[SEP]``, cut to ``max_length`` tokens."""
+        return self.encode_counted(sentences, max_length)[0]
+
+    def encode_counted(
+        self, sentences: Sequence[str], max_length: int | None = None
+    ) -> tuple[list[list[int]], int]:
+        """:meth:`encode`, and how many of the sentences were cut to ``max_length``."""
         limit = self.config.max_positions if max_length is None else max_length
         if not 3 <= limit <= self.config.max_positions:
             raise VarcheckError(
                 f"max_length must be in [3, {self.config.max_positions}], got {max_length!r}"
             )
         self.tokenizer.enable_truncation(limit)
-        return [enc.ids for enc in self.tokenizer.encode_batch(list(sentences))]
+        encodings = self.tokenizer.encode_batch(list(sentences))
+        return [enc.ids for enc in encodings], sum(bool(enc.overflowing) for enc in encodings)
 
 
 @dataclass(frozen=True)
@@ -242,7 +252,11 @@ def load_checkpoint(model: str | os.PathLike[str]) -> BertCheckpoint:
     folder = resolve_model_path(model)
     weights_file = path if path.is_file() else folder / "model.safetensors"
     if not weights_file.is_file():
-        raise VarcheckError(f"{folder}: no model.safetensors in this folder")
+        raise VarcheckError(
+            f"{str(folder)!r} has no model.safetensors; give a folder holding config.json, "
+            "model.safetensors and tokenizer.json (or vocab.txt), or the .safetensors file "
+            "(one file: sharded checkpoints are not supported)"
+        )
     _require("safetensors")
     tokenizers = _require("tokenizers")
     safetensors_numpy = importlib.import_module("safetensors.numpy")
@@ -267,7 +281,10 @@ def _read_config(folder: Path) -> BertConfig:
     try:
         raw = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise VarcheckError(f"{folder}: no config.json beside the weights") from None
+        raise VarcheckError(
+            f"no config.json in {str(folder.resolve())!r}, beside the weights; a checkpoint needs "
+            "config.json, model.safetensors and tokenizer.json (or vocab.txt) in one folder"
+        ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise VarcheckError(f"{file}: cannot read it as JSON ({exc})") from None
     if not isinstance(raw, dict):
@@ -301,8 +318,18 @@ def _read_config(folder: Path) -> BertConfig:
         max_positions=int(raw.get("max_position_embeddings", 512)),
         layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),
         activation=activation,
-        name=str(raw.get("_name_or_path") or folder.name),
+        name=_display_name(folder),
     )
+
+
+def _display_name(folder: Path) -> str:
+    bundled = bundled_minilm_path()
+    if bundled is not None and folder.resolve() == bundled.resolve():
+        return MINILM_NAMES[1]
+    # the Hugging Face cache keeps models--{org}--{name}/snapshots/{revision}/
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        return folder.parent.parent.name.removeprefix("models--").replace("--", "/")
+    return folder.resolve().name or str(folder)
 
 
 def _strip_prefix(raw: dict[str, np.ndarray], file: Path) -> dict[str, np.ndarray]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,7 +15,28 @@ from .figures import require_matplotlib
 if TYPE_CHECKING:
     from .audit import AuditResult
 
-__all__ = ["plot_audit"]
+__all__ = ["check_plot_path", "plot_audit"]
+
+
+def check_plot_path(path: str) -> None:
+    """Refuse, before any work, a figure path whose folder or format cannot be written."""
+    require_matplotlib()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    target = Path(path)
+    suffix = target.suffix.lower().lstrip(".")
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    if suffix and suffix not in formats:
+        raise VarcheckError(
+            f"--plot {path!r}: unknown figure format {suffix!r}; accepted: " + ", ".join(formats)
+        )
+    folder = target.parent
+    if not folder.is_dir():
+        raise VarcheckError(f"--plot {path!r}: the folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK) or (
+        target.exists() and not os.access(target, os.W_OK)
+    ):
+        raise VarcheckError(f"--plot {path!r}: not writable")
 
 
 def _grid(result: AuditResult, values: dict[tuple[int, int], float]) -> np.ndarray:
@@ -77,5 +100,7 @@ def plot_audit(result: AuditResult, path: str) -> None:
         fig.savefig(path, dpi=110)
     except OSError as exc:
         raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc.strerror})") from None
+    except ValueError as exc:  # an unknown format (check_plot_path refuses it first)
+        raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc})") from None
     finally:
         plt.close(fig)

@@ -33,6 +33,7 @@ def audit_meta(result: AuditResult) -> dict[str, Any]:
         "sequences": result.sequences,
         "tokens": result.tokens,
         "max_length": result.max_length,
+        "truncated": result.truncated,
         "layers": list(result.layers),
         "hidden_size": result.hidden_size,
         "num_heads": result.num_heads,
@@ -110,9 +111,11 @@ def audit_to_json(result: AuditResult) -> str:
 
 
 def audit_title(result: AuditResult) -> str:
+    seqs = "sequence" if result.sequences == 1 else "sequences"
+    cut = f", {result.truncated} cut to {result.max_length} tokens" if result.truncated else ""
     return (
         f"Attention logit scale of {result.model_name}: {result.num_heads} heads of d_k = "
-        f"{result.dk}, {result.sequences} sequences ({result.tokens} tokens)"
+        f"{result.dk}, {result.sequences} {seqs} ({result.tokens} tokens{cut})"
     )
 
 
