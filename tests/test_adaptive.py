@@ -82,6 +82,13 @@ def test_head_betas_refuses_bad_arrays(w_q, w_k, fragment: str) -> None:
         head_betas(w_q, w_k)
 
 
+def test_head_betas_refuses_weights_whose_variance_overflows() -> None:
+    # 1e200² overflows float64: a one-line error, not inf or a RuntimeWarning
+    w = np.full((3, 4), 1e200)
+    with pytest.raises(VarcheckError, match="overflows"):
+        head_betas(w, w)
+
+
 @pytest.fixture
 def weights_file(tmp_path):
     """A small example weights file: 4 heads, the last aligned (W_k = W_q)."""

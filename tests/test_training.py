@@ -165,6 +165,9 @@ def test_train_cli_table_csv_plot(run_cli, tmp_path) -> None:
         (("--lr", "0"), "out of range"),
         (("--init", "glorot"), "not accepted"),
         (("--memory", "8", "--keys", "4"), "keys"),
+        (("--plot", "/nonexistent-dir/t.png"), "does not exist"),
+        (("--every", "0"), "--every"),
+        (("--format", "yaml"), "--format"),
     ],
 )
 def test_train_cli_bad_usage(run_cli, args, fragment: str) -> None:

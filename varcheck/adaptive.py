@@ -184,9 +184,17 @@ def head_betas(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> tuple[
     out = []
     for h in range(wq.shape[0]):
         dx, dk = wq.shape[1:]
-        sq, sk = weight_sigma(wq[h]), weight_sigma(wk[h])
-        vp = paper_logit_variance(sigma_x, sq, sk, dx, dk)
-        ve = exact_logit_variance(wq[h], wk[h], sigma_x)
+        # entries near the float range overflow the squares; say so instead of printing inf
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq, sk = weight_sigma(wq[h]), weight_sigma(wk[h])
+            vp = paper_logit_variance(sigma_x, sq, sk, dx, dk)
+            ve = exact_logit_variance(wq[h], wk[h], sigma_x)
+        if not (math.isfinite(vp) and math.isfinite(ve)):
+            big = max(float(np.max(np.abs(wq[h]))), float(np.max(np.abs(wk[h]))))
+            raise VarcheckError(
+                f"head {h}: the logit variance overflows float64 (largest |weight| {big:.3g}, "
+                f"sigma_x {sigma_x:g}); rescale the weights or sigma_x"
+            )
         out.append(
             HeadBeta(
                 head=h,

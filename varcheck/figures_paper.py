@@ -75,7 +75,7 @@ def plot_project(result: ProjectionResult, path: str) -> None:
         ax.errorbar([ratio], [i], xerr=err, fmt="o", color=color, capsize=3)
     ax.axvline(1.0, color="gray", lw=0.8)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{r.section} · {r.case} · {r.claim}" for r in rows], fontsize=8)
+    ax.set_yticklabels([f"{r.section} · {r.case} · {r.claim} ({r.role})" for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("Monte-Carlo Var(q·k) / predicted (1 = prediction right)")

@@ -37,8 +37,16 @@ Monte Carlo. Products computed from the same weights or the same input rows are 
 each interval is built from independent blocks: with random weights, one block is one fresh
 draw of (W_q, W_k) and of ``tokens`` input rows; with fixed weights, one block is a fresh draw
 of the input rows. A block is reduced to the mean of its products and of their squares, and
-the estimator and interval of :mod:`varcheck.estimation` apply unchanged. Verdicts are
-Holm-adjusted over all rows.
+the estimator, log-scale interval and test of :mod:`varcheck.estimation` apply unchanged (as
+in ``sweep``). Verdicts are Holm-adjusted over all rows.
+
+Checks and findings. Rows whose prediction is derived to be exact in its setting (the relaxed
+formula for random weights and different tokens, the derived same-token value, the exact
+conditional values) are *checks*: a rejection means the derivation, the sampler or the input
+assumptions are wrong, and sets the exit status. Rows that apply the paper's formula where it
+is not exact (to the same token; the σ-based prediction to one fixed W) are *findings*: they
+are tested the same way, and a rejection there is the result being reported, not a failure,
+so they do not set the exit status.
 """
 
 from __future__ import annotations
@@ -54,7 +62,14 @@ from ._version import __version__
 from .adaptive import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
 from .distributions import Distribution, parse_distribution
 from .errors import VarcheckError
-from .estimation import MIN_BLOCKS, BlockAccumulator, ConfidenceInterval, t_quantile, t_two_sided_p
+from .estimation import (
+    MIN_BLOCKS,
+    BlockAccumulator,
+    ConfidenceInterval,
+    log_interval,
+    t_quantile,
+    t_two_sided_p,
+)
 from .verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
 
 __all__ = [
@@ -70,10 +85,17 @@ __all__ = [
     "ProjectionSection",
     "ProjectionRow",
     "ProjectionResult",
+    "CHECK",
+    "FINDING",
     "project",
 ]
 
 INITS = ("xavier", "kaiming", "lecun", "normal:SD")
+
+#: Row roles: a derived-exact prediction (sets the exit status) or the paper's formula applied
+#: where it is not exact (reported only).
+CHECK = "check"
+FINDING = "finding"
 
 #: Upper bound on the array elements one chunk of blocks holds (8 bytes each).
 _CHUNK_ELEMENTS = 1 << 22
@@ -179,8 +201,9 @@ def input_law(x_dist: str | Distribution = "normal", sigma_x: float | None = Non
     """The input law for ``--x-dist`` and ``--sigma-x`` (which rescales it to that sd)."""
     dist = parse_distribution(x_dist)
     if math.isnan(dist.mean) or dist.mean != 0.0:
+        has = "no finite mean" if math.isnan(dist.mean) else f"mean {dist.mean!r}"
         raise VarcheckError(
-            f"x_dist {dist.spec!r} has mean {dist.mean!r}; the projection formulas assume "
+            f"x_dist {dist.spec!r} has {has}; the projection formulas assume "
             "zero-mean inputs (as the paper does), so give a distribution with mean 0"
         )
     if sigma_x is not None:
@@ -284,7 +307,8 @@ class MonteCarloVariance:
     var : float
         Unbiased estimate of the variance.
     confidence_interval : ConfidenceInterval
-        Student-t interval with ``blocks - 1`` degrees of freedom.
+        Interval V · exp(± t · SE / V), Student t with ``blocks - 1`` degrees of freedom (the
+        log-scale interval of :func:`varcheck.estimation.log_interval`, as in ``sweep``).
     se : float
         Standard error of ``var`` (delta method over blocks).
     mean : float
@@ -298,7 +322,7 @@ class MonteCarloVariance:
     products_per_block : int
     confidence : float
     precision : float
-        Relative half-width reached.
+        Relative half-width reached: half the interval's width over ``var``.
     stop_reason : str
         ``precision``, ``blocks`` (fixed count) or ``max-seconds``.
     """
@@ -316,9 +340,12 @@ class MonteCarloVariance:
     stop_reason: str
 
     def t_statistic(self, claim: float) -> float:
+        """(log V − log claim) / (SE / V): the statistic the log-scale interval inverts."""
+        if claim <= 0 or self.var <= 0:
+            return math.copysign(math.inf, self.var - claim)
         if self.se == 0:
             return 0.0 if self.var == claim else math.copysign(math.inf, self.var - claim)
-        return (self.var - claim) / self.se
+        return (math.log(self.var) - math.log(claim)) * self.var / self.se
 
     def p_value(self, claim: float) -> float:
         """Two-sided p-value of the claim Var(q·k) = ``claim``."""
@@ -331,9 +358,10 @@ def _summarise(
     est, se, mean = acc.variance_and_se()
     tq = t_quantile(confidence, acc.n - 1)
     mean_se = math.sqrt(acc.c_mm / (acc.n - 1) / acc.n)
+    interval = log_interval(est, se, tq)
     return MonteCarloVariance(
         var=est,
-        confidence_interval=ConfidenceInterval(est - tq * se, est + tq * se),
+        confidence_interval=interval,
         se=se,
         mean=mean,
         mean_confidence_interval=ConfidenceInterval(mean - tq * mean_se, mean + tq * mean_se),
@@ -341,9 +369,16 @@ def _summarise(
         blocks=acc.n,
         products_per_block=per_block,
         confidence=confidence,
-        precision=tq * se / abs(est) if est != 0 else math.inf,
+        precision=_relative_half_width(est, se, tq),
         stop_reason=stop_reason,
     )
+
+
+def _relative_half_width(est: float, se: float, tq: float) -> float:
+    """Half the width of the log-scale interval over the estimate: sinh(t · SE / V)."""
+    if est <= 0 or not math.isfinite(se):
+        return 0.0 if se == 0 else math.inf
+    return math.sinh(min(tq * se / est, 700.0))
 
 
 # draw(rng, n_blocks) -> {case: (block means, block mean squares)}
@@ -387,7 +422,7 @@ def _run_blocks(
         worst = 0.0
         for acc in accs.values():
             est, se, _ = acc.variance_and_se()
-            worst = max(worst, tq * se / abs(est) if est != 0 else (0.0 if se == 0 else math.inf))
+            worst = max(worst, _relative_half_width(est, se, tq))
         if worst <= precision:  # type: ignore[operator]
             break
         grow = (worst / precision) ** 2 * _OVERSHOOT if math.isfinite(worst) else _GROWTH_CAP
@@ -475,6 +510,9 @@ class ProjectionRow:
         ``relaxed`` (the paper's formula with the init σ), ``same-token`` (the derived
         unconditional value), ``sigma-based`` (the paper's formula with measured σ_W),
         ``exact`` (the conditional variance given W).
+    role : str
+        ``check`` (a prediction derived to be exact here; a rejection sets the exit status) or
+        ``finding`` (the paper's formula where it is not exact; reported, not counted).
     predicted_var, predicted_mean : float
         The prediction of Var(q·k) and E[q·k].
     beta : float
@@ -489,6 +527,7 @@ class ProjectionRow:
     section: str
     case: str
     claim: str
+    role: str
     predicted_var: float
     predicted_mean: float
     beta: float
@@ -553,13 +592,22 @@ class ProjectionResult:
 
     @property
     def exit_code(self) -> int:
-        """0 all consistent, 1 a prediction rejected, 4 a row without a valid test."""
-        verdicts = {r.verdict for r in self.rows}
-        if REJECTED in verdicts:
+        """0 every check consistent, 1 a check rejected, 4 a row without a valid test.
+
+        Findings (the paper's formula where it is not exact) are reported but do not count: a
+        default run, whose constructed heads are there to make the σ-based value miss, exits 0
+        unless one of varcheck's own derived predictions is contradicted.
+        """
+        if any(r.role == CHECK and r.verdict == REJECTED for r in self.rows):
             return 1
-        if verdicts & {UNRELIABLE, INFINITE}:
+        if {r.verdict for r in self.rows} & {UNRELIABLE, INFINITE}:
             return 4
         return 0
+
+    @property
+    def findings(self) -> tuple[ProjectionRow, ...]:
+        """The finding rows whose prediction was rejected."""
+        return tuple(r for r in self.rows if r.role == FINDING and r.verdict == REJECTED)
 
     def row(self, section: str, case: str, claim: str) -> ProjectionRow:
         for r in self.rows:
@@ -615,6 +663,13 @@ class _Prediction:
     var: float
     mean: float
     estimable: bool
+
+    @property
+    def role(self) -> str:
+        # the paper's formula outside the setting where it is exact
+        if self.claim == "sigma-based" or (self.claim == "relaxed" and self.case == "same-token"):
+            return FINDING
+        return CHECK
 
 
 def project(
@@ -819,6 +874,7 @@ def _judge(
                 section=pr.section,
                 case=pr.case,
                 claim=pr.claim,
+                role=pr.role,
                 predicted_var=pr.var,
                 predicted_mean=pr.mean,
                 beta=beta_for(pr.var),

@@ -83,6 +83,7 @@ def project_records(result: ProjectionResult) -> list[dict[str, Any]]:
                 "section": row.section,
                 "case": row.case,
                 "claim": row.claim,
+                "role": row.role,
                 "predicted_var": row.predicted_var,
                 "predicted_mean": row.predicted_mean,
                 "var": est.var if est else None,
@@ -147,17 +148,13 @@ def _verdict_cell(verdict: str) -> str:
     return f"[{style}]{verdict}[/]" if style else verdict
 
 
-def _pm(est: float, interval: tuple[float, float]) -> str:
-    """``estimate ± half-width`` (the t intervals are symmetric)."""
-    return f"{fmt(est)} ± {fmt((interval[1] - interval[0]) / 2.0, 2)}"
-
-
 def _project_var_cells(row: ProjectionRow) -> list[str]:
     est = row.estimate
     head = [
         _SECTION_SHORT.get(row.section, row.section),
         _CASE_LABEL[row.case],
         _CLAIM_SHORT[row.claim],
+        row.role,
         fmt(row.predicted_var),
     ]
     if est is None:
@@ -165,7 +162,7 @@ def _project_var_cells(row: ProjectionRow) -> list[str]:
     capped = "*" if est.stop_reason == "max-seconds" else ""
     return [
         *head,
-        _pm(est.var, est.confidence_interval) + capped,
+        f"{fmt(est.var)} {_interval(*est.confidence_interval)}{capped}",
         fmt(row.ratio, 3),
         fmt_p(row.p_adjusted),
         _verdict_cell(row.verdict),
@@ -201,6 +198,28 @@ def project_notes(result: ProjectionResult) -> list[str]:
         "under that β (1 when the prediction is right). case: diff = q and k from independent "
         "input rows, same = from one row (the diagonal of self-attention).",
     ]
+    findings = result.findings
+    checks_rejected = [r for r in result.rows if r.role == "check" and r.verdict == "rejected"]
+    notes.append(
+        "role: [bold]check[/] rows hold predictions derived to be exact in their setting; "
+        "a rejection there sets exit status 1. [bold]finding[/] rows apply the paper's formula "
+        "where it is not exact (same token; σ-based for one fixed W); they are tested the same "
+        "way but do not set the exit status."
+    )
+    if findings:
+        notes.append(
+            f"Findings: the paper's formula is rejected in {len(findings)} of "
+            f"{sum(r.role == 'finding' for r in result.rows)} finding rows ("
+            + ", ".join(
+                f"{r.section} · {_CASE_LABEL[r.case]}: ratio {fmt(r.ratio, 3)}" for r in findings
+            )
+            + ")."
+        )
+    if checks_rejected:
+        notes.append(
+            "[bold red]A check is rejected[/]: a derived prediction disagrees with the "
+            "simulation (exit status 1); please report it with the command line and seed."
+        )
     verdicts = {r.verdict for r in result.rows}
     if "infinite" in verdicts:
         notes.append(
@@ -265,8 +284,9 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
             ("weights", "left"),
             ("case", "left"),
             ("prediction", "left"),
+            ("role", "left"),
             ("pred. Var", "right"),
-            (f"MC Var ± {conf}", "right"),
+            (f"MC Var [{conf} CI]", "right"),
             ("ratio", "right"),
             ("p (Holm)", "right"),
             ("verdict", "left"),
