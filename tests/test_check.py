@@ -232,7 +232,7 @@ def test_missing_file_and_unwritable_report(run_cli, tmp_path: Path) -> None:
     assert res.exit_code == 2 and "cannot read" in res.output
     path = _write(tmp_path, '[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n')
     res = run_cli("check", str(path), "--junit-xml", str(tmp_path / "no" / "dir" / "r.xml"))
-    assert res.exit_code == 2 and "does not exist" in res.output
+    assert res.exit_code == 2 and "does not exist" in res.output, res.output
 
 
 def test_example_file_is_valid() -> None:

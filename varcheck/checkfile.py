@@ -367,7 +367,7 @@ def check(
     )
     outcomes = []
     for ci, spec in enumerate(spec_file.claims):
-        mine = tuple(r for r, o in zip(results, owners, strict=True) if o == ci)
+        mine = tuple(r for r, o in zip(results, owners[: len(results)], strict=True) if o == ci)
         if mine:
             outcomes.append(ClaimOutcome(spec=spec, results=mine))
     return CheckResult(

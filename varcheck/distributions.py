@@ -187,9 +187,9 @@ def _parse_params(spec: str, body: str) -> dict[str, float]:
 def _unknown_name(name: str) -> VarcheckError:
     choices = list(NAMED_FAMILIES)
     close = difflib.get_close_matches(name, choices, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
     return VarcheckError(
-        f"unknown distribution {name!r}{hint} Accepted: {', '.join(choices)}, "
+        f"unknown distribution {name!r}{hint}; accepted: {', '.join(choices)}, "
         "or scipy.NAME for a continuous scipy.stats distribution (e.g. scipy.gamma:a=2)"
     )
 
@@ -388,9 +388,9 @@ def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
             if isinstance(getattr(scipy.stats, n), scipy.stats.rv_continuous)
         ]
         close = difflib.get_close_matches(short, names, n=1)
-        hint = f"; did you mean 'scipy.{close[0]}'?" if close else ""
+        hint = f" (did you mean 'scipy.{close[0]}'?)" if close else ""
         raise VarcheckError(
-            f"unknown distribution {name!r}{hint} scipy.NAME must name a continuous "
+            f"unknown distribution {name!r}{hint}; scipy.NAME must name a continuous "
             "scipy.stats distribution (e.g. scipy.gamma, scipy.lognorm, scipy.beta)"
         )
     shapes = [s.strip() for s in obj.shapes.split(",")] if obj.shapes else []

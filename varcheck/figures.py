@@ -10,7 +10,20 @@ from .errors import VarcheckError
 if TYPE_CHECKING:
     from .api import SweepResult
 
-__all__ = ["require_matplotlib", "plot_sweep"]
+__all__ = ["check_output_path", "require_matplotlib", "plot_sweep"]
+
+
+def check_output_path(path: str, option: str = "--plot") -> None:
+    """Refuse an output path that cannot be written, before any work is done."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    if not os.path.isdir(folder):
+        raise VarcheckError(f"{option} {path!r}: the folder {folder!r} does not exist")
+    if os.path.isdir(path):
+        raise VarcheckError(f"{option} {path!r} is a folder; give a file name")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise VarcheckError(f"{option} {path!r}: not writable")
 
 
 def require_matplotlib():  # noqa: ANN201

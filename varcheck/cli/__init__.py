@@ -83,6 +83,12 @@ def _error(prefix: str, message: str) -> None:
     click.echo(f"{prefix}: error: {line}", err=True)
 
 
+def _command_path(args: list[str]) -> str:
+    """``varcheck NAME`` for the subcommand named in ``args`` (for error prefixes)."""
+    name = next((a for a in args if not a.startswith("-")), None)
+    return f"varcheck {name}" if name in COMMANDS else "varcheck"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI and map every outcome to a documented exit code."""
     args = sys.argv[1:] if argv is None else argv
@@ -99,16 +105,17 @@ def main(argv: list[str] | None = None) -> None:
     except VarcheckError as exc:
         if debug:
             raise
-        _error("varcheck", str(exc))
+        _error(_command_path(args), str(exc))
         code = 2
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("varcheck: interrupted", err=True)
         code = 130
     except BrokenPipeError:
-        # the reader went away (e.g. `| head`): exit quietly, without a second error on flush
+        # the reader went away (e.g. `| head`): exit quietly, as a pipe writer killed by SIGPIPE
+        # would (128 + 13), without a second error when Python flushes stdout at exit
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        code = 0
+        code = 141
     except Exception as exc:  # noqa: BLE001 - last line of defence: one line, never a traceback
         if debug:
             raise

@@ -18,7 +18,7 @@ from ..ranges import parse_dk
 EXIT_CODES_HELP = (
     "Exit codes: 0 all consistent (or pass), 1 some claim rejected (fail), 2 bad usage or input, "
     "3 inconclusive, 4 no valid test for some row (infinite variance or infinite fourth moment), "
-    "130 interrupted."
+    "130 interrupted (partial results are printed), 141 output pipe closed (e.g. | head)."
 )
 
 
@@ -224,9 +224,15 @@ def check_exclusive_sampling(ctx: click.Context, samples: int | None) -> None:
 def stdout_console():  # noqa: ANN201
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich would exit with status 1 ("rejected" here); let main() report a closed pipe
+            self.quiet = True
+            raise BrokenPipeError
+
     # a pipe or file gets a wide table instead of rich's 80-column default
     width = None if sys.stdout.isatty() else 150
-    return Console(soft_wrap=False, width=width)
+    return _Console(soft_wrap=False, width=width)
 
 
 def stderr_console():  # noqa: ANN201

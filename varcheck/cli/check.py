@@ -98,13 +98,14 @@ def command(
     """Check every claim of a TOML claim file, as a CI gate."""
     from ..checkfile import check, load_check_file
     from ..errors import VarcheckError
+    from ..figures import check_output_path
     from ..render import check_to_junit, render_check
 
     if precision is not None and samples is not None:
         raise click.UsageError("--precision and --samples cannot be used together")
     spec = load_check_file(file)
     if junit is not None:
-        _check_writable(junit)
+        check_output_path(junit, "--junit-xml")
     with ProgressReporter("check") as progress:
         result = check(
             spec,
@@ -125,16 +126,3 @@ def command(
         except OSError as exc:
             raise VarcheckError(f"--junit-xml {junit!r}: cannot write ({exc.strerror})") from None
     return result.exit_code
-
-
-def _check_writable(path: str) -> None:
-    """Fail before sampling, not after, when the report cannot be written."""
-    import os
-
-    from ..errors import VarcheckError
-
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise VarcheckError(f"--junit-xml {path!r}: folder {folder!r} does not exist")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise VarcheckError(f"--junit-xml {path!r}: not writable")

@@ -90,8 +90,9 @@ def command(
 
     check_exclusive_sampling(ctx, samples)
     if plot is not None:
-        from ..figures import require_matplotlib
+        from ..figures import check_output_path, require_matplotlib
 
+        check_output_path(plot)
         require_matplotlib()
     with ProgressReporter("sweep d_k") as progress:
         result = api.sweep(

@@ -1,0 +1,348 @@
+"""Robustness: bad input, infinite moments, interrupts, closed pipes, reproducibility, fuzzing."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from varcheck import VarcheckError, parse_distribution, verify
+
+DOCUMENTED_EXITS = {0, 1, 2, 3, 4, 130, 141}
+
+# (arguments, expected fragment of the one-line error); every case must exit 2
+BAD_INPUTS = [
+    (["sweep", "--dk", "2..1"], "ends below its start"),
+    (["sweep", "--dk", "0..8"], "d_k=0 must be >= 1"),
+    (["sweep", "--dk", "a..b"], "'a' is not a whole number"),
+    (["sweep", "--dk", "2..512:0"], "must be >= 1"),
+    (["sweep", "--dk", ""], "is empty"),
+    (["sweep", "--dk", "0"], "must be >= 1"),
+    (["sweep", "--dk", "2000000"], "above the limit 1000000"),
+    (["sweep", "--dk", "2..8,4"], "listed twice"),
+    (["sweep", "--confidence", "1.5"], "'1.5' is out of range"),
+    (["sweep", "--confidence", "0"], "out of range"),
+    (["sweep", "--confidence", "nan"], "out of range"),
+    (["sweep", "--precision", "0"], "out of range"),
+    (["sweep", "--precision", "-0.1"], "out of range"),
+    (["sweep", "--precision", "inf"], "out of range"),
+    (["sweep", "--dist", "normall"], "did you mean 'normal'"),
+    (["sweep", "--dist", "gauss"], "unknown distribution 'gauss'"),
+    (["sweep", "--dist", "normal:sd=0"], "sd=0 must be > 0"),
+    (["sweep", "--dist", "normal:sd=nan"], "must be a finite number"),
+    (["sweep", "--dist", "t:df=0"], "df=0 must be > 0"),
+    (["sweep", "--dist", "t:df=-1"], "must be > 0"),
+    (["sweep", "--dist", "t:df=inf"], "must be a finite number"),
+    (["sweep", "--q-dist", "scipy.gama:a=2"], "did you mean 'scipy.gamma'"),
+    (["sweep", "--rho", "1.5"], "'1.5' is out of range"),
+    (["sweep", "--rho", "nan"], "out of range"),
+    (["sweep", "--claim", "dk +"], "not a valid expression"),
+    (["sweep", "--claim", "__import__('os')"], "not allowed"),
+    (["sweep", "--samples", "10"], "must be a whole number >= 100"),
+    (["sweep", "--samples", "abc"], "is not a number"),
+    (["sweep", "--max-seconds", "0"], "out of range"),
+    (["sweep", "--seed", "-1"], "-1 is not in the range"),
+    (["sweep", "--workers", "0"], "0 is not in the range"),
+    (["sweep", "--format", "yaml"], "'yaml' is not one of"),
+    (["sweep", "--plot", "/nonexistent-dir/x.png", "--dk", "4"], "does not exist"),
+    (["sweep", "--bogus"], "No such option '--bogus'"),
+    (["assert", "--claim", "dk"], "Missing option '--dk'"),
+    (["assert", "--dk", "4", "--claim", "log(dk"], "not a valid expression"),
+    (["assert", "--dk", "4", "--claim", "dk", "--tolerance", "-1"], "out of range"),
+    (["check", "/nonexistent/claims.toml"], "cannot read the claim file"),
+    (["explain", "--shape", "2x2"], "'2x2' is not NxDxM"),
+    (["explain", "--ddof", "2"], "'2' is not one of"),
+    (["softmax", "--keys", "0"], "0 is not in the range"),
+    (["project", "--init", "bogus"], "init 'bogus' is not accepted"),
+    (["beta", "/nonexistent.npz"], "does not exist"),
+    (["train", "--steps", "0"], "0 is not in the range"),
+    (["audit", "/nonexistent-model"], "does not exist"),
+    (["frobnicate"], "No such command 'frobnicate'"),
+]
+
+
+@pytest.mark.parametrize(("args", "fragment"), BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
+def test_bad_input_is_one_line_and_exit_2(run_cli, args: list[str], fragment: str) -> None:
+    res = run_cli(*args)
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1, res.output
+    assert fragment in lines[0], lines[0]
+    assert lines[0].startswith("varcheck")
+    assert "Traceback" not in res.output
+
+
+def test_unwritable_output_path(run_cli, tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        path = folder / "report.xml"
+        claims = tmp_path / "c.toml"
+        claims.write_text('[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n')
+        res = run_cli("check", str(claims), "--junit-xml", str(path))
+        if res.exit_code != 2:  # running as root: the folder is writable anyway
+            pytest.skip("the file system lets this user write into a read-only folder (root)")
+        assert "not writable" in res.output
+    finally:
+        folder.chmod(0o700)
+
+
+def test_debug_shows_a_traceback(run_cli) -> None:
+    with pytest.raises(VarcheckError):
+        run_cli("--debug", "check", "/nonexistent/claims.toml")
+
+
+# --- moments that do not exist --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", ["t:df=2", "t:df=1.5", "scipy.cauchy", "scipy.pareto:b=1.5"])
+def test_infinite_variance_prints_no_estimate(run_cli, spec: str) -> None:
+    res = run_cli("sweep", "--dk", "4,16", "--dist", spec, "--seed", "1")
+    assert res.exit_code == 4, res.output
+    assert "Var(q·k) is infinite" in res.output and "no estimate" in res.output
+    doc = json.loads(run_cli("sweep", "--dk", "4", "--dist", spec, "--format", "json").output)
+    row = doc["rows"][0]
+    assert row["verdict"] == "infinite" and row["var"] is None and row["samples"] == 0
+    assert row["theory_status"] == "infinite-variance"
+
+
+@pytest.mark.parametrize("spec", ["t:df=3", "t:df=4", "scipy.pareto:b=3.5"])
+def test_infinite_fourth_moment_is_unreliable(run_cli, spec: str) -> None:
+    res = run_cli("sweep", "--dk", "4", "--dist", spec, "--seed", "1", "--samples", "20000")
+    assert res.exit_code == 4, res.output
+    assert "unreliable" in res.output and "no interval for it can be trusted" in res.output
+    doc = json.loads(
+        run_cli(
+            "sweep", "--dk", "4", "--dist", spec, "--samples", "20000", "--format", "json"
+        ).output
+    )
+    assert doc["rows"][0]["verdict"] == "unreliable"
+    assert doc["rows"][0]["p_value"] is None
+    assert doc["rows"][0]["theory_status"] == "infinite-fourth-moment"
+
+
+def test_heavy_but_valid_tails_carry_a_caution(run_cli) -> None:
+    res = run_cli("sweep", "--dk", "4", "--dist", "t:df=6", "--seed", "1", "--format", "json")
+    assert res.exit_code == 0
+    assert "heavy tails" in json.loads(res.output)["rows"][0]["caution"]
+
+
+# --- interrupts and pipes ---------------------------------------------------------------------
+
+
+def _varcheck(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from varcheck.cli import main; main()", *args]
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_sigint_prints_partial_rows_and_exits_130(fmt: str) -> None:
+    proc = subprocess.Popen(
+        _varcheck(
+            "sweep", "--dk", "2..512", "--precision", "0.0005", "--seed", "1", "--format", fmt
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3.0)  # start-up, then well into the first rows
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    latency = time.monotonic() - sent
+    assert proc.returncode == 130, err
+    assert latency < 5.0  # a second when idle; generous for a loaded CI machine
+    assert "Traceback" not in err
+    if fmt == "json":
+        doc = json.loads(out)
+        assert doc["interrupted"] is True
+        assert len(doc["rows"]) < 9
+    else:
+        assert "Interrupted" in out and "partial" in out
+
+
+def test_sigint_during_check_exits_130(tmp_path: Path) -> None:
+    claims = tmp_path / "c.toml"
+    claims.write_text(
+        '[defaults]\nprecision = 0.0005\n[[claim]]\nname = "a"\ndk = "2..512"\nclaim = "dk"\n'
+    )
+    proc = subprocess.Popen(
+        _varcheck("check", str(claims), "--format", "json"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert json.loads(out)["interrupted"] is True
+
+
+def test_closed_pipe_exits_quietly() -> None:
+    proc = subprocess.Popen(
+        _varcheck("sweep", "--dk", "2..64", "--seed", "1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader is gone before anything is written
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 141
+    assert err == b""
+
+
+# --- reproducibility --------------------------------------------------------------------------
+
+
+def test_same_numbers_across_formats_and_workers(run_cli) -> None:
+    base = ("sweep", "--dk", "2,16,128", "--seed", "21", "--precision", "0.03")
+    doc = json.loads(run_cli(*base, "--format", "json").output)
+    again = json.loads(run_cli(*base, "--format", "json", "--workers", "3").output)
+    assert doc == again
+    lines = run_cli(*base, "--format", "csv").output.splitlines()
+    assert "version=" in lines[0] and "seed=21" in lines[0]
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines[1:]))))
+    for r_json, r_csv in zip(doc["rows"], rows, strict=True):
+        assert float(r_csv["var"]) == r_json["var"]  # repr round-trips exactly
+        assert float(r_csv["ci_low"]) == r_json["ci_low"]
+    table = run_cli(*base).output
+    assert "seed 21" in table and "varcheck " in table
+    markdown = run_cli(*base, "--format", "markdown").output
+    assert "seed: `21`" in markdown and "version: `" in markdown
+
+
+# --- property-based tests ---------------------------------------------------------------------
+
+_NAMES = st.sampled_from(
+    [
+        "normal",
+        "uniform",
+        "rademacher",
+        "laplace",
+        "t",
+        "scipy.gamma",
+        "scipy.norm",
+        "bogus",
+        "scipy.bogus",
+        "",
+    ]
+)
+_KEYS = st.sampled_from(["mean", "sd", "df", "a", "loc", "scale", "x", ""])
+_VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=32).map(repr),
+    st.sampled_from(["1", "0", "-1", "2.5", "abc", "", "1e309"]),
+)
+
+
+@given(_NAMES, st.lists(st.tuples(_KEYS, _VALUES), max_size=3))
+def test_distribution_parser_never_crashes(name: str, params: list[tuple[str, str]]) -> None:
+    spec = name + (":" + ",".join(f"{k}={v}" for k, v in params) if params else "")
+    try:
+        dist = parse_distribution(spec)
+    except VarcheckError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert parse_distribution(dist.spec) == dist  # the canonical spec round-trips
+    assert dist.var > 0 and not math.isnan(dist.var)
+
+
+@pytest.mark.statistical
+@settings(max_examples=25, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(["normal", "uniform", "rademacher", "laplace", "t:df=9"]),
+    st.sampled_from(["normal", "uniform", "laplace"]),
+    st.floats(-2, 2).map(lambda x: round(x, 2)),
+    st.floats(0.2, 3).map(lambda x: round(x, 2)),
+    st.integers(1, 300),
+)
+def test_theory_agrees_with_simulation(qf: str, kf: str, mean: float, sd: float, dk: int) -> None:
+    """Random valid settings: the exact formula is never rejected.
+
+    25 examples, each tested at confidence 1 - 0.0004, so a correct theory fails this test with
+    probability at most 25 * 0.0004 = 1% (Bonferroni); the seed is fixed per example.
+    """
+    q = f"{qf}{',' if ':' in qf else ':'}mean={mean},sd={sd}"
+    res = verify(
+        dk, claim="theory", q_dist=q, k_dist=kf, confidence=0.9996, precision=0.05, seed=dk
+    )
+    assert res.outcome == "pass", res
+
+
+_ARGS = st.lists(
+    st.sampled_from(
+        [
+            "--dk",
+            "2..64",
+            "4",
+            "0",
+            "a..b",
+            "--dist",
+            "normal",
+            "t:df=3",
+            "bogus",
+            "--q-dist",
+            "uniform:mean=1",
+            "--claim",
+            "dk",
+            "theory",
+            "1.5*dk",
+            "(",
+            "--precision",
+            "0.05",
+            "0",
+            "--samples",
+            "1000",
+            "1e3",
+            "--seed",
+            "3",
+            "-2",
+            "--confidence",
+            "0.9",
+            "2",
+            "--rho",
+            "0.5",
+            "--format",
+            "json",
+            "csv",
+            "markdown",
+            "--tolerance",
+            "0.1",
+            "--scaled",
+            "--max-seconds",
+            "0.2",
+            "--workers",
+            "2",
+            "--",
+            "-x",
+            "",
+        ]
+    ),
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(st.sampled_from(["sweep", "assert"]), _ARGS)
+def test_cli_fuzz(run_cli, command: str, args: list[str]) -> None:
+    """Random argument lists: a documented exit code, never a traceback."""
+    res = run_cli(command, *args, "--max-seconds", "0.3")
+    assert res.exit_code in DOCUMENTED_EXITS, res.output
+    assert "Traceback" not in res.output and "internal error" not in res.output, res.output
+    if res.exit_code == 2:
+        assert len(res.output.strip().splitlines()) == 1, res.output
