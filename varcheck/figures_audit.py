@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import VarcheckError
-from .figures import require_matplotlib
+from .figures import check_output_path, require_matplotlib
 
 if TYPE_CHECKING:
     from .audit import AuditResult
@@ -20,23 +19,16 @@ __all__ = ["check_plot_path", "plot_audit"]
 
 def check_plot_path(path: str) -> None:
     """Refuse, before any work, a figure path whose folder or format cannot be written."""
+    check_output_path(path)
     require_matplotlib()
     from matplotlib.backend_bases import FigureCanvasBase
 
-    target = Path(path)
-    suffix = target.suffix.lower().lstrip(".")
+    suffix = Path(path).suffix.lower().lstrip(".")
     formats = sorted(FigureCanvasBase.get_supported_filetypes())
     if suffix and suffix not in formats:
         raise VarcheckError(
             f"--plot {path!r}: unknown figure format {suffix!r}; accepted: " + ", ".join(formats)
         )
-    folder = target.parent
-    if not folder.is_dir():
-        raise VarcheckError(f"--plot {path!r}: the folder {str(folder)!r} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK) or (
-        target.exists() and not os.access(target, os.W_OK)
-    ):
-        raise VarcheckError(f"--plot {path!r}: not writable")
 
 
 def _grid(result: AuditResult, values: dict[tuple[int, int], float]) -> np.ndarray:
