@@ -121,3 +121,17 @@ def test_cli_formats_show_seed(run_cli, fmt: str) -> None:
 def test_cli_usage_error(run_cli) -> None:
     res = run_cli("derive", "--dk", "0")
     assert res.exit_code == 2, res.output
+
+
+def test_large_dk_uses_a_fixed_budget_and_says_so(monkeypatch) -> None:
+    # a smaller budget makes d_k = 64 "large": step 3 then uses STEP_BUDGET / d_k products
+    # instead of chasing the precision, and the notes say its interval is wider than asked
+    import varcheck.derive as mod
+    from varcheck.render_teaching import derive_notes
+
+    monkeypatch.setattr(mod, "STEP_BUDGET", 64 * 5000)
+    res = derive(64, seed=_seed(12), precision=0.01)
+    assert [s.stop_reason for s in res.steps] == ["", "precision", "budget", "budget"]
+    assert res.steps[2].samples >= 5000
+    assert any("fixed budget" in n for n in derive_notes(res, markup=False))
+    assert res.steps[2].verdict == "consistent"

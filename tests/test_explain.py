@@ -117,9 +117,9 @@ def test_seed_case_is_consistent_and_forty_is_rejected() -> None:
     assert far.exit_code == 1
 
 
-def test_large_shape_uses_exact_normal_approximation() -> None:
+def test_large_shape_uses_gamma_approximation() -> None:
     res = explain("1111x111x1111", 110.5603610976103, seed=1, growing=None)
-    assert res.method == "normal-approximation" and res.replicates == 0
+    assert res.method == "gamma-approximation" and res.replicates == 0
     assert res.raw.verdict == "consistent"
     assert res.moments.sd == pytest.approx(0.6479, rel=1e-3)
     scaled = explain("1111x111x1111", 0.9960392891676604, seed=1, growing=None)
@@ -209,8 +209,60 @@ def test_no_valid_test_without_finite_spread_or_simulation(run_cli) -> None:
     # t with 3 degrees of freedom: the fourth moment, hence the sd of np.var, is infinite, and
     # 300x30x300 is too large to simulate by default, so nothing can judge the value
     res = explain("300x30x300", 30.0, dist="t:df=3", seed=1, growing=None)
-    assert res.method == "normal-approximation"
+    assert res.method == "gamma-approximation"
     assert res.raw.verdict == "unreliable" and res.exit_code == 4
     cli = run_cli("explain", "--shape", "300x30x300", "--observed", "30", "--dist", "t:df=3",
                   "--seed", "1")  # fmt: skip
     assert cli.exit_code == 4, cli.output
+
+
+def test_gamma_approximation_has_the_chi_square_limit() -> None:
+    # 2x40000x2 is too costly to simulate thousands of times, so the gamma law with the exact
+    # mean and sd is used. For zero-mean normal entries and large D the product's entries are
+    # close to independent normals with variance D, so np.var (ddof=1) is D chi2(n-1) / (n-1):
+    # a gamma law, which the moment-matched one must reproduce up to O(1/D) = 2.5e-5
+    from scipy import stats
+
+    res = explain("2x40000x2", None, ddof=1, seed=1, growing=None)
+    assert res.method == "gamma-approximation" and res.samples is None
+    for q in res.raw.quantiles:
+        limit = 40000 / 3 * stats.chi2.ppf(q.level, 3)
+        assert q.value == pytest.approx(limit, rel=1e-3), q
+        assert q.value > 0  # a variance: a normal approximation would go negative here
+    obs = explain("2x40000x2", 40000 / 3 * stats.chi2.ppf(0.99, 3), ddof=1, seed=1, growing=None)
+    assert obs.raw.percentile == pytest.approx(99.0, abs=0.05)
+    assert obs.raw.p_value == pytest.approx(0.02, abs=1e-3)
+
+
+def test_replicates_are_refused_when_a_run_cannot_fit() -> None:
+    with pytest.raises(VarcheckError, match="GB"):
+        explain("10000x10000x10000", None, replicates=100, seed=1, growing=None)
+    with pytest.raises(VarcheckError, match="too many"):
+        explain("300x300x300", None, replicates=100_000, seed=1, growing=None)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--shape", "10000x10000x10000", "--replicates", "100"), "GB"),
+        (("--plot", "out.txt"), ".txt"),
+        (("--plot", "no/such/folder/x.png"), "does not exist"),
+    ],
+)
+def test_cli_refuses_before_working(run_cli, args: tuple[str, ...], message: str) -> None:
+    if args[0] == "--plot":
+        pytest.importorskip("matplotlib", reason="matplotlib is not installed (varcheck[plot])")
+    res = run_cli("explain", "--seed", "1", *args)
+    assert res.exit_code == 2, res.output
+    assert message in res.output and "Traceback" not in res.output
+    assert "np.var" not in res.output  # nothing computed or printed before the error
+
+
+def test_account_for_near_normal_entries_speaks_of_few_entries() -> None:
+    # one entry of a 2x40000x2 product is a sum of 40000 products: kurtosis 3 + 6/D, no heavy
+    # tails to blame; the spread comes from np.var seeing only 4 entries
+    from varcheck.render_teaching import explain_account
+
+    text = " ".join(explain_account(explain("2x40000x2", 1.0, seed=1, growing=None)))
+    assert "Heavy tails" not in text and "Few entries" in text
+    assert "Heavy tails" in " ".join(explain_account(explain(seed=1, growing=None)))

@@ -110,3 +110,20 @@ def test_cli_plot_writes_png(run_cli, tmp_path) -> None:
     assert res.exit_code == 0, res.output
     assert out.stat().st_size > 1000
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"dk": [1_000_000], "keys": 100_000}, "GB"), ({"dk": [4096], "keys": 4096}, "about")],
+)
+def test_sizes_that_cannot_run_are_refused(kwargs: dict, message: str) -> None:
+    # memory (one block of keys) and time (the whole study) are checked before drawing anything
+    with pytest.raises(VarcheckError, match=message):
+        softmax_study(seed=1, queries=40_000, **kwargs)
+
+
+def test_cli_refuses_unwritable_plot_before_working(run_cli) -> None:
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (varcheck[plot])")
+    res = run_cli("softmax", "--dk", "4", "--seed", "1", "--plot", "figure.txt")
+    assert res.exit_code == 2, res.output
+    assert ".txt" in res.output and "d_k" not in res.output

@@ -39,6 +39,10 @@ INHERITS = "inherits"
 _MEAN_SAMPLES = 200_000
 _CHUNK = 1 << 18
 _UNRELIABLE_SAMPLES = 200_000
+#: Products × d_k a variance step may spend chasing ``precision`` (a few seconds); a larger
+#: d_k gets this fixed budget instead, and the note says the precision was not targeted.
+STEP_BUDGET = 5e8
+_MIN_BUDGET_SAMPLES = 200
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,10 @@ class DeriveStep:
     verdict : str
         The check of ``value``: ``consistent``, ``rejected``, ``unreliable`` (the estimate has no
         valid interval: a moment it needs is infinite) or ``infinite`` (nothing to estimate).
+    stop_reason : str
+        How the simulation stopped: ``precision``, ``samples`` (fixed number asked for),
+        ``budget`` (d_k too large to chase the precision; a fixed budget of products was used),
+        ``max-seconds``, or ``""`` (step 1, or nothing simulated).
     """
 
     number: int
@@ -98,6 +106,7 @@ class DeriveStep:
     p_adjusted: float
     textbook_p_value: float
     verdict: str
+    stop_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -334,6 +343,13 @@ def derive(
             # with E[(q·k)^4] infinite the interval never settles: a fixed budget, shown as
             # unreliable, instead of chasing a precision that is never reached
             fixed = _UNRELIABLE_SAMPLES
+        if fixed is None and precision is not None:
+            # products the precision needs, generously (the estimator's own planning bound):
+            # the relative variance of a variance estimate is about (kurtosis - 1) / n
+            need = 4.0 * max(theory.estimator_relative_variance, 0.5) / precision**2
+            if need * theory.dk > STEP_BUDGET:
+                fixed = max(_MIN_BUDGET_SAMPLES, int(STEP_BUDGET // theory.dk))
+                budget_steps.add(stream)
         plan = None
         if _degenerate(theory):
             # (q·k)² is constant (e.g. Rademacher with d_k = 1): the block planner's correlation
@@ -354,8 +370,14 @@ def derive(
             plan=plan,
         )
 
+    budget_steps: set[tuple[int, ...]] = set()
     est2 = var_estimate(one, (2,))
     est3 = var_estimate(th, (3,))
+
+    def stop(est: VarianceEstimate | None, stream: tuple[int, ...]) -> str:
+        if est is None:
+            return ""
+        return "budget" if stream in budget_steps else est.stop_reason
 
     textbook = [0.0, 1.0, float(dk), 1.0]
     values = [mean_value, one.term_var, th.var, th.scaled_var]
@@ -419,10 +441,19 @@ def derive(
         if rho
         else "(Var X + E[X]²)(Var Y + E[Y]²) − E[X]²E[Y]²"
     )
-    for number, quantity, formula, book, est, th_i, factor in (
-        (2, "Var(XY)", var_formula, "Var X · Var Y = 1", est2, one, 1.0),
-        (3, "Var(q·k)", "d_k · Var(XY)", "d_k · 1 = d_k", est3, th, 1.0),
-        (4, "Var(q·k/√d_k)", "Var(q·k) / d_k = Var(XY)", "d_k / d_k = 1", est3, th, 1.0 / dk),
+    for number, quantity, formula, book, est, th_i, factor, why_stop in (
+        (2, "Var(XY)", var_formula, "Var X · Var Y = 1", est2, one, 1.0, stop(est2, (2,))),
+        (3, "Var(q·k)", "d_k · Var(XY)", "d_k · 1 = d_k", est3, th, 1.0, stop(est3, (3,))),
+        (
+            4,
+            "Var(q·k/√d_k)",
+            "Var(q·k) / d_k = Var(XY)",
+            "d_k / d_k = 1",
+            est3,
+            th,
+            1.0 / dk,
+            stop(est3, (3,)),
+        ),
     ):
         i = number - 1
         if est is None:
@@ -450,6 +481,7 @@ def derive(
                 p_adjusted=adj[i],
                 textbook_p_value=p_book,
                 verdict=verdict(th_i.estimable and not _degenerate(th_i), th_i.var_finite, adj[i]),
+                stop_reason=why_stop,
             )
         )
     return DeriveResult(

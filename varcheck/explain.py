@@ -23,8 +23,12 @@ does that enumeration in exact rational arithmetic (the float moments are conver
 1111 × 111 × 1111 case.
 
 Quantiles, percentiles and p-values have no closed form: they come from simulating the experiment
-(with their own Monte-Carlo error), or, for shapes too large to simulate many times, from a normal
-approximation built on the exact mean and standard deviation (labelled as such).
+(with their own Monte-Carlo error), or, for shapes too large to simulate thousands of times, from a
+gamma law with the exact mean and standard deviation (labelled as such). A gamma rather than a
+normal: S is a non-negative quadratic form, right-skewed when it has few effective degrees of
+freedom, and such shapes have a large N·D·M, so either D is large (entries close to normal, S
+close to a scaled chi-square, which is a gamma) or N·M is (S close to normal, which a gamma with a
+large shape parameter also is).
 """
 
 from __future__ import annotations
@@ -73,10 +77,19 @@ GROWING_SHAPES: tuple[tuple[int, int, int], ...] = (
     LARGE_SEED_SHAPE,
 )
 QUANTILE_LEVELS = (0.025, 0.25, 0.5, 0.75, 0.975)
-#: Upper bound on multiply-adds spent simulating one shape by default (about a second).
-SIMULATION_BUDGET = 3e8
-#: Fewer affordable replicates than this and the normal approximation is used instead.
+#: Cost units (about a nanosecond each: one multiply-add; drawing an entry counts
+#: ``DRAW_COST``) spent simulating one shape by default, about half a second.
+SIMULATION_BUDGET = 6e8
+DRAW_COST = 15
+#: Fewer replicates than this give quantile intervals too wide to be useful.
 MIN_REPLICATES = 2000
+#: By default, MIN_REPLICATES are simulated even past the budget up to this cost (a few
+#: seconds); beyond it the gamma approximation is used.
+MAX_DEFAULT_COST = 3e9
+#: An explicit ``replicates`` may cost at most this (a few minutes) ...
+MAX_EXPLICIT_COST = 2e11
+#: ... and one replicate may hold at most this many float64 values (A, B and A @ B; 400 MB).
+MAX_REPLICATE_ELEMENTS = 50_000_000
 _CHUNK_ELEMENTS = 1 << 21
 _MAX_SIDE = 100_000
 
@@ -361,10 +374,55 @@ def simulate_np_var(
     return out
 
 
+def replicate_cost(shape: Shape) -> int:
+    """Cost units of one simulated experiment: the product, drawing A and B, and np.var."""
+    draws = shape.n * shape.d + shape.d * shape.m
+    return shape.n * shape.d * shape.m + DRAW_COST * draws + 4 * shape.entries
+
+
 def affordable_replicates(shape: Shape, budget: float = SIMULATION_BUDGET) -> int:
-    """Replicates that fit in ``budget`` multiply-adds (plus drawing the entries)."""
-    per = shape.n * shape.d * shape.m + shape.n * shape.d + shape.d * shape.m
-    return int(budget // per)
+    """Replicates that fit in ``budget`` cost units (see :func:`replicate_cost`)."""
+    return int(budget // replicate_cost(shape))
+
+
+def default_replicates(shape: Shape) -> int:
+    """Replicates simulated when none are asked for; 0 means use the gamma approximation."""
+    affordable = affordable_replicates(shape)
+    if affordable >= MIN_REPLICATES:
+        return min(100_000, affordable)
+    fits = (
+        MIN_REPLICATES * replicate_cost(shape) <= MAX_DEFAULT_COST
+        and _replicate_elements(shape) <= MAX_REPLICATE_ELEMENTS
+    )
+    return MIN_REPLICATES if fits else 0
+
+
+def _replicate_elements(shape: Shape) -> int:
+    return shape.n * shape.d + shape.d * shape.m + shape.entries
+
+
+def _check_replicates(replicates: int, shape: Shape) -> int:
+    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 100:
+        raise VarcheckError(f"replicates must be a whole number >= 100, got {replicates!r}")
+    if _replicate_elements(shape) > MAX_REPLICATE_ELEMENTS:
+        raise VarcheckError(
+            f"replicates={replicates}: one experiment of shape {shape} needs "
+            f"{_replicate_elements(shape) * 8 / 1e9:.3g} GB, above the "
+            f"{MAX_REPLICATE_ELEMENTS * 8 / 1e9:.3g} GB limit; omit replicates to use the "
+            "gamma approximation, or choose a smaller shape"
+        )
+    most = int(MAX_EXPLICIT_COST // replicate_cost(shape))
+    if replicates > most:
+        accepted = (
+            f"accepted: 100..{most}, or omit it to use the default"
+            if most >= 100
+            else "omit it to use the gamma approximation"
+        )
+        raise VarcheckError(
+            f"replicates={replicates} is too many for shape {shape} (about "
+            f"{replicates * replicate_cost(shape) / 1e9:,.0f} s of simulation); {accepted}"
+        )
+    return replicates
 
 
 # --- results -----------------------------------------------------------------------------------
@@ -381,7 +439,7 @@ class QuantileEstimate:
     value : float
         Estimated quantile.
     low, high : float
-        Distribution-free 95% interval from order statistics (``nan`` for the normal
+        Distribution-free 95% interval from order statistics (``nan`` for the gamma
         approximation, which has no Monte-Carlo error but is only approximate).
     """
 
@@ -408,7 +466,7 @@ class Reading:
     percentile : float
         Share of outcomes below the observed value (ties count half), in percent.
     percentile_se : float
-        Its Monte-Carlo standard error (``0`` for the normal approximation).
+        Its Monte-Carlo standard error (``0`` for the gamma approximation).
     p_value : float
         Two-sided p-value, ``2 min(P(S <= obs), P(S >= obs))`` with Monte-Carlo counts as
         ``(k + 1) / (R + 1)``.
@@ -474,9 +532,10 @@ class ExplainResult:
     raw, scaled : Reading
         The observed value judged as np.var(A @ B) and as np.var(A @ B / √D).
     method : str
-        ``monte-carlo`` or ``normal-approximation`` (shape too large to simulate).
+        ``monte-carlo`` or ``gamma-approximation`` (shape too large to simulate; a gamma law
+        with the exact mean and sd).
     replicates : int
-        Simulated experiments (0 for the normal approximation).
+        Simulated experiments (0 for the gamma approximation).
     mc_mean, mc_mean_se, mc_sd : float
         The simulation's own mean (with standard error) and sd, a check of the exact values.
     growing : tuple of ShapeRow
@@ -485,7 +544,7 @@ class ExplainResult:
     seed : int
     samples : ndarray or None
         The simulated np.var values, sorted (raw reading), for figures; ``None`` for the
-        normal approximation.
+        gamma approximation.
     version : str
     """
 
@@ -584,7 +643,7 @@ def _reading_mc(
     )
 
 
-def _reading_normal(
+def _reading_gamma(
     name: str,
     theory_var: float,
     mom: VarMoments,
@@ -592,12 +651,20 @@ def _reading_normal(
     observed: float | None,
     alpha: float,
 ) -> Reading:
+    """Quantiles and p-value from the gamma law with the exact mean and sd (no simulation)."""
     mean, sd = mom.expected * factor, mom.sd * factor
-    valid = math.isfinite(mean) and math.isfinite(sd) and sd > 0
-    nd = NormalDist()
+    valid = math.isfinite(mean) and math.isfinite(sd) and sd > 0 and mean > 0
+    if valid:
+        from scipy import stats
+
+        # shape k and scale theta with k theta = mean and k theta^2 = sd^2
+        law = stats.gamma(a=(mean / sd) ** 2, scale=sd * sd / mean)
+        values = [float(law.ppf(p)) for p in QUANTILE_LEVELS]
+    else:
+        values = [math.nan] * len(QUANTILE_LEVELS)
     quantiles = tuple(
-        QuantileEstimate(p, mean + sd * nd.inv_cdf(p) if valid else math.nan, math.nan, math.nan)
-        for p in QUANTILE_LEVELS
+        QuantileEstimate(p, v, math.nan, math.nan)
+        for p, v in zip(QUANTILE_LEVELS, values, strict=True)
     )
     if observed is None:
         pct = p = math.nan
@@ -606,9 +673,9 @@ def _reading_normal(
         pct = p = math.nan
         verdict = "unreliable"
     else:
-        cdf = nd.cdf((observed - mean) / sd)
+        cdf, sf = float(law.cdf(observed)), float(law.sf(observed))
         pct = 100.0 * cdf
-        p = min(1.0, 2.0 * min(cdf, 1.0 - cdf))
+        p = min(1.0, 2.0 * min(cdf, sf))
         verdict = _judge(p, alpha, True)
     return Reading(name, theory_var, mean, sd, quantiles, observed, pct, 0.0, p, verdict)
 
@@ -651,7 +718,8 @@ def explain(
         Entry distribution of both matrices, or of A / B separately.
     replicates : int, optional
         Simulated experiments for quantiles and p-values (default: up to 100 000, fewer for
-        large shapes; shapes that cannot afford 2000 use a normal approximation).
+        large shapes; shapes that cannot afford 2000 in a few seconds use a gamma law with the
+        exact mean and sd).
     confidence : float
         A reading is rejected when its two-sided p-value is below ``1 - confidence``.
     growing : sequence of shapes or None
@@ -681,10 +749,8 @@ def explain(
     observed = _check_observed(observed)
     if not (isinstance(confidence, int | float) and 0.0 < confidence < 1.0):
         raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
-    if replicates is not None and (
-        isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 100
-    ):
-        raise VarcheckError(f"replicates must be a whole number >= 100, got {replicates!r}")
+    if replicates is not None:
+        replicates = _check_replicates(replicates, shp)
     seed = resolve_seed(seed)
     alpha = 1.0 - confidence
 
@@ -695,8 +761,7 @@ def explain(
     raw_theory = th.var
     scaled_theory = th.scaled_var
     if replicates is None:
-        affordable = affordable_replicates(shp)
-        replicates = min(100_000, affordable) if affordable >= MIN_REPLICATES else 0
+        replicates = default_replicates(shp)
     if replicates > 0:
         sims = np.sort(simulate_np_var(shp, replicates, ddof=ddof, a_dist=a, b_dist=b, seed=seed))
         raw = _reading_mc("raw", raw_theory, mom, 1.0, sims, observed, alpha)
@@ -706,10 +771,10 @@ def explain(
         mc_mean_se = mc_sd / math.sqrt(replicates)
         method = "monte-carlo"
     else:
-        raw = _reading_normal("raw", raw_theory, mom, 1.0, observed, alpha)
-        scaled = _reading_normal("scaled", scaled_theory, mom, factor, observed, alpha)
+        raw = _reading_gamma("raw", raw_theory, mom, 1.0, observed, alpha)
+        scaled = _reading_gamma("scaled", scaled_theory, mom, factor, observed, alpha)
         mc_mean = mc_mean_se = mc_sd = math.nan
-        method = "normal-approximation"
+        method = "gamma-approximation"
         sims = None
     rows = []
     for g in growing or ():

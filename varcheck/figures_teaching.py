@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,12 +15,39 @@ if TYPE_CHECKING:
     from .explain import ExplainResult
     from .softmax import SoftmaxResult
 
-__all__ = ["plot_explain", "plot_softmax"]
+__all__ = ["check_plot_path", "plot_explain", "plot_softmax"]
+
+
+def check_plot_path(path: str) -> str:
+    """Check, before any work is done, that a figure can be written to ``path``.
+
+    Needs matplotlib (a clear message when it is missing), a format matplotlib writes (taken from
+    the extension; none means PNG) and a writable, existing directory.
+    """
+    plt = require_matplotlib()
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    formats = plt.gcf().canvas.get_supported_filetypes()
+    plt.close("all")
+    if ext and ext not in formats:
+        raise VarcheckError(
+            f"--plot {path!r}: cannot write a .{ext} figure; accepted: a file ending in "
+            + ", ".join("." + f for f in sorted(formats))
+            + " (.png recommended)"
+        )
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise VarcheckError(f"--plot {path!r}: the folder {folder!r} does not exist")
+    target = path if os.path.exists(path) else folder
+    if os.path.isdir(path) or not os.access(target, os.W_OK):
+        raise VarcheckError(f"--plot {path!r}: not a writable file path")
+    return path
 
 
 def _save(fig: Any, plt: Any, path: str) -> None:
     try:
-        fig.savefig(path, dpi=110)
+        # without an extension matplotlib would append ".png"; write the path as given
+        fmt = None if os.path.splitext(path)[1] else "png"
+        fig.savefig(path, dpi=110, format=fmt)
     except OSError as exc:
         raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc.strerror})") from None
     finally:
@@ -45,28 +73,30 @@ def plot_explain(result: ExplainResult, path: str) -> None:
             color="#8fb3d9",
             label=f"{result.replicates:,} simulated experiments",
         )
-    elif math.isfinite(mean) and math.isfinite(sd) and sd > 0:
-        xs = np.linspace(mean - 4 * sd, mean + 4 * sd, 400)
-        ax.plot(
-            xs,
-            np.exp(-0.5 * ((xs - mean) / sd) ** 2) / (sd * math.sqrt(2 * math.pi)),
-            color="#4a7bb7",
-            label="normal approximation (exact mean, sd)",
-        )
+    elif math.isfinite(mean) and math.isfinite(sd) and sd > 0 and mean > 0:
+        from scipy import stats
+
+        # the same gamma law (exact mean and sd) that gave the quantiles and p-values
+        law = stats.gamma(a=(mean / sd) ** 2, scale=sd * sd / mean)
+        top = float(law.ppf(0.9995))
+        if raw.observed is not None:
+            top = max(top, raw.observed * 1.05)
+        xs = np.linspace(float(law.ppf(0.0005)), top, 400)
+        ax.plot(xs, law.pdf(xs), color="#4a7bb7", label="gamma approximation (exact mean, sd)")
     if math.isfinite(lo) and math.isfinite(hi):
         ax.axvspan(lo, hi, color="gray", alpha=0.12, label="central 95%")
     if math.isfinite(mean):
-        ax.axvline(mean, color="black", ls="--", lw=1, label=f"E[np.var] = {mean:.4g}")
+        ax.axvline(mean, color="black", ls="--", lw=1, label=f"E[np.var] = {mean:,.6g}")
     if math.isfinite(raw.theory_var):
         ax.axvline(
-            raw.theory_var, color="gray", ls=":", lw=1.2, label=f"entry var = {raw.theory_var:.4g}"
+            raw.theory_var, color="gray", ls=":", lw=1.2, label=f"entry var = {raw.theory_var:,.6g}"
         )
     if raw.observed is not None:
         ax.axvline(
             raw.observed,
             color="crimson",
             lw=2,
-            label=f"observed {raw.observed:.4g} (p = {raw.p_value:.3g}, {raw.verdict})",
+            label=f"observed {raw.observed:,.6g} (p = {raw.p_value:.3g}, {raw.verdict})",
         )
     ax.set_xlabel("np.var(A @ B)")
     ax.set_ylabel("density")

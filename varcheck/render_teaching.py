@@ -182,8 +182,8 @@ def explain_account(result: ExplainResult) -> list[str]:
     )
     out.append(
         f"Bias of np.var: one entry of A @ B has variance {fmt(mom.entry_var)}"
-        f" (D = {d} products per entry), but np.var takes its {n} entries, subtracts their own "
-        f"mean and divides by {n - result.ddof}. On average it returns {fmt(mom.expected)}, "
+        f" (D = {d} products per entry), but np.var takes its {n:,} entries, subtracts their own "
+        f"mean and divides by {n - result.ddof:,}. On average it returns {fmt(mom.expected)}, "
         f"{mom.bias_factor:.6g} × the entry variance.{mean_part}"
     )
     lo, hi = raw.central_range
@@ -194,11 +194,18 @@ def explain_account(result: ExplainResult) -> list[str]:
             "Heavy tails: the entries' fourth moment is infinite, so single huge entries "
             "dominate np.var and its spread has no finite value."
         )
-    elif n <= 100:
+    elif n <= 100 and kurt > 3.3:
         tails = (
             f"Heavy tails: each entry is a sum of only {d} product{'s' if d > 1 else ''} of two "
             f"entries, with kurtosis {fmt(kurt)} (a normal variable has 3), and np.var sees only "
             f"{n} of them, so one large entry often dominates the squared deviations."
+        )
+    elif n <= 100:
+        tails = (
+            f"Few entries: one entry (a sum of {d} products) is close to normal (kurtosis "
+            f"{fmt(kurt)}; a normal variable has 3), but np.var sees only {n} of them, and the "
+            f"variance of {n} normal values is itself spread roughly like a chi-square with "
+            f"{n - 1} degree{'s' if n > 2 else ''} of freedom: skewed, with a long right tail."
         )
     else:
         tails = (
@@ -209,7 +216,7 @@ def explain_account(result: ExplainResult) -> list[str]:
         skew = (
             f" and the median is {fmt(median)}, below the mean because the distribution is "
             "skewed to the right"
-            if result.method == "monte-carlo" and median < raw.expected - 0.05 * raw.sd
+            if median < raw.expected - 0.05 * raw.sd
             else ""
         )
         spread = (
@@ -263,15 +270,26 @@ def _render_explain_table(result: ExplainResult, console: Console) -> None:
         title += f"; observed {result.observed:g}"
     console.print(f"[bold]{escape(title)}[/]")
     console.print(f"seed {result.seed} · varcheck {result.version}")
-    if result.method == "monte-carlo":
+    if result.method == "monte-carlo" and not math.isfinite(result.moments.sd):
+        why = (
+            "the exact mean is infinite, so a simulated mean would not settle"
+            if not math.isfinite(result.moments.expected)
+            else "the exact sd is infinite, so a simulated mean has no valid standard error"
+        )
+        check = (
+            f"quantiles and p-values from {result.replicates:,} simulated experiments ({why}; "
+            "the exact values are not compared with the simulation)"
+        )
+    elif result.method == "monte-carlo":
         check = (
             f"simulation check of the exact values: mean {_pm(result.mc_mean, result.mc_mean_se)}"
             f" (± 1 se), sd {fmt(result.mc_sd)}, from {result.replicates:,} simulated experiments"
         )
     else:
         check = (
-            "quantiles and p-values: normal approximation with the exact mean and sd (the shape "
-            "is too large to simulate thousands of times)"
+            "quantiles and p-values: a gamma law with the exact mean and sd (the shape is too "
+            "large to simulate thousands of times in a few seconds; --replicates forces a "
+            "simulation)"
         )
     console.print(escape(check))
     mc = result.method == "monte-carlo"
@@ -281,8 +299,8 @@ def _render_explain_table(result: ExplainResult, console: Console) -> None:
             "quantiles with their 95% Monte-Carlo interval (order statistics); percentile ± 1 "
             f"se; two-sided p-value; rejected when p < {1 - result.confidence:.3g}"
             if mc
-            else f"normal approximation, no Monte-Carlo error; rejected when p < "
-            f"{1 - result.confidence:.3g}"
+            else "gamma approximation (exact mean and sd), no Monte-Carlo error; rejected "
+            f"when p < {1 - result.confidence:.3g}"
         ),
         caption_justify="left",
     )
@@ -503,6 +521,7 @@ def _render_softmax_table(result: SoftmaxResult, console: Console) -> None:
         ("d_k", "right"),
         ("logits", "left"),
         ("sd", "right"),
+        ("entropy (nats)", "right"),
         ("entropy / log L", "right"),
         ("max weight", "right"),
         ("‖J‖", "right"),
@@ -517,6 +536,7 @@ def _render_softmax_table(result: SoftmaxResult, console: Console) -> None:
                 str(r.dk) if not last else "",
                 label,
                 fmt(sd),
+                _pm(s.entropy, s.entropy_se),
                 _pm(s.entropy_fraction, s.entropy_fraction_se),
                 _pm(s.max_weight, s.max_weight_se),
                 _pm(s.jacobian_norm, s.jacobian_norm_se),
@@ -571,6 +591,7 @@ def _step_dict(s: DeriveStep) -> dict[str, Any]:
         "p_adjusted": s.p_adjusted,
         "textbook_p_value": s.textbook_p_value,
         "verdict": s.verdict,
+        "stop_reason": s.stop_reason,
     }
 
 
@@ -646,6 +667,18 @@ def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
                 "(E[(XY)²] for step 1, E[(q·k)⁴] for steps 2–4) is infinite, or because (q·k)² "
                 "is constant and the interval degenerates; the formulas still give the values "
                 "shown."
+            )
+        )
+    budget = [s for s in steps if s.stop_reason == "budget"]
+    if budget:
+        notes.append(
+            f"{b('fixed budget:', 'bold yellow')} "
+            + e(
+                f"at d_k = {result.dk} reaching the precision would take minutes, so step "
+                f"{budget[0].number}"
+                + (" (and 4)" if budget[0].number == 3 else "")
+                + f" used {budget[0].samples:,} products; its interval is wider than asked "
+                "(pass --samples to choose the number)."
             )
         )
     if "rejected" in verdicts:

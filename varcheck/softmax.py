@@ -41,6 +41,14 @@ MAX_KEYS = 100_000
 BLOCK_QUERIES = 32
 _MIN_BLOCKS = 30
 _CHUNK_ELEMENTS = 1 << 22
+#: Cost units (about a nanosecond each) of drawing one entry, and of the softmax metrics per
+#: logit (exp, log and a few passes, for the raw and the scaled logits).
+_DRAW_COST = 15
+_LOGIT_COST = 60
+#: Largest study accepted (about a couple of minutes) ...
+MAX_COST = 1.5e11
+#: ... and largest block held in memory at once (float64 values, 400 MB).
+MAX_BLOCK_ELEMENTS = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -199,6 +207,40 @@ def _simulate_dk(
     return raw, scaled
 
 
+def _block_elements(dk: int, keys: int) -> int:
+    return (BLOCK_QUERIES + keys) * dk + 4 * BLOCK_QUERIES * keys
+
+
+def study_cost(dks: Sequence[int], keys: int, blocks: int) -> float:
+    """Cost units of a study: drawing q and K, the products, and the softmax metrics."""
+    per_dk = [
+        (BLOCK_QUERIES + keys) * d * _DRAW_COST
+        + BLOCK_QUERIES * keys * d
+        + BLOCK_QUERIES * keys * _LOGIT_COST
+        for d in dks
+    ]
+    return float(blocks * sum(per_dk))
+
+
+def _check_size(dks: Sequence[int], keys: int, queries: int) -> None:
+    worst = max(dks)
+    if _block_elements(worst, keys) > MAX_BLOCK_ELEMENTS:
+        raise VarcheckError(
+            f"keys={keys} with d_k={worst}: one block of {BLOCK_QUERIES} queries and its keys "
+            f"needs {_block_elements(worst, keys) * 8 / 1e9:.3g} GB, above the "
+            f"{MAX_BLOCK_ELEMENTS * 8 / 1e9:.3g} GB limit; accepted: keys × d_k up to about "
+            f"{MAX_BLOCK_ELEMENTS:,}"
+        )
+    blocks = -(-queries // BLOCK_QUERIES)
+    cost = study_cost(dks, keys, blocks)
+    if cost > MAX_COST:
+        raise VarcheckError(
+            f"keys={keys}, queries={queries} over d_k {dks[0]}..{worst} would take about "
+            f"{cost / 1e9:,.0f} s (limit about {MAX_COST / 1e9:,.0f} s); accepted: fewer keys, "
+            "queries or d_k values"
+        )
+
+
 def _check_keys(keys: int) -> int:
     if isinstance(keys, bool) or not isinstance(keys, int) or not 2 <= keys <= MAX_KEYS:
         raise VarcheckError(f"keys must be a whole number in 2..{MAX_KEYS}, got {keys!r}")
@@ -269,6 +311,7 @@ def softmax_study(
     dks = _dk_list(dk)
     keys = _check_keys(keys)
     queries = _check_queries(queries)
+    _check_size(dks, keys, queries)
     base = parse_distribution(dist)
     q = parse_distribution(q_dist) if q_dist is not None else base
     k = parse_distribution(k_dist) if k_dist is not None else base

@@ -50,8 +50,8 @@ def _softmax_table(result: Any) -> str:
         f"L = {result.keys} keys, {result.queries:,} queries per d_k (± one standard error), "
         f"entries ~ `{result.q_dist.spec}`, seed `{result.seed}`, varcheck `{result.version}`.",
         "",
-        "| d_k | logits | sd | entropy / log L | max weight | ‖J‖_F |",
-        "|---:|---|---:|---:|---:|---:|",
+        "| d_k | logits | sd | entropy (nats) | entropy / log L | max weight | ‖J‖_F |",
+        "|---:|---|---:|---:|---:|---:|---:|",
     ]
     for r in result.rows:
         for label, sd, s in (
@@ -59,7 +59,8 @@ def _softmax_table(result: Any) -> str:
             ("q·k/√d_k", r.logit_sd_scaled, r.scaled),
         ):
             lines.append(
-                f"| {r.dk} | {label} | {fmt(sd)} | {_pm(s.entropy_fraction, s.entropy_fraction_se)}"
+                f"| {r.dk} | {label} | {fmt(sd)} | {_pm(s.entropy, s.entropy_se)} | "
+                f"{_pm(s.entropy_fraction, s.entropy_fraction_se)}"
                 f" | {_pm(s.max_weight, s.max_weight_se)} | "
                 f"{_pm(s.jacobian_norm, s.jacobian_norm_se)} |"
             )

@@ -104,7 +104,7 @@ reject it.
     type=CountType(),
     default=None,
     help="Simulated experiments for quantiles and p-values (default up to 100000; large "
-    "shapes use a normal approximation).",
+    "shapes use a gamma law with the exact mean and sd).",
 )
 @click.option(
     "--confidence",
