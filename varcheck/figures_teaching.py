@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import VarcheckError
-from .figures import require_matplotlib
+from .figures import check_output_path, require_matplotlib
 
 if TYPE_CHECKING:
     from .explain import ExplainResult
@@ -21,10 +21,12 @@ __all__ = ["check_plot_path", "plot_explain", "plot_softmax"]
 def check_plot_path(path: str) -> str:
     """Check, before any work is done, that a figure can be written to ``path``.
 
-    Needs matplotlib (a clear message when it is missing), a format matplotlib writes (taken from
-    the extension; none means PNG) and a writable, existing directory.
+    Needs matplotlib (a clear message when it is missing), a writable file in an existing folder
+    (:func:`varcheck.figures.check_output_path`) and a format matplotlib writes, taken from the
+    extension (none means PNG).
     """
     plt = require_matplotlib()
+    check_output_path(path)
     ext = os.path.splitext(path)[1].lstrip(".").lower()
     formats = plt.gcf().canvas.get_supported_filetypes()
     plt.close("all")
@@ -34,12 +36,6 @@ def check_plot_path(path: str) -> str:
             + ", ".join("." + f for f in sorted(formats))
             + " (.png recommended)"
         )
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise VarcheckError(f"--plot {path!r}: the folder {folder!r} does not exist")
-    target = path if os.path.exists(path) else folder
-    if os.path.isdir(path) or not os.access(target, os.W_OK):
-        raise VarcheckError(f"--plot {path!r}: not a writable file path")
     return path
 
 
