@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 
-.PHONY: setup run test test-fast bench docs lint format clean
+.PHONY: setup run test test-fast bench bench-docs docs lint format clean
 
 $(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit("varcheck needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -32,8 +32,12 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/pytest -m "not statistical"
 
+## benchmarks (not tests); bench-docs also rewrites docs/performance.md
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+bench-docs: $(STAMP)
+	$(BIN)/python bench/run.py --write-docs
 
 docs: $(STAMP)
 	@for f in docs/_generate/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

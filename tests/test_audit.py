@@ -452,7 +452,7 @@ def test_long_lines_are_cut_and_counted(tmp_path):
         (["all-MiniLM-L6-v2", "--layers", "x"], "0-5"),
         (["all-MiniLM-L6-v2", "--text", "/nonexistent/t.txt"], "cannot read"),
         (["all-MiniLM-L6-v2", "--text", "{empty}"], "no non-empty line"),
-        (["all-MiniLM-L6-v2", "--plot", "{tmp}/fig.xyz"], "unknown figure format 'xyz'"),
+        (["all-MiniLM-L6-v2", "--plot", "{tmp}/fig.xyz"], "cannot write a .xyz figure"),
         (["all-MiniLM-L6-v2", "--plot", "{tmp}/no/such/dir/f.png"], "does not exist"),
         (["/nonexistent/model"], "does not exist"),
         (["{tmp}"], "has no model.safetensors"),

@@ -30,18 +30,18 @@ def _plan(side: int, dk: int) -> BlockPlan:
 
 # (q, k, dk, rho, forced block side, precision, samples, pinned coverage count out of R)
 CONFIGS = {
-    "normal-16": ("normal", "normal", 16, 0.0, None, 0.05, None, None),
-    "uniform-8": ("uniform", "uniform", 8, 0.0, None, 0.05, None, None),
-    "rademacher-4": ("rademacher", "rademacher", 4, 0.0, None, 0.05, None, None),
-    "t6-16": ("t:df=6", "t:df=6", 16, 0.0, None, 0.02, None, None),
-    "t6-4": ("t:df=6", "t:df=6", 4, 0.0, None, 0.02, None, None),
-    "mean0.5-8": ("normal:mean=0.5", "normal:mean=0.5", 8, 0.0, None, 0.05, None, None),
-    "gamma-vs-uniform-8": ("scipy.gamma:a=2", "uniform:mean=1", 8, 0.0, None, 0.05, None, None),
-    "rho0.5-8": ("normal", "normal", 8, 0.5, None, 0.05, None, None),
+    "normal-16": ("normal", "normal", 16, 0.0, None, 0.05, None, 383),
+    "uniform-8": ("uniform", "uniform", 8, 0.0, None, 0.05, None, 385),
+    "rademacher-4": ("rademacher", "rademacher", 4, 0.0, None, 0.05, None, 375),
+    "t6-16": ("t:df=6", "t:df=6", 16, 0.0, None, 0.02, None, 382),
+    "t6-4": ("t:df=6", "t:df=6", 4, 0.0, None, 0.02, None, 371),
+    "mean0.5-8": ("normal:mean=0.5", "normal:mean=0.5", 8, 0.0, None, 0.05, None, 373),
+    "gamma-vs-uniform-8": ("scipy.gamma:a=2", "uniform:mean=1", 8, 0.0, None, 0.05, None, 377),
+    "rho0.5-8": ("normal", "normal", 8, 0.5, None, 0.05, None, 371),
     # large blocks: 128 x 128 products per block share rows/columns (correlation 1/7 at d=4)
-    "big-blocks-normal-4": ("normal", "normal", 4, 0.0, 128, 0.05, None, None),
-    "big-blocks-mean0.5-32": ("normal:mean=0.5", "normal:mean=0.5", 32, 0.0, 64, 0.05, None, None),
-    "fixed-samples-64": ("normal", "normal", 64, 0.0, None, None, 20_000, None),
+    "big-blocks-normal-4": ("normal", "normal", 4, 0.0, 128, 0.05, None, 386),
+    "big-blocks-mean0.5-32": ("normal:mean=0.5", "normal:mean=0.5", 32, 0.0, 64, 0.05, None, 384),
+    "fixed-samples-64": ("normal", "normal", 64, 0.0, None, None, 20_000, 370),
 }
 
 

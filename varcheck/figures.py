@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
 from .errors import VarcheckError
 
 if TYPE_CHECKING:
     from .api import SweepResult
 
-__all__ = ["check_output_path", "require_matplotlib", "plot_sweep"]
+__all__ = [
+    "check_output_path",
+    "check_plot_path",
+    "save_figure",
+    "require_matplotlib",
+    "plot_sweep",
+]
 
 
 def check_output_path(path: str, option: str = "--plot") -> None:
     """Refuse an output path that cannot be written, before any work is done."""
-    import os
-
     folder = os.path.dirname(os.path.abspath(path)) or "."
     if not os.path.isdir(folder):
         raise VarcheckError(f"{option} {path!r}: the folder {folder!r} does not exist")
@@ -24,6 +29,44 @@ def check_output_path(path: str, option: str = "--plot") -> None:
         raise VarcheckError(f"{option} {path!r} is a folder; give a file name")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise VarcheckError(f"{option} {path!r}: not writable")
+
+
+def check_plot_path(path: str) -> str:
+    """Check, before any work, that a figure can be written to ``path``.
+
+    Needs matplotlib (a clear message when it is missing), a writable file in an existing folder
+    and a format matplotlib writes, taken from the extension (none means PNG).
+    """
+    check_output_path(path)
+    require_matplotlib()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    if ext and ext not in formats:
+        raise VarcheckError(
+            f"--plot {path!r}: cannot write a .{ext} figure; accepted: a file ending in "
+            + ", ".join("." + f for f in formats)
+            + " (.png recommended)"
+        )
+    return path
+
+
+def save_figure(fig: Any, path: str) -> None:
+    """Write a figure to exactly ``path`` (PNG when it has no extension) and close it."""
+    import matplotlib.pyplot as plt
+
+    try:
+        # without an extension matplotlib would append ".png"; write the path as given.
+        # No "Software" metadata: the same result gives the same bytes across versions.
+        fmt = None if os.path.splitext(path)[1] else "png"
+        fig.savefig(path, dpi=110, format=fmt, metadata={"Software": None})
+    except OSError as exc:
+        raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc.strerror})") from None
+    except ValueError as exc:  # an unknown format (check_plot_path refuses it first)
+        raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc})") from None
+    finally:
+        plt.close(fig)
 
 
 def require_matplotlib():  # noqa: ANN201
@@ -73,9 +116,4 @@ def plot_sweep(result: SweepResult, path: str) -> None:
         ax.set_title("scaled" if scaled else "raw")
         ax.legend()
     fig.suptitle(f"varcheck sweep, seed {result.seed}", fontsize=10)
-    try:
-        fig.savefig(path, dpi=110)
-    except OSError as exc:
-        raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc.strerror})") from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)

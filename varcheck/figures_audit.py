@@ -3,32 +3,16 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import VarcheckError
-from .figures import check_output_path, require_matplotlib
+from .figures import require_matplotlib, save_figure
 
 if TYPE_CHECKING:
     from .audit import AuditResult
 
-__all__ = ["check_plot_path", "plot_audit"]
-
-
-def check_plot_path(path: str) -> None:
-    """Refuse, before any work, a figure path whose folder or format cannot be written."""
-    check_output_path(path)
-    require_matplotlib()
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    suffix = Path(path).suffix.lower().lstrip(".")
-    formats = sorted(FigureCanvasBase.get_supported_filetypes())
-    if suffix and suffix not in formats:
-        raise VarcheckError(
-            f"--plot {path!r}: unknown figure format {suffix!r}; accepted: " + ", ".join(formats)
-        )
+__all__ = ["plot_audit"]
 
 
 def _grid(result: AuditResult, values: dict[tuple[int, int], float]) -> np.ndarray:
@@ -88,11 +72,4 @@ def plot_audit(result: AuditResult, path: str) -> None:
         f"{result.tokens} tokens",
         fontsize=10,
     )
-    try:
-        fig.savefig(path, dpi=110)
-    except OSError as exc:
-        raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc.strerror})") from None
-    except ValueError as exc:  # an unknown format (check_plot_path refuses it first)
-        raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc})") from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .errors import VarcheckError
-from .figures import require_matplotlib
+from .figures import require_matplotlib, save_figure
 
 if TYPE_CHECKING:
     from .projection import ProjectionResult
@@ -20,15 +19,6 @@ _LABELS = {
     "paper": "adaptive β (paper)",
     "exact": "adaptive β (exact)",
 }
-
-
-def _save(plt: Any, fig: Any, path: str) -> None:
-    try:
-        fig.savefig(path, dpi=110, metadata={"Software": None})
-    except OSError as exc:
-        raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc.strerror})") from None
-    finally:
-        plt.close(fig)
 
 
 def plot_train(result: TrainResult, path: str) -> None:
@@ -57,7 +47,7 @@ def plot_train(result: TrainResult, path: str) -> None:
         ax.set_xlabel("step")
     ax_sigma.legend(fontsize=8)
     fig.suptitle(f"varcheck train, seed {result.seed}", fontsize=10)
-    _save(plt, fig, path)
+    save_figure(fig, path)
 
 
 def plot_project(result: ProjectionResult, path: str) -> None:
@@ -84,4 +74,4 @@ def plot_project(result: ProjectionResult, path: str) -> None:
         f"seed {result.seed}",
         fontsize=10,
     )
-    _save(plt, fig, path)
+    save_figure(fig, path)

@@ -3,51 +3,17 @@
 from __future__ import annotations
 
 import math
-import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import VarcheckError
-from .figures import check_output_path, require_matplotlib
+from .figures import require_matplotlib, save_figure
 
 if TYPE_CHECKING:
     from .explain import ExplainResult
     from .softmax import SoftmaxResult
 
-__all__ = ["check_plot_path", "plot_explain", "plot_softmax"]
-
-
-def check_plot_path(path: str) -> str:
-    """Check, before any work is done, that a figure can be written to ``path``.
-
-    Needs matplotlib (a clear message when it is missing), a writable file in an existing folder
-    (:func:`varcheck.figures.check_output_path`) and a format matplotlib writes, taken from the
-    extension (none means PNG).
-    """
-    plt = require_matplotlib()
-    check_output_path(path)
-    ext = os.path.splitext(path)[1].lstrip(".").lower()
-    formats = plt.gcf().canvas.get_supported_filetypes()
-    plt.close("all")
-    if ext and ext not in formats:
-        raise VarcheckError(
-            f"--plot {path!r}: cannot write a .{ext} figure; accepted: a file ending in "
-            + ", ".join("." + f for f in sorted(formats))
-            + " (.png recommended)"
-        )
-    return path
-
-
-def _save(fig: Any, plt: Any, path: str) -> None:
-    try:
-        # without an extension matplotlib would append ".png"; write the path as given
-        fmt = None if os.path.splitext(path)[1] else "png"
-        fig.savefig(path, dpi=110, format=fmt)
-    except OSError as exc:
-        raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc.strerror})") from None
-    finally:
-        plt.close(fig)
+__all__ = ["plot_explain", "plot_softmax"]
 
 
 def plot_explain(result: ExplainResult, path: str) -> None:
@@ -113,7 +79,7 @@ def plot_explain(result: ExplainResult, path: str) -> None:
     else:
         ax_grow.set_axis_off()
     fig.suptitle(f"varcheck explain, seed {result.seed}", fontsize=10)
-    _save(fig, plt, path)
+    save_figure(fig, path)
 
 
 def plot_softmax(result: SoftmaxResult, path: str) -> None:
@@ -143,4 +109,4 @@ def plot_softmax(result: SoftmaxResult, path: str) -> None:
         f"(±1.96 se), seed {result.seed}",
         fontsize=10,
     )
-    _save(fig, plt, path)
+    save_figure(fig, path)

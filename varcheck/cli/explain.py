@@ -150,7 +150,7 @@ def command(
     from ..render_teaching import render_explain
 
     if plot is not None:
-        from ..figures_teaching import check_plot_path
+        from ..figures import check_plot_path
 
         check_plot_path(plot)
     if observed is None:

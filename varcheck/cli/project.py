@@ -19,20 +19,10 @@ from ._common import (
 
 def check_plot_path(plot: str | None) -> None:
     """Fail before the run, not after it, when the figure cannot be written."""
-    if plot is None:
-        return
-    import os
+    if plot is not None:
+        from ..figures import check_plot_path as check
 
-    from ..figures import require_matplotlib
-
-    require_matplotlib()
-    parent = os.path.dirname(os.path.abspath(plot))
-    if not os.path.isdir(parent):
-        raise click.BadParameter(
-            f"cannot write {plot!r}: directory {parent!r} does not exist", param_hint="'--plot'"
-        )
-    if not os.access(parent, os.W_OK) or (os.path.exists(plot) and not os.access(plot, os.W_OK)):
-        raise click.BadParameter(f"cannot write {plot!r}: permission denied", param_hint="'--plot'")
+        check(plot)
 
 
 class InitType(click.ParamType):

@@ -88,7 +88,7 @@ def command(
     from ..softmax import softmax_study
 
     if plot is not None:
-        from ..figures_teaching import check_plot_path
+        from ..figures import check_plot_path
 
         check_plot_path(plot)
     result = softmax_study(

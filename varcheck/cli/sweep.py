@@ -90,10 +90,9 @@ def command(
 
     check_exclusive_sampling(ctx, samples)
     if plot is not None:
-        from ..figures import check_output_path, require_matplotlib
+        from ..figures import check_plot_path
 
-        check_output_path(plot)
-        require_matplotlib()
+        check_plot_path(plot)
     with ProgressReporter("sweep d_k") as progress:
         result = api.sweep(
             dks,
