@@ -161,14 +161,28 @@ def parallel_options(f: Callable) -> Callable:
     return f
 
 
+#: the --seed option of every command that draws random numbers
+seed_option = click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Root seed (drawn and shown when omitted); same seed, same output.",
+)
+
+
+def plot_option(what: str) -> Callable:
+    """--plot PATH: also write a figure of ``what`` (the path is checked before any work)."""
+    return click.option(
+        "--plot",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help=f"Also write a figure (PNG) of {what} (needs varcheck[plot]).",
+    )
+
+
 def sampling_options(f: Callable) -> Callable:
     """--precision, --samples, --max-seconds, --confidence, --seed."""
-    f = click.option(
-        "--seed",
-        type=click.IntRange(min=0),
-        default=None,
-        help="Root seed (drawn and shown when omitted); same seed, same output.",
-    )(f)
+    f = seed_option(f)
     f = click.option(
         "--confidence",
         type=finite_float(0.0, 1.0, what="a number in (0, 1)"),

@@ -15,6 +15,8 @@ from ._common import (
     DistType,
     finite_float,
     format_option,
+    plot_option,
+    seed_option,
     stdout_console,
 )
 
@@ -113,19 +115,9 @@ reject it.
     show_default=True,
     help="A reading is rejected when its p-value is below 1 - confidence.",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Root seed (drawn and shown when omitted); same seed, same output.",
-)
+@seed_option
 @format_option()
-@click.option(
-    "--plot",
-    type=click.Path(dir_okay=False, writable=True),
-    default=None,
-    help="Also write a figure (PNG) of the distribution of np.var (needs varcheck[plot]).",
-)
+@plot_option("the distribution of np.var")
 def command(
     shape: Any,
     observed: float | str | None,

@@ -13,6 +13,8 @@ from ._common import (
     ProgressReporter,
     finite_float,
     format_option,
+    plot_option,
+    seed_option,
     stdout_console,
 )
 
@@ -136,19 +138,9 @@ constructed heads), but they do not set the exit status: a default run exits 0.
     show_default=True,
     help="Confidence level of the intervals.",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Root seed (drawn and shown when omitted); same seed, same output.",
-)
+@seed_option
 @format_option()
-@click.option(
-    "--plot",
-    type=click.Path(dir_okay=False, writable=True),
-    default=None,
-    help="Also write a figure (PNG) of Monte Carlo over prediction per row (needs varcheck[plot]).",
-)
+@plot_option("Monte Carlo over prediction per row")
 @click.pass_context
 def command(
     ctx: click.Context,

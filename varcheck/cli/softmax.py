@@ -5,7 +5,16 @@ from __future__ import annotations
 import click
 
 from ..distributions import Distribution
-from ._common import EXIT_CODES_HELP, CountType, DistType, DkType, format_option, stdout_console
+from ._common import (
+    EXIT_CODES_HELP,
+    CountType,
+    DistType,
+    DkType,
+    format_option,
+    plot_option,
+    seed_option,
+    stdout_console,
+)
 
 
 @click.command(
@@ -52,20 +61,9 @@ Examples:
 )
 @click.option("--q-dist", type=DistType(), default=None, help="Entry distribution of q only.")
 @click.option("--k-dist", type=DistType(), default=None, help="Entry distribution of k only.")
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Root seed (drawn and shown when omitted); same seed, same output.",
-)
+@seed_option
 @format_option()
-@click.option(
-    "--plot",
-    type=click.Path(dir_okay=False, writable=True),
-    default=None,
-    help="Also write a figure (PNG) of entropy, max weight and Jacobian against d_k "
-    "(needs varcheck[plot]).",
-)
+@plot_option("entropy, max weight and Jacobian against d_k")
 def command(
     dks: list[int],
     keys: int,

@@ -15,6 +15,7 @@ from ._common import (
     dist_options,
     format_option,
     parallel_options,
+    plot_option,
     sampling_options,
     stdout_console,
 )
@@ -53,12 +54,7 @@ Examples:
 @sampling_options
 @parallel_options
 @format_option()
-@click.option(
-    "--plot",
-    type=click.Path(dir_okay=False, writable=True),
-    default=None,
-    help="Also write a figure (PNG) of estimate and interval against d_k (needs varcheck[plot]).",
-)
+@plot_option("estimate and interval against d_k")
 @click.pass_context
 def command(
     ctx: click.Context,

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from ._common import EXIT_CODES_HELP, finite_float, format_option, stdout_console
+from ._common import (
+    EXIT_CODES_HELP,
+    finite_float,
+    format_option,
+    plot_option,
+    seed_option,
+    stdout_console,
+)
 from .project import InitType, check_plot_path
 
 
@@ -128,20 +135,9 @@ Examples:
     help="Init of W_q, W_k: lecun (σ²=1/d_x: β = 1/√d_k is right at step 0), xavier, "
     "kaiming or normal:SD.",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Root seed (drawn and shown when omitted); same seed, same output.",
-)
+@seed_option
 @format_option()
-@click.option(
-    "--plot",
-    type=click.Path(dir_okay=False, writable=True),
-    default=None,
-    help="Also write a figure (PNG) of σ_W, logit variance, entropy and accuracy over "
-    "steps (needs varcheck[plot]).",
-)
+@plot_option("σ_W, logit variance, entropy and accuracy over steps")
 def command(
     steps: int,
     lr: float,
