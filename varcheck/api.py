@@ -13,7 +13,7 @@ from .distributions import Distribution, parse_distribution
 from .errors import VarcheckError
 from .estimation import ConfidenceInterval, VarianceEstimate, estimate_variance
 from .parallel import Runner, check_workers, open_runner
-from .ranges import MAX_DK, parse_dk
+from .ranges import resolve_dks
 from .theory import DotProductTheory, dot_product_theory
 from .verdicts import (
     CONSISTENT,
@@ -203,20 +203,6 @@ def _resolve_dists(
     return q, k
 
 
-def _resolve_dks(dk: int | str | Iterable[int]) -> list[int]:
-    if isinstance(dk, str):
-        return parse_dk(dk)
-    values = [dk] if isinstance(dk, int) else list(dk)
-    if not values:
-        raise VarcheckError("dk must name at least one value")
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_DK:
-            raise VarcheckError(f"dk must be whole numbers in 1..{MAX_DK}, got {v!r}")
-    if len(set(values)) != len(values):
-        raise VarcheckError(f"dk lists a value twice: {values!r}")
-    return values
-
-
 def _check_rho(rho: float, q: Distribution, k: Distribution) -> float:
     if isinstance(rho, bool) or not isinstance(rho, int | float) or not -1.0 <= rho <= 1.0:
         raise VarcheckError(f"rho must be in [-1, 1], got {rho!r}")
@@ -380,7 +366,7 @@ def sweep(
     >>> res.exit_code
     0
     """
-    dks = _resolve_dks(dk)
+    dks = resolve_dks(dk)
     q, k = _resolve_dists(dist, q_dist, k_dist)
     rho = _check_rho(rho, q, k)
     claim_obj = parse_claim(claim)
@@ -727,7 +713,7 @@ def verify(
     >>> verify(64, claim="dk", tolerance=0.02, seed=1).outcome
     'pass'
     """
-    dks = _resolve_dks(dk)
+    dks = resolve_dks(dk)
     if len(dks) != 1:
         raise VarcheckError(f"verify takes one d_k, got {dk!r}; use sweep for several")
     q, k = _resolve_dists(dist, q_dist, k_dist)

@@ -36,7 +36,6 @@ from .api import (
     _check_rho,
     _confidence_from,
     _resolve_dists,
-    _resolve_dks,
     check_sampling_options,
     check_tolerance,
     resolve_seed,
@@ -45,6 +44,7 @@ from .api import (
 from .claims import Claim, parse_claim
 from .distributions import Distribution
 from .errors import VarcheckError
+from .ranges import resolve_dks
 from .verdicts import OUTCOME_EXIT, OUTCOME_RANK, PASS
 
 __all__ = ["ClaimSpec", "CheckFile", "ClaimOutcome", "CheckResult", "load_check_file", "check"]
@@ -183,11 +183,11 @@ def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> C
     try:
         dk_value = table["dk"]
         if isinstance(dk_value, list):
-            dks = _resolve_dks(
+            dks = resolve_dks(
                 [int(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in dk_value]
             )
         elif isinstance(dk_value, str | int) and not isinstance(dk_value, bool):
-            dks = _resolve_dks(dk_value)
+            dks = resolve_dks(dk_value)
         else:
             raise VarcheckError(
                 f"dk must be an integer, a range string or a list, got {dk_value!r}"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .errors import VarcheckError
 
-__all__ = ["parse_dk", "MAX_DK"]
+__all__ = ["parse_dk", "resolve_dks", "MAX_DK"]
 
 #: Largest accepted d_k (a memory and time guard; sampling chunks along d_k beyond ~10^6).
 MAX_DK = 1_000_000
@@ -83,3 +85,18 @@ def parse_dk(text: str) -> list[int]:
             seen.add(v)
             out.append(v)
     return out
+
+
+def resolve_dks(dk: int | str | Iterable[int]) -> list[int]:
+    """d_k values from a spec string (see :func:`parse_dk`), one int, or an iterable of ints."""
+    if isinstance(dk, str):
+        return parse_dk(dk)
+    values = [dk] if isinstance(dk, int) else list(dk)
+    if not values:
+        raise VarcheckError("dk must name at least one value")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_DK:
+            raise VarcheckError(f"dk must be whole numbers in 1..{MAX_DK}, got {v!r}")
+    if len(set(values)) != len(values):
+        raise VarcheckError(f"dk lists a value twice: {values!r}")
+    return values

@@ -16,7 +16,7 @@ accounted for.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +24,7 @@ import numpy as np
 from ._version import __version__
 from .distributions import Distribution, parse_distribution
 from .errors import VarcheckError
-from .ranges import MAX_DK, parse_dk
+from .ranges import resolve_dks
 from .theory import dot_product_theory
 
 __all__ = [
@@ -257,18 +257,6 @@ def _check_queries(queries: int) -> int:
     return queries
 
 
-def _dk_list(dk: int | str | Iterable[int]) -> list[int]:
-    if isinstance(dk, str):
-        return parse_dk(dk)
-    values = [dk] if isinstance(dk, int) else list(dk)
-    if not values:
-        raise VarcheckError("dk must name at least one value")
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_DK:
-            raise VarcheckError(f"dk must be whole numbers in 1..{MAX_DK}, got {v!r}")
-    return values
-
-
 def softmax_study(
     dk: int | str | Sequence[int] = "2..512",
     *,
@@ -308,7 +296,7 @@ def softmax_study(
     """
     from .api import resolve_seed
 
-    dks = _dk_list(dk)
+    dks = resolve_dks(dk)
     keys = _check_keys(keys)
     queries = _check_queries(queries)
     _check_size(dks, keys, queries)
