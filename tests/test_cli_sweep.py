@@ -164,3 +164,19 @@ def test_help_has_examples_and_exit_codes(run_cli) -> None:
     res = run_cli("sweep", "--help")
     assert res.exit_code == 0
     assert "Examples" in res.output and "Exit codes" in res.output
+
+
+def test_progress_reporter_draws_on_a_terminal_only_after_the_delay() -> None:
+    from varcheck.cli._common import ProgressReporter
+
+    quiet = ProgressReporter("x", enabled=False)
+    quiet(0, 2, 0.5)
+    assert quiet._progress is None
+    with ProgressReporter("x", delay=3600, enabled=True) as slow:
+        slow(0, 2, 0.5)  # before the delay: nothing drawn
+        assert slow._progress is None
+    with ProgressReporter("x", delay=0, enabled=True) as shown:
+        shown(0, 2, 0.5)
+        shown(1, 2, 1.0)
+        assert shown._progress is not None
+    assert shown._progress is None  # closed on exit

@@ -225,8 +225,12 @@ def claimed_value(
     if not theory.var_finite:
         return None
     exact = theory.scaled_var if scaled else theory.var
-    ctx = claim_context(theory.dk, theory.rho, exact, q, k)
-    return claim.evaluate(ctx)
+    value = claim.evaluate(claim_context(theory.dk, theory.rho, exact, q, k))
+    if value <= 0:
+        raise VarcheckError(
+            f"claim {claim.text!r} is {value!r} at d_k={theory.dk}; a variance claim must be > 0"
+        )
+    return value
 
 
 def estimate_row(
@@ -563,12 +567,7 @@ def run_claim_tests(
     prepared = []
     for t in tests:
         th = dot_product_theory(t.dk, t.q, t.k, t.rho)
-        value = claimed_value(t.claim, th, t.q, t.k, scaled=t.scaled)
-        if value is not None and value <= 0:
-            raise VarcheckError(
-                f"claim {t.claim.text!r} is {value!r} at d_k={t.dk}; a variance claim must be > 0"
-            )
-        prepared.append((t, th, value))
+        prepared.append((t, th, claimed_value(t.claim, th, t.q, t.k, scaled=t.scaled)))
     estimates, _ = _estimate_all(
         [(t.q, t.k, th, t.stream) for t, th, _ in prepared],
         seed=seed,
