@@ -19,9 +19,10 @@ $(STAMP): pyproject.toml Makefile
 
 setup: $(STAMP)
 
-## the main job
+## the main job. Exit 1 (a row rejected) is a result, not a failure of the command: with a
+## fresh seed a true claim shows a rejection in at most 5% of runs, by design (Holm, 95%).
 run: $(STAMP)
-	$(BIN)/varcheck sweep --dk 2..512
+	@$(BIN)/varcheck sweep --dk 2..512; code=$$?; [ $$code -le 1 ] || exit $$code
 
 ## lint + the whole test suite (this is what .ci/run calls)
 test: $(STAMP)

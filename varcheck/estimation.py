@@ -38,6 +38,8 @@ from .theory import DotProductTheory
 
 __all__ = [
     "ConfidenceInterval",
+    "block_interval",
+    "claim_statistic",
     "hall_interval",
     "hall_transform",
     "log_interval",
@@ -216,20 +218,15 @@ class VarianceEstimate:
         return self.blocks - 1
 
     def t_statistic(self, claim: float) -> float:
-        """Hall-transformed studentised distance of the claim (what the interval inverts)."""
-        if self.interval_method == "log":
-            return self._log_t_statistic(claim)
-        if self.se == 0:
-            return 0.0 if self.var == claim else math.copysign(math.inf, self.var - claim)
-        return hall_transform((self.var - claim) / self.se, self.skewness, self.blocks)
-
-    def _log_t_statistic(self, claim: float) -> float:
-        """(log V - log claim) / (SE / V): the statistic the log-scale interval inverts."""
-        if claim <= 0 or self.var <= 0:
-            return math.copysign(math.inf, self.var - claim)
-        if self.se == 0:
-            return 0.0 if self.var == claim else math.copysign(math.inf, self.var - claim)
-        return (math.log(self.var) - math.log(claim)) * self.var / self.se
+        """The studentised distance of the claim that the interval inverts."""
+        return claim_statistic(
+            self.var,
+            self.se,
+            claim,
+            skewness=self.skewness,
+            blocks=self.blocks,
+            method=self.interval_method,
+        )
 
     def p_value(self, claim: float) -> float:
         """Two-sided p-value of the claim Var(q·k) = ``claim``."""
@@ -239,6 +236,34 @@ class VarianceEstimate:
         """Estimate and interval of Var(c · q·k) for ``factor`` = c²."""
         lo, hi = self.confidence_interval
         return self.var * factor, ConfidenceInterval(lo * factor, hi * factor)
+
+
+def claim_statistic(
+    var: float, se: float, claim: float, *, skewness: float, blocks: int, method: str
+) -> float:
+    """Studentised distance of ``claim`` from the estimate, on the interval's own scale.
+
+    ``hall``: Hall's transform of (V - claim) / SE; ``log``: (log V - log claim) / (SE / V).
+    Compared with Student's t on ``blocks - 1`` degrees of freedom it gives the p-value whose
+    acceptance region is exactly the interval.
+    """
+    if se == 0:
+        return 0.0 if var == claim else math.copysign(math.inf, var - claim)
+    if method == "log":
+        if claim <= 0 or var <= 0:
+            return math.copysign(math.inf, var - claim)
+        return (math.log(var) - math.log(claim)) * var / se
+    return hall_transform((var - claim) / se, skewness, blocks)
+
+
+def block_interval(
+    acc: BlockAccumulator, est: float, se: float, confidence: float, method: str
+) -> ConfidenceInterval:
+    """The interval for an accumulator's variance estimate (``hall`` or ``log`` method)."""
+    tq = t_quantile(confidence, acc.n - 1)
+    if method == "log":
+        return log_interval(est, se, tq)
+    return hall_interval(est, se, acc.skewness(), acc.n, tq)
 
 
 def log_interval(est: float, se: float, tq: float) -> ConfidenceInterval:
@@ -285,7 +310,7 @@ def hall_interval(est: float, se: float, skew: float, n: int, tq: float) -> Conf
     )
 
 
-def _relative_half_width(est: float, interval: ConfidenceInterval) -> float:
+def relative_half_width(est: float, interval: ConfidenceInterval) -> float:
     """Half the interval's width over the estimate (what ``precision`` targets)."""
     if est <= 0 or not math.isfinite(interval.high - interval.low):
         return math.inf
@@ -423,13 +448,13 @@ def estimate_variance(
                 stop_reason = "samples"
             break
         est, se, _ = acc.variance_and_se()
-        rel = _relative_half_width(est, _interval(acc, est, se, confidence, method))
+        rel = relative_half_width(est, block_interval(acc, est, se, confidence, method))
         if rel <= precision:
             break
         grow = (rel / precision) ** 2 * _OVERSHOOT if math.isfinite(rel) else _ROUND_GROWTH_CAP
         target_blocks = int(math.ceil(acc.n * min(grow, _ROUND_GROWTH_CAP)))
     est, se, mean = acc.variance_and_se()
-    interval = _interval(acc, est, se, confidence, method)
+    interval = block_interval(acc, est, se, confidence, method)
     return VarianceEstimate(
         var=est,
         confidence_interval=interval,
@@ -439,17 +464,8 @@ def estimate_variance(
         blocks=acc.n,
         block_side=plan.side,
         confidence=confidence,
-        precision=_relative_half_width(est, interval),
+        precision=relative_half_width(est, interval),
         stop_reason=stop_reason,
         skewness=acc.skewness(),
         interval_method=method,
     )
-
-
-def _interval(
-    acc: BlockAccumulator, est: float, se: float, confidence: float, method: str
-) -> ConfidenceInterval:
-    tq = t_quantile(confidence, acc.n - 1)
-    if method == "log":
-        return log_interval(est, se, tq)
-    return hall_interval(est, se, acc.skewness(), acc.n, tq)

@@ -37,8 +37,8 @@ Monte Carlo. Products computed from the same weights or the same input rows are 
 each interval is built from independent blocks: with random weights, one block is one fresh
 draw of (W_q, W_k) and of ``tokens`` input rows; with fixed weights, one block is a fresh draw
 of the input rows. A block is reduced to the mean of its products and of their squares, and
-the estimator, log-scale interval and test of :mod:`varcheck.estimation` apply unchanged (as
-in ``sweep``). Verdicts are Holm-adjusted over all rows.
+the estimator, interval and test of :mod:`varcheck.estimation` apply unchanged (as in
+``sweep``). Verdicts are Holm-adjusted over all rows.
 
 Checks and findings. Rows whose prediction is derived to be exact in its setting (the relaxed
 formula for random weights and different tokens, the derived same-token value, the exact
@@ -66,7 +66,9 @@ from .estimation import (
     MIN_BLOCKS,
     BlockAccumulator,
     ConfidenceInterval,
-    log_interval,
+    block_interval,
+    claim_statistic,
+    relative_half_width,
     t_quantile,
     t_two_sided_p,
 )
@@ -136,27 +138,8 @@ def init_sd(init: str, dx: int, dk: int) -> float:
 
 
 def _moment_finite(dist: Distribution, order: int) -> bool:
-    """Whether E|X|^order is finite (order up to 8), from the family."""
-    if order <= 2:
-        return math.isfinite(dist.var)
-    if order <= 4:
-        return math.isfinite(dist.mu4)
-    if dist.family in ("normal", "uniform", "rademacher", "laplace"):
-        return True
-    if dist.family == "t":
-        return dict(dist.params)["df"] > order
-    import warnings
-
-    from .distributions import _scipy_frozen
-
-    name = dist.family[len("scipy.") :]
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        try:
-            value = float(_scipy_frozen(name, dist.params).moment(order))
-        except Exception:  # noqa: BLE001 - scipy raises various errors for divergent moments
-            return False
-    return math.isfinite(value)
+    """E|X|^order < inf (see :attr:`varcheck.Distribution.max_moment`)."""
+    return dist.max_moment >= order
 
 
 @dataclass(frozen=True)
@@ -307,8 +290,9 @@ class MonteCarloVariance:
     var : float
         Unbiased estimate of the variance.
     confidence_interval : ConfidenceInterval
-        Interval V · exp(± t · SE / V), Student t with ``blocks - 1`` degrees of freedom (the
-        log-scale interval of :func:`varcheck.estimation.log_interval`, as in ``sweep``).
+        The interval of :func:`varcheck.estimation.block_interval`, as in ``sweep``: Student t
+        on ``blocks - 1`` degrees of freedom with Hall's skewness correction, or on the log
+        scale when the inputs' twelfth moment is infinite (``interval_method``).
     se : float
         Standard error of ``var`` (delta method over blocks).
     mean : float
@@ -338,14 +322,19 @@ class MonteCarloVariance:
     confidence: float
     precision: float
     stop_reason: str
+    skewness: float = 0.0
+    interval_method: str = "hall"
 
     def t_statistic(self, claim: float) -> float:
-        """(log V − log claim) / (SE / V): the statistic the log-scale interval inverts."""
-        if claim <= 0 or self.var <= 0:
-            return math.copysign(math.inf, self.var - claim)
-        if self.se == 0:
-            return 0.0 if self.var == claim else math.copysign(math.inf, self.var - claim)
-        return (math.log(self.var) - math.log(claim)) * self.var / self.se
+        """The studentised distance of the claim that the interval inverts (as in ``sweep``)."""
+        return claim_statistic(
+            self.var,
+            self.se,
+            claim,
+            skewness=self.skewness,
+            blocks=self.blocks,
+            method=self.interval_method,
+        )
 
     def p_value(self, claim: float) -> float:
         """Two-sided p-value of the claim Var(q·k) = ``claim``."""
@@ -353,12 +342,12 @@ class MonteCarloVariance:
 
 
 def _summarise(
-    acc: BlockAccumulator, per_block: int, confidence: float, stop_reason: str
+    acc: BlockAccumulator, per_block: int, confidence: float, stop_reason: str, method: str
 ) -> MonteCarloVariance:
     est, se, mean = acc.variance_and_se()
     tq = t_quantile(confidence, acc.n - 1)
     mean_se = math.sqrt(acc.c_mm / (acc.n - 1) / acc.n)
-    interval = log_interval(est, se, tq)
+    interval = block_interval(acc, est, se, confidence, method)
     return MonteCarloVariance(
         var=est,
         confidence_interval=interval,
@@ -369,16 +358,11 @@ def _summarise(
         blocks=acc.n,
         products_per_block=per_block,
         confidence=confidence,
-        precision=_relative_half_width(est, se, tq),
+        precision=relative_half_width(est, interval),
         stop_reason=stop_reason,
+        skewness=acc.skewness(),
+        interval_method=method,
     )
-
-
-def _relative_half_width(est: float, se: float, tq: float) -> float:
-    """Half the width of the log-scale interval over the estimate: sinh(t · SE / V)."""
-    if est <= 0 or not math.isfinite(se):
-        return 0.0 if se == 0 else math.inf
-    return math.sinh(min(tq * se / est, 700.0))
 
 
 # draw(rng, n_blocks) -> {case: (block means, block mean squares)}
@@ -396,6 +380,7 @@ def _run_blocks(
     precision: float | None,
     blocks: int | None,
     max_seconds: float | None,
+    method: str = "hall",
 ) -> dict[str, MonteCarloVariance]:
     """Draw chunks of blocks until every case reaches ``precision`` (or the fixed ``blocks``)."""
     accs = {c: BlockAccumulator() for c in cases}
@@ -418,16 +403,16 @@ def _run_blocks(
                 break
         if stop != "precision" or n >= _MAX_BLOCKS:
             break
-        tq = t_quantile(confidence, n - 1)
         worst = 0.0
         for acc in accs.values():
             est, se, _ = acc.variance_and_se()
-            worst = max(worst, _relative_half_width(est, se, tq))
+            interval = block_interval(acc, est, se, confidence, method)
+            worst = max(worst, relative_half_width(est, interval))
         if worst <= precision:  # type: ignore[operator]
             break
         grow = (worst / precision) ** 2 * _OVERSHOOT if math.isfinite(worst) else _GROWTH_CAP
         target = min(_MAX_BLOCKS, int(math.ceil(n * min(grow, _GROWTH_CAP))))
-    return {c: _summarise(accs[c], cases[c], confidence, stop) for c in cases}
+    return {c: _summarise(accs[c], cases[c], confidence, stop, method) for c in cases}
 
 
 def _reduce(s: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -735,6 +720,9 @@ def project(
     _check_dims(dx, dk, tokens)
     sd = init_sd(init, dx, dk)
     x = input_law(x_dist, sigma_x)
+    # Hall's correction needs the skewness of (q·k)^2 to exist: E[x^12] for the same-token
+    # quadratic form; otherwise the log-scale interval
+    method = "hall" if x.dist.max_moment >= 12 else "log"
     confidence, precision, blocks, max_seconds = _check_budget(
         confidence, precision, blocks, max_seconds
     )
@@ -825,7 +813,7 @@ def project(
             draw = _fixed_weights_draw(x, wq, wk, tokens)
             size = tokens * (dx + 2 * dk + tokens)
         per_chunk = max(1, min(4096, _CHUNK_ELEMENTS // size))
-        res = _run_blocks(draw, cases, per_chunk, seed=seed, stream=index, **budget)
+        res = _run_blocks(draw, cases, per_chunk, seed=seed, stream=index, method=method, **budget)
         for c in per_block:
             estimates[(sec.name, c)] = res.get(c)
     if progress is not None:
