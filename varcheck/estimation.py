@@ -51,7 +51,9 @@ __all__ = [
     "MIN_BLOCKS",
 ]
 
-#: Fewest independent blocks behind any interval.
+#: Fewest independent blocks behind any interval. With fewer, the standard error is itself
+#: noisy, and stopping when it happens to come out small undercovers (64 blocks gave 92-96%
+#: coverage at d_k = 512, 1% precision, over 2 x 300 runs; 200 gave 94-96%).
 MIN_BLOCKS = 200
 _ROUND_GROWTH_CAP = 16.0
 _OVERSHOOT = 1.1
