@@ -180,3 +180,10 @@ def test_progress_reporter_draws_on_a_terminal_only_after_the_delay() -> None:
         shown(1, 2, 1.0)
         assert shown._progress is not None
     assert shown._progress is None  # closed on exit
+
+
+def test_cli_minimum_budget_matches_the_api() -> None:
+    from varcheck.api import MIN_SAMPLES
+    from varcheck.cli._common import MIN_SAMPLES as CLI_MIN
+
+    assert CLI_MIN == MIN_SAMPLES

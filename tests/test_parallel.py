@@ -73,8 +73,9 @@ def test_long_streaming_run_has_bounded_memory() -> None:
         "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
         "print(hwm.split()[1], file=sys.stderr)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
     row = json.loads(proc.stdout)["rows"][0]
     peak_mb = int(proc.stderr.strip().splitlines()[-1]) / 1024  # VmHWM is in KiB
     assert row["stop_reason"] == "max-seconds" and row["samples"] > 10**6

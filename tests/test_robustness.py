@@ -48,7 +48,7 @@ BAD_INPUTS = [
     (["sweep", "--rho", "nan"], "out of range"),
     (["sweep", "--claim", "dk +"], "not a valid expression"),
     (["sweep", "--claim", "__import__('os')"], "not allowed"),
-    (["sweep", "--samples", "10"], "must be a whole number >= 100"),
+    (["sweep", "--samples", "10"], "must be a whole number >= 1000"),
     (["sweep", "--samples", "abc"], "is not a number"),
     (["sweep", "--max-seconds", "0"], "out of range"),
     (["sweep", "--seed", "-1"], "-1 is not in the range"),
@@ -56,6 +56,12 @@ BAD_INPUTS = [
     (["sweep", "--format", "yaml"], "'yaml' is not one of"),
     (["sweep", "--plot", "/nonexistent-dir/x.png", "--dk", "4"], "does not exist"),
     (["sweep", "--bogus"], "No such option '--bogus'"),
+    (["sweep", "--dist", "normal:mean=1e200"], "outside the accepted range"),
+    (["sweep", "--dist", "normal:sd=1e-100"], "outside the accepted range"),
+    (["sweep", "--dist", "scipy.gamma:a=1e300"], "outside the accepted range"),
+    (["sweep", "--dk", "1..100000:1"], "more than 1000 values"),
+    (["sweep", "--dk", "1_000"], "is not a whole number"),
+    (["sweep", "--claim", "dk-8", "--dk", "4"], "must be > 0"),
     (["assert", "--claim", "dk"], "Missing option '--dk'"),
     (["assert", "--dk", "4", "--claim", "log(dk"], "not a valid expression"),
     (["assert", "--dk", "4", "--claim", "dk", "--tolerance", "-1"], "out of range"),
@@ -346,3 +352,13 @@ def test_cli_fuzz(run_cli, command: str, args: list[str]) -> None:
     assert "Traceback" not in res.output and "internal error" not in res.output, res.output
     if res.exit_code == 2:
         assert len(res.output.strip().splitlines()) == 1, res.output
+
+
+def test_large_means_do_not_cancel() -> None:
+    """|mean| >> sd: products are centred on the exact mean before squaring."""
+    from varcheck import sweep
+
+    res = sweep("4,64", dist="normal:mean=1e5", seed=2, precision=0.02)
+    assert res.exit_code == 0, [(r.dk, r.estimate) for r in res.rows]
+    for row in res.rows:
+        assert row.estimate.var == pytest.approx(row.theory.var, rel=0.05)

@@ -38,6 +38,7 @@ from .api import (
     _resolve_dists,
     check_sampling_options,
     check_tolerance,
+    claimed_value,
     resolve_seed,
     run_claim_tests,
 )
@@ -45,6 +46,7 @@ from .claims import Claim, parse_claim
 from .distributions import Distribution
 from .errors import VarcheckError
 from .ranges import resolve_dks
+from .theory import dot_product_theory
 from .verdicts import OUTCOME_EXIT, OUTCOME_RANK, PASS
 
 __all__ = ["ClaimSpec", "CheckFile", "ClaimOutcome", "CheckResult", "load_check_file", "check"]
@@ -133,6 +135,8 @@ class CheckResult:
 
     @property
     def outcome(self) -> str:
+        if self.interrupted:
+            return "interrupted"
         if not self.claims:
             return PASS
         return max((c.outcome for c in self.claims), key=OUTCOME_RANK.__getitem__)
@@ -208,6 +212,8 @@ def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> C
         description = table.get("description", "")
         if not isinstance(description, str):
             raise VarcheckError(f"description must be a string, got {description!r}")
+        for dk in dks:  # every claimed value must exist and be > 0 before any sampling
+            claimed_value(claim, dot_product_theory(dk, q, k, rho), q, k, scaled=scaled)
     except VarcheckError as exc:
         message = str(exc)
         raise VarcheckError(
@@ -283,6 +289,10 @@ def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
     try:
         confidence = _confidence_from(defaults.get("confidence"), defaults.get("alpha"))
         samples = defaults.get("samples")
+        if samples is not None and "precision" in defaults:
+            raise VarcheckError(
+                "give samples or precision, not both (samples fixes the number of products)"
+            )
         precision = None if samples is not None else defaults.get("precision", 0.01)
         confidence, precision, samples, max_seconds = check_sampling_options(
             confidence, precision, samples, defaults.get("max_seconds")

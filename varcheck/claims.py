@@ -162,7 +162,7 @@ def parse_claim(text: str | float | int) -> Claim:
     if isinstance(text, bool):
         raise VarcheckError(f"claim must be a number or an expression, got {text!r}")
     if isinstance(text, int | float):
-        text = repr(float(text))
+        text = repr(text)
     if not isinstance(text, str) or not text.strip():
         raise VarcheckError(f"claim must be a non-empty expression; {_ACCEPTED}")
     if len(text) > 500:

@@ -87,7 +87,7 @@ class Distribution:
         """Kurtosis mu4 / var^2 (3 for a normal); ``inf`` when mu4 is infinite."""
         if not math.isfinite(self.mu4):
             return math.inf
-        return self.mu4 / self.var**2
+        return self.mu4 / self.var / self.var
 
     @property
     def is_normal(self) -> bool:
@@ -223,6 +223,37 @@ def parse_distribution(spec: str | Distribution) -> Distribution:
     """
     if isinstance(spec, Distribution):
         return spec
+    try:
+        dist = _parse(spec)
+    except OverflowError:
+        raise VarcheckError(
+            f"distribution {spec!r}: its moments overflow; accepted: |mean| <= {MAX_ABS_MEAN:g} "
+            f"and sd in [{SD_RANGE[0]:g}, {SD_RANGE[1]:g}]"
+        ) from None
+    _check_scale(spec, dist)
+    return dist
+
+
+#: Entry scales varcheck accepts: beyond them float64 moments overflow or cancel.
+MAX_ABS_MEAN = 1e6
+SD_RANGE = (1e-6, 1e6)
+
+
+def _check_scale(spec: str, dist: Distribution) -> None:
+    lo, hi = SD_RANGE
+    if math.isfinite(dist.mean) and abs(dist.mean) > MAX_ABS_MEAN:
+        raise VarcheckError(
+            f"distribution {spec!r}: its mean {dist.mean:.3g} is outside the accepted range "
+            f"|mean| <= {MAX_ABS_MEAN:g}"
+        )
+    if math.isfinite(dist.var) and not lo <= math.sqrt(dist.var) <= hi:
+        raise VarcheckError(
+            f"distribution {spec!r}: its sd {math.sqrt(dist.var):.3g} is outside the accepted "
+            f"range [{lo:g}, {hi:g}]"
+        )
+
+
+def _parse(spec: str) -> Distribution:
     if not isinstance(spec, str) or not spec.strip():
         raise VarcheckError(
             f"distribution spec must be a non-empty string like 'normal', got {spec!r}"
@@ -410,15 +441,30 @@ def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
         raise VarcheckError(f"distribution {spec!r}: scale={_fmt(params['scale'])} must be > 0")
     mean, sd = _check_affine(spec, params)
     shape_kwargs = {k: v for k, v in params.items() if k not in ("mean", "sd")}
-    frozen = obj(**shape_kwargs)
-    low, high = frozen.support()
+    given = ", ".join(f"{k}={_fmt(v)}" for k, v in shape_kwargs.items())
+    try:
+        import warnings
+
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            frozen = obj(**shape_kwargs)
+            low, high = frozen.support()
+            m, v, s, k = (float(x) for x in frozen.stats(moments="mvsk"))
+    except (ArithmeticError, ValueError, TypeError):
+        raise VarcheckError(
+            f"distribution {spec!r}: scipy cannot compute {name} with these parameters ({given})"
+        ) from None
     if math.isnan(low) or math.isnan(high):
-        given = ", ".join(f"{k}={_fmt(v)}" for k, v in shape_kwargs.items())
         raise VarcheckError(f"distribution {spec!r}: invalid parameters for {name} ({given})")
-    m, v, s, k = (float(x) for x in frozen.stats(moments="mvsk"))
     # scipy reports nan where the defining integral diverges; by the L^p definition the
     # variance (and higher moments) are then infinite, the mean undefined.
     v = v if math.isfinite(v) else math.inf
+    lo, hi = SD_RANGE
+    if math.isfinite(v) and not lo * lo <= v <= hi * hi and "sd" not in params:
+        raise VarcheckError(
+            f"distribution {spec!r}: its sd {math.sqrt(v):.3g} is outside the accepted range "
+            f"[{lo:g}, {hi:g}] (give sd= to rescale it)"
+        )
     mu3 = s * v**1.5 if math.isfinite(s) and math.isfinite(v) else math.inf
     mu4 = (k + 3.0) * v * v if math.isfinite(k) and math.isfinite(v) else math.inf
     m = m if math.isfinite(m) else math.nan
@@ -472,16 +518,35 @@ def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
 
 # scipy families whose p-th moment is finite exactly for p below one shape parameter. scipy's
 # numerical moment() returns finite garbage for heavy tails, so it cannot be used to tell.
-_SCIPY_TAIL_SHAPE = {"t": "df", "pareto": "b", "lomax": "c", "invgamma": "a", "f": "dfd"}
+_SCIPY_TAIL_SHAPE = {
+    "t": "df",
+    "nct": "df",
+    "pareto": "b",
+    "lomax": "c",
+    "invgamma": "a",
+    "f": "dfd",
+    "fisk": "c",
+    "burr": "c",
+    "invweibull": "c",
+    "loglaplace": "c",
+}
 
 
 def _scipy_max_moment(name: str, shapes: dict[str, float], var: float, mu4: float) -> float:
     """Largest whole p <= 8 with a finite p-th moment (``inf``: assumed all, when mu4 is finite)."""
     short = name[len("scipy.") :]
+    index = None
     if short in _SCIPY_TAIL_SHAPE:
         index = shapes[_SCIPY_TAIL_SHAPE[short]]
         if short == "f":
             index /= 2.0  # E[F^p] is finite for p < dfd / 2
+    elif short == "burr12":
+        index = shapes["c"] * shapes["d"]
+    elif short in ("genpareto", "genextreme"):
+        c = shapes["c"]
+        heavy = c > 0 if short == "genpareto" else c < 0
+        index = 1.0 / abs(c) if heavy else None
+    if index is not None:
         return float(math.ceil(index) - 1)
     if not math.isfinite(var):
         return 1.0

@@ -255,7 +255,10 @@ def claim_statistic(
         if claim <= 0 or var <= 0:
             return math.copysign(math.inf, var - claim)
         return (math.log(var) - math.log(claim)) * var / se
-    return hall_transform((var - claim) / se, skewness, blocks)
+    t = (var - claim) / se
+    if abs(t) > 1e50:  # far outside any interval; the cubic would overflow
+        return math.copysign(math.inf, t)
+    return hall_transform(t, skewness, blocks)
 
 
 def block_interval(
@@ -329,9 +332,12 @@ def run_chunk(
     chunk: int,
     blocks: int,
     rho: float,
+    shift: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Draw chunk number ``chunk`` of a stream with its own generator (a picklable task)."""
-    return draw_chunk(q, k, dk, plan, _chunk_rng(seed, stream, chunk), blocks=blocks, rho=rho)
+    return draw_chunk(
+        q, k, dk, plan, _chunk_rng(seed, stream, chunk), blocks=blocks, rho=rho, shift=shift
+    )
 
 
 def _chunk_rng(seed: int, stream: tuple[int, ...], chunk: int) -> np.random.Generator:
@@ -412,6 +418,9 @@ def estimate_variance(
     # Hall's skewness correction needs a finite third moment of (q·k)^2, i.e. E[(q·k)^6];
     # without it the sample skewness is noise and the log scale is the safer correction
     method = "log" if theory.slow_convergence else "hall"
+    # products are centred on the exact mean before squaring: the variance estimate is
+    # unchanged (it does not assume the mean) but no longer cancels when |mean| >> sd
+    shift = theory.mean if math.isfinite(theory.mean) else 0.0
     acc = BlockAccumulator()
     runner = SerialRunner() if runner is None else runner
     start = time.perf_counter()
@@ -432,6 +441,7 @@ def estimate_variance(
                 next_chunk + i,
                 min(plan.blocks_per_chunk, wanted - i * plan.blocks_per_chunk),
                 rho,
+                shift,
             )
             for i in range(n_chunks)
         )
@@ -456,6 +466,7 @@ def estimate_variance(
         grow = (rel / precision) ** 2 * _OVERSHOOT if math.isfinite(rel) else _ROUND_GROWTH_CAP
         target_blocks = int(math.ceil(acc.n * min(grow, _ROUND_GROWTH_CAP)))
     est, se, mean = acc.variance_and_se()
+    mean += shift
     interval = block_interval(acc, est, se, confidence, method)
     return VarianceEstimate(
         var=est,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+import re
 from collections.abc import Iterable
 
 from .errors import VarcheckError
@@ -10,6 +12,8 @@ __all__ = ["parse_dk", "resolve_dks", "MAX_DK"]
 
 #: Largest accepted d_k (a memory and time guard; sampling chunks along d_k beyond ~10^6).
 MAX_DK = 1_000_000
+#: Most d_k values one run may ask for (each is a row of its own).
+MAX_VALUES = 1000
 
 _ACCEPTED = "accepted: N, A..B (doubling), A..B:S (step S), or a comma list such as 2,3,10..40:10"
 
@@ -17,6 +21,8 @@ _ACCEPTED = "accepted: N, A..B (doubling), A..B:S (step S), or a comma list such
 def _int(text: str, whole: str) -> int:
     text = text.strip()
     try:
+        if not re.fullmatch(r"-?[0-9]+", text):  # no "1_000", "+4", " 4 2"
+            raise ValueError
         value = int(text)
     except ValueError:
         raise VarcheckError(f"d_k {whole!r}: {text!r} is not a whole number; {_ACCEPTED}") from None
@@ -84,6 +90,8 @@ def parse_dk(text: str) -> list[int]:
                 raise VarcheckError(f"d_k {text!r}: d_k={v} is listed twice")
             seen.add(v)
             out.append(v)
+            if len(out) > MAX_VALUES:
+                raise VarcheckError(f"d_k {text!r} names more than {MAX_VALUES} values")
     return out
 
 
@@ -91,9 +99,15 @@ def resolve_dks(dk: int | str | Iterable[int]) -> list[int]:
     """d_k values from a spec string (see :func:`parse_dk`), one int, or an iterable of ints."""
     if isinstance(dk, str):
         return parse_dk(dk)
-    values = [dk] if isinstance(dk, int) else list(dk)
+    one = isinstance(dk, numbers.Integral) and not isinstance(dk, bool)
+    values = [dk] if one else list(dk)
     if not values:
         raise VarcheckError("dk must name at least one value")
+    if len(values) > MAX_VALUES:
+        raise VarcheckError(f"dk names {len(values)} values; at most {MAX_VALUES} are accepted")
+    values = [
+        int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for v in values
+    ]
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_DK:
             raise VarcheckError(f"dk must be whole numbers in 1..{MAX_DK}, got {v!r}")

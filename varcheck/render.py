@@ -41,6 +41,7 @@ VERDICT_STYLE = {
     "pass": "green",
     "fail": "bold red",
     "inconclusive": "yellow",
+    "interrupted": "bold yellow",
 }
 
 
@@ -271,7 +272,7 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
         else f"{result.samples:,} products per row"
     )
     table = Table(
-        title=sweep_title(result),
+        title=f"{sweep_title(result)} · seed {result.seed} · {conf} intervals",
         caption=(
             f"seed {result.seed} · {conf} intervals · {target} · verdicts Holm-adjusted over "
             f"{len(result.rows)} rows (family-wise error ≤ {result.alpha:.3g}) · varcheck "
@@ -317,8 +318,9 @@ def sweep_notes(result: SweepResult) -> list[str]:
     if "unreliable" in verdicts:
         notes.append(
             "[bold yellow]unreliable:[/] Var(q·k) is finite but E[(q·k)^4] is infinite (an entry "
-            "distribution has an infinite fourth moment), so the sample variance has no finite "
-            "variance and no interval for it can be trusted. Estimates are shown, verdicts are not."
+            "distribution has an infinite fourth moment), or the kurtosis of q·k is so extreme "
+            "(> 10^6) that the sample variance converges too slowly; no interval for it can be "
+            "trusted. Estimates are shown, verdicts are not."
         )
     if any(r.theory.slow_convergence for r in result.rows):
         notes.append(
@@ -417,6 +419,10 @@ def reproduce_command(result: VerifyResult) -> str:
         parts.append("--scaled")
     if result.tolerance is not None:
         parts.append(f"--tolerance {result.tolerance!r}")
+    if result.requested_samples is not None:
+        parts.append(f"--samples {result.requested_samples}")
+    elif result.precision is not None and result.precision != 0.01:
+        parts.append(f"--precision {result.precision!r}")
     if result.confidence != 0.95:
         parts.append(f"--confidence {result.confidence!r}")
     parts.append(f"--seed {result.seed}")
@@ -459,7 +465,10 @@ def render_verify(result: VerifyResult, fmt_name: str, console: Console) -> None
     for line in rest:
         console.print(line, highlight=False)
     if result.outcome in ("unreliable", "infinite"):
-        console.print("  (no verdict: see the note on infinite moments in `varcheck sweep --help`)")
+        console.print(
+            "  (no verdict: with an infinite variance or fourth moment no interval can be "
+            "trusted; exit 4)"
+        )
     console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
 
 
@@ -479,7 +488,7 @@ def check_to_json(result: CheckResult) -> str:
             "file": result.path,
             "seed": result.seed,
             "confidence": result.confidence,
-            "alpha": 1.0 - result.confidence,
+            "alpha": round(1.0 - result.confidence, 12),
             "family_size": result.family_size,
             "outcome": result.outcome,
             "interrupted": result.interrupted,
@@ -571,6 +580,18 @@ def render_check(result: CheckResult, fmt_name: str, console: Console) -> None:
         console.file.write(records_to_markdown(records, meta, f"varcheck check {result.path}"))
 
 
+def rerun_command(result: CheckResult) -> str:
+    """The command line that reruns a claim file with the same seed and sampling effort."""
+    parts = [f"varcheck check {result.path}", f"--seed {result.seed}"]
+    if result.samples is not None:
+        parts.append(f"--samples {result.samples}")
+    elif result.precision is not None and result.precision != 0.01:
+        parts.append(f"--precision {result.precision!r}")
+    if result.confidence != 0.95:
+        parts.append(f"--confidence {result.confidence!r}")
+    return " ".join(parts)
+
+
 def check_to_junit(result: CheckResult) -> str:
     """JUnit XML: one test case per claim; fail → <failure>, inconclusive → <failure
     type="inconclusive">, no valid test → <error>."""
@@ -578,13 +599,14 @@ def check_to_junit(result: CheckResult) -> str:
 
     failures = sum(co.outcome in ("fail", "inconclusive") for co in result.claims)
     errors = sum(co.outcome in ("unreliable", "infinite") for co in result.claims)
+    errors += result.interrupted
     suites = ET.Element("testsuites")
     suite = ET.SubElement(
         suites,
         "testsuite",
         {
             "name": f"varcheck check {result.path}",
-            "tests": str(len(result.claims)),
+            "tests": str(len(result.claims) + result.interrupted),
             "failures": str(failures),
             "errors": str(errors),
             "skipped": "0",
@@ -602,7 +624,7 @@ def check_to_junit(result: CheckResult) -> str:
         case = ET.SubElement(
             suite, "testcase", {"classname": "varcheck.check", "name": co.spec.name}
         )
-        rerun = f"varcheck check {result.path} --seed {result.seed}"
+        rerun = rerun_command(result)
         details = "\n\n".join(verify_paragraph(r, rerun) for r in co.results)
         bad = [r for r in co.results if r.outcome != "pass"]
         if co.outcome == "pass":
@@ -612,6 +634,18 @@ def check_to_junit(result: CheckResult) -> str:
         message = f"{co.outcome}: {first.reason} (d_k={first.dk})"
         tag = "error" if co.outcome in ("unreliable", "infinite") else "failure"
         ET.SubElement(case, tag, {"message": message, "type": co.outcome}).text = details
+    if result.interrupted:
+        case = ET.SubElement(
+            suite, "testcase", {"classname": "varcheck.check", "name": "interrupted"}
+        )
+        ET.SubElement(
+            case,
+            "error",
+            {
+                "message": "interrupted: only the claims above were checked",
+                "type": "interrupted",
+            },
+        )
     ET.indent(suites)
     return (
         '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

@@ -132,6 +132,7 @@ def draw_chunk(
     *,
     blocks: int | None = None,
     rho: float = 0.0,
+    shift: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Draw one chunk of blocks and return per-block (mean of s, mean of s²).
 
@@ -149,11 +150,14 @@ def draw_chunk(
         Number of blocks (default ``plan.blocks_per_chunk``).
     rho : float
         Correlation of q_i with k_i (normal entries; needs ``plan.paired``).
+    shift : float
+        Subtracted from every product before reducing (e.g. the exact mean): the variance is
+        unchanged, and the squares do not swamp it when the mean is large.
 
     Returns
     -------
     means, mean_squares : ndarray
-        One value per block.
+        One value per block, of the shifted products.
     """
     n_blocks = plan.blocks_per_chunk if blocks is None else blocks
     side = plan.side
@@ -176,9 +180,13 @@ def draw_chunk(
                 qa = q.sample(rng, (n_blocks, width))
                 ka = k.sample(rng, (n_blocks, width))
             total += _dot_rows(qa, ka)
+        if shift:
+            total -= shift
         return total, total * total
     qm = q.sample(rng, (n_blocks, side, dk))
     km = k.sample(rng, (n_blocks, dk, side))
     s = np.matmul(qm, km)
     flat = s.reshape(n_blocks, -1)
+    if shift:
+        flat -= shift
     return flat.mean(axis=1), np.einsum("ij,ij->i", flat, flat) / flat.shape[1]

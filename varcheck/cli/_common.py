@@ -15,6 +15,8 @@ from ..distributions import Distribution, parse_distribution
 from ..errors import VarcheckError
 from ..ranges import parse_dk
 
+MIN_SAMPLES = 1000  # = varcheck.api.MIN_SAMPLES; a test keeps the two in step
+
 EXIT_CODES_HELP = (
     "Exit codes: 0 all consistent (or pass), 1 some claim rejected (fail), 2 bad usage or input, "
     "3 inconclusive, 4 no valid test for some row (infinite variance or infinite fourth moment), "
@@ -69,6 +71,9 @@ class CountType(click.ParamType):
 
     name = "N"
 
+    def __init__(self, minimum: int = 100) -> None:
+        self.minimum = minimum
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
@@ -78,13 +83,19 @@ class CountType(click.ParamType):
             self.fail(
                 f"{value!r} is not a number; give a whole number such as 100000 or 1e6", param, ctx
             )
-        if not math.isfinite(number) or not number.is_integer() or number < 100:
-            self.fail(f"{value!r} must be a whole number >= 100 (e.g. 100000 or 1e6)", param, ctx)
+        if not math.isfinite(number) or not number.is_integer() or number < self.minimum:
+            self.fail(
+                f"{value!r} must be a whole number >= {self.minimum} (e.g. 100000 or 1e6)",
+                param,
+                ctx,
+            )
         return int(number)
 
 
-def finite_float(lo: float | None = None, hi: float | None = None, *, what: str) -> click.ParamType:
-    """A float in the open interval (lo, hi); NaN and infinities are refused."""
+def finite_float(
+    lo: float | None = None, hi: float | None = None, *, what: str, closed: bool = False
+) -> click.ParamType:
+    """A float in (lo, hi), or [lo, hi] when ``closed``; NaN and infinities are refused."""
 
     class _Float(click.ParamType):
         name = "FLOAT"
@@ -99,11 +110,9 @@ def finite_float(lo: float | None = None, hi: float | None = None, *, what: str)
                     number = float(value)
                 except ValueError:
                     self.fail(f"{value!r} is not a number; accepted: {what}", param, ctx)
-            ok = (
-                math.isfinite(number)
-                and (lo is None or number > lo)
-                and (hi is None or number < hi)
-            )
+            above = lo is None or (number >= lo if closed else number > lo)
+            below = hi is None or (number <= hi if closed else number < hi)
+            ok = math.isfinite(number) and above and below
             if not ok:
                 self.fail(f"{value!r} is out of range; accepted: {what}", param, ctx)
             return number
@@ -115,7 +124,7 @@ def dist_options(f: Callable) -> Callable:
     """--dist, --q-dist, --k-dist, --rho."""
     f = click.option(
         "--rho",
-        type=finite_float(-1.0 - 1e-300, 1.0 + 1e-300, what="a number in [-1, 1]"),
+        type=finite_float(-1.0, 1.0, what="a number in [-1, 1]", closed=True),
         default=0.0,
         show_default=True,
         help="Correlation of q_i with k_i (normal entries).",
@@ -198,7 +207,7 @@ def sampling_options(f: Callable) -> Callable:
     )(f)
     f = click.option(
         "--samples",
-        type=CountType(),
+        type=CountType(MIN_SAMPLES),
         default=None,
         help="Fixed number of q·k products per row instead of --precision (e.g. 1e6).",
     )(f)

@@ -52,7 +52,7 @@ that a file of true claims fails at most 1 - confidence. The exit code is the wo
 )
 @click.option(
     "--samples",
-    type=CountType(),
+    type=CountType(1000),
     default=None,
     help="Fixed number of products per test instead of --precision.",
 )
@@ -105,6 +105,10 @@ def command(
         raise click.UsageError("--precision and --samples cannot be used together")
     spec = load_check_file(file)
     if junit is not None:
+        import os
+
+        # like pytest's --junitxml, create the report's folder (e.g. reports/varcheck.xml)
+        os.makedirs(os.path.dirname(os.path.abspath(junit)), exist_ok=True)
         check_output_path(junit, "--junit-xml")
     with ProgressReporter("check") as progress:
         result = check(
