@@ -177,8 +177,9 @@ claim = "dk"
 
 def test_cli_table_and_same_seed(run_cli, tmp_path: Path) -> None:
     path = _write(tmp_path, '[[claim]]\nname = "a"\ndk = "2..16"\nclaim = "dk"\n')
-    first = run_cli("check", str(path), "--seed", "9", "--precision", "0.05", "--format", "json")
-    again = run_cli("check", str(path), "--seed", "9", "--precision", "0.05", "--format", "json")
+    # a true claim: a given seed fails the family with probability <= 5%; this one passes
+    first = run_cli("check", str(path), "--seed", "10", "--precision", "0.05", "--format", "json")
+    again = run_cli("check", str(path), "--seed", "10", "--precision", "0.05", "--format", "json")
     assert first.exit_code == 0 and first.output == again.output
     table = run_cli("check", str(path), "--seed", "9", "--precision", "0.05")
     assert "seed 9" in table.output and "Holm over 4 tests" in table.output
@@ -240,7 +241,8 @@ def test_missing_file_and_unwritable_report(run_cli, tmp_path: Path) -> None:
     assert res.exit_code == 2 and "cannot read" in res.output
     path = _write(tmp_path, '[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n')
     # like pytest's --junitxml, the report's folder is created
-    res = run_cli("check", str(path), "--junit-xml", str(tmp_path / "new" / "dir" / "r.xml"))
+    report = str(tmp_path / "new" / "dir" / "r.xml")
+    res = run_cli("check", str(path), "--junit-xml", report, "--seed", "3")  # a passing seed
     assert res.exit_code == 0, res.output
     assert (tmp_path / "new" / "dir" / "r.xml").stat().st_size > 0
 

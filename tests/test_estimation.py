@@ -81,3 +81,19 @@ def test_max_seconds_stops_early() -> None:
     th = dot_product_theory(64, q, q)
     est = estimate_variance(q, q, th, seed=1, precision=1e-5, max_seconds=0.3)
     assert est.stop_reason == "max-seconds" and est.precision > 1e-5
+
+
+@pytest.mark.parametrize("df", [100, 199, 1000, 10**5, 10**9])
+def test_student_t_without_scipy_matches_scipy(df: int) -> None:
+    """From T_LARGE_DF on, p-values and quantiles skip scipy (start-up); they must agree."""
+    from scipy.special import stdtr, stdtrit
+
+    from varcheck.estimation import T_LARGE_DF, t_quantile, t_two_sided_p
+
+    assert df >= T_LARGE_DF
+    for t in (0.0, 0.3, 1.0, 1.96, 2.6, 4.0, 7.0, 11.0):
+        exact = 2.0 * stdtr(df, -t)
+        assert t_two_sided_p(t, df) == pytest.approx(exact, rel=1e-7, abs=1e-300)
+    for conf in (0.5, 0.9, 0.95, 0.99, 0.9999):
+        assert t_quantile(conf, df) == pytest.approx(stdtrit(df, 0.5 + conf / 2), rel=1e-10)
+    assert t_two_sided_p(math.inf, df) == 0.0 and math.isnan(t_two_sided_p(math.nan, df))

@@ -155,7 +155,7 @@ def _varcheck(*args: str) -> list[str]:
 def test_sigint_prints_partial_rows_and_exits_130(fmt: str) -> None:
     proc = subprocess.Popen(
         _varcheck(
-            "sweep", "--dk", "2..512", "--precision", "0.0005", "--seed", "1", "--format", fmt
+            "sweep", "--dk", "2..512", "--precision", "0.0001", "--seed", "1", "--format", fmt
         ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -180,7 +180,7 @@ def test_sigint_prints_partial_rows_and_exits_130(fmt: str) -> None:
 def test_sigint_during_check_exits_130(tmp_path: Path) -> None:
     claims = tmp_path / "c.toml"
     claims.write_text(
-        '[defaults]\nprecision = 0.0005\n[[claim]]\nname = "a"\ndk = "2..512"\nclaim = "dk"\n'
+        '[defaults]\nprecision = 0.0001\n[[claim]]\nname = "a"\ndk = "2..512"\nclaim = "dk"\n'
     )
     proc = subprocess.Popen(
         _varcheck("check", str(claims), "--format", "json"),

@@ -8,6 +8,8 @@ import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from ._version import __version__
 from .claims import Claim, claim_context, parse_claim
 from .distributions import Distribution, parse_distribution
@@ -15,6 +17,7 @@ from .errors import VarcheckError
 from .estimation import ConfidenceInterval, VarianceEstimate, estimate_variance
 from .parallel import Runner, check_workers, open_runner
 from .ranges import resolve_dks
+from .shared import SHARED_STREAM, can_share, estimate_shared
 from .theory import DotProductTheory, dot_product_theory
 from .verdicts import (
     CONSISTENT,
@@ -283,6 +286,32 @@ def estimate_row(
     )
 
 
+def _share_groups(
+    settings: list[tuple[Distribution, Distribution, DotProductTheory, tuple[int, ...]]],
+    share_keys: list[object] | None,
+    precision: float | None,
+    samples: int | None,
+) -> list[tuple[list[int], bool]]:
+    """Split setting indices into consecutive runs: ``(indices, shared)``.
+
+    Shared runs are drawn together in shared blocks; the others hold one setting each.
+    """
+    groups: list[tuple[list[int], bool]] = []
+    last_key: object = None
+    for i, (q, k, th, _) in enumerate(settings):
+        if not (samples is None and precision is not None and can_share(q, k, th)):
+            groups.append(([i], False))
+            last_key = None
+            continue
+        key = (None if share_keys is None else share_keys[i], q, k)
+        if last_key is not None and key == last_key:
+            groups[-1][0].append(i)
+        else:
+            groups.append(([i], True))
+        last_key = key
+    return groups
+
+
 def _estimate_all(
     settings: list[tuple[Distribution, Distribution, DotProductTheory, tuple[int, ...]]],
     *,
@@ -294,16 +323,27 @@ def _estimate_all(
     progress: ProgressCallback | None,
     workers: int | None,
     scheduler: str | None,
-) -> tuple[list[VarianceEstimate | None], bool]:
-    """Estimate each setting in turn; on Ctrl-C return those finished and ``True``."""
+    share_keys: list[object] | None = None,
+) -> tuple[list[VarianceEstimate | None], bool, np.ndarray]:
+    """Estimate the settings; on Ctrl-C return those finished (a prefix) and ``True``.
+
+    Consecutive zero-mean settings with the same distributions and ``share_keys`` entry are
+    drawn together in shared blocks (:mod:`varcheck.shared`) when sampling to a precision.
+    The third value is the covariance matrix of the variance estimates: squared standard
+    errors on the diagonal, the estimated covariance within a shared group, 0 elsewhere.
+    """
     workers = check_workers(workers)
+    n = len(settings)
     estimates: list[VarianceEstimate | None] = []
+    cov = np.zeros((n, n))
     try:
         with open_runner(workers, scheduler) as runner:
-            for i, (q, k, th, stream) in enumerate(settings):
-                cb = None if progress is None else (lambda f, i=i: progress(i, len(settings), f))
-                estimates.append(
-                    estimate_row(
+            for group, shared in _share_groups(settings, share_keys, precision, samples):
+                i0 = group[0]
+                if not shared:
+                    q, k, th, stream = settings[i0]
+                    cb = None if progress is None else (lambda f, i=i0: progress(i, n, f))
+                    est = estimate_row(
                         q,
                         k,
                         th,
@@ -316,10 +356,34 @@ def _estimate_all(
                         progress=cb,
                         runner=runner,
                     )
+                    estimates.append(est)
+                    if est is not None:
+                        cov[i0, i0] = est.se**2
+                    continue
+                q, k, _, stream = settings[i0]
+                size = len(group)
+
+                def cb_group(f: float, i0: int = i0, size: int = size) -> None:
+                    done = min(f * size, size - 1e-9)
+                    progress(i0 + int(done), n, done - int(done))  # type: ignore[misc]
+
+                res = estimate_shared(
+                    q,
+                    k,
+                    [settings[i][2] for i in group],
+                    seed=seed,
+                    stream=(SHARED_STREAM, *stream),
+                    confidence=confidence,
+                    precision=precision,  # type: ignore[arg-type]
+                    max_seconds=None if max_seconds is None else max_seconds * size,
+                    progress=None if progress is None else cb_group,
+                    runner=runner,
                 )
+                estimates.extend(res.estimates)
+                cov[i0 : i0 + size, i0 : i0 + size] = res.covariance
     except KeyboardInterrupt:
-        return estimates, True
-    return estimates, False
+        return estimates, True, cov
+    return estimates, False, cov
 
 
 def sweep(
@@ -396,7 +460,7 @@ def sweep(
 
     theories = [dot_product_theory(d, q, k, rho) for d in dks]
     claims = [claimed_value(claim_obj, th, q, k) for th in theories]
-    estimates, interrupted = _estimate_all(
+    estimates, interrupted, cov = _estimate_all(
         [(q, k, th, (th.dk,)) for th in theories],
         seed=seed,
         confidence=confidence,
@@ -408,11 +472,13 @@ def sweep(
         scheduler=scheduler,
     )
     rows = _judge(theories[: len(estimates)], claims, estimates, confidence)
+    fitted = [i for i, r in enumerate(rows) if r.verdict in (CONSISTENT, REJECTED)]
     fit = fit_growth(
-        [r.dk for r in rows if r.verdict in (CONSISTENT, REJECTED)],
-        [r.estimate.var for r in rows if r.verdict in (CONSISTENT, REJECTED)],
-        [r.estimate.se for r in rows if r.verdict in (CONSISTENT, REJECTED)],
+        [rows[i].dk for i in fitted],
+        [rows[i].estimate.var for i in fitted],  # type: ignore[union-attr]
+        [rows[i].estimate.se for i in fitted],  # type: ignore[union-attr]
         confidence=confidence,
+        covariance=cov[np.ix_(fitted, fitted)],
     )
     return SweepResult(
         rows=tuple(rows),
@@ -585,8 +651,9 @@ def run_claim_tests(
     for t in tests:
         th = dot_product_theory(t.dk, t.q, t.k, t.rho)
         prepared.append((t, th, claimed_value(t.claim, th, t.q, t.k, scaled=t.scaled)))
-    estimates, _ = _estimate_all(
+    estimates, _, _ = _estimate_all(
         [(t.q, t.k, th, t.stream) for t, th, _ in prepared],
+        share_keys=[t.stream[:-1] for t, _, _ in prepared],
         seed=seed,
         confidence=confidence,
         precision=precision,

@@ -176,6 +176,7 @@ def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
                 "samples": est.samples if est else 0,
                 "blocks": est.blocks if est else 0,
                 "block_side": est.block_side if est else None,
+                "groups_per_block": est.groups if est else None,
                 "precision_reached": est.precision if est else None,
                 "stop_reason": est.stop_reason if est else None,
                 "caution": row.caution,

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 from .estimation import ConfidenceInterval
 
@@ -140,7 +141,7 @@ class GrowthFit:
         Estimated exponent (theory: exactly 1 when the d_k terms are independent with finite
         variance).
     confidence_interval : ConfidenceInterval
-        Normal-theory interval for the slope (the rows are independent estimates).
+        Normal-theory interval for the slope, from the rows' covariance matrix.
     expected : float
         The exponent theory predicts.
     verdict : str
@@ -163,29 +164,44 @@ def fit_growth(
     *,
     confidence: float,
     expected: float = 1.0,
+    covariance: Any = None,
 ) -> GrowthFit | None:
-    """Fit log Var = c + slope · log d_k, weighting each row by its delta-method variance.
+    """Fit log Var = c + slope · log d_k by weighted least squares.
+
+    Each row's log-variance has delta-method variance (se / var)², which sets its weight.
+    With ``covariance`` (the estimates' covariance matrix, e.g. for rows drawn from shared
+    blocks) the slope's standard error uses the off-diagonal terms as well, so dependent rows
+    are not counted as independent evidence.
 
     Returns ``None`` with fewer than two distinct d_k or non-positive estimates.
     """
-    pts = [
-        (math.log(d), math.log(v), (s / v) ** 2)
-        for d, v, s in zip(dks, variances, ses, strict=True)
+    import numpy as np
+
+    keep = [
+        i
+        for i, (v, s) in enumerate(zip(variances, ses, strict=True))
         if v > 0 and s > 0 and math.isfinite(v) and math.isfinite(s)
     ]
-    if len({x for x, _, _ in pts}) < 2:
+    if len({dks[i] for i in keep}) < 2:
         return None
-    w = [1.0 / var for _, _, var in pts]
-    sw = sum(w)
-    xbar = sum(wi * x for wi, (x, _, _) in zip(w, pts, strict=True)) / sw
-    ybar = sum(wi * y for wi, (_, y, _) in zip(w, pts, strict=True)) / sw
-    sxx = sum(wi * (x - xbar) ** 2 for wi, (x, _, _) in zip(w, pts, strict=True))
-    sxy = sum(wi * (x - xbar) * (y - ybar) for wi, (x, y, _) in zip(w, pts, strict=True))
-    slope = sxy / sxx
-    se = math.sqrt(1.0 / sxx)
+    x = np.log(np.array([dks[i] for i in keep], dtype=float))
+    v = np.array([variances[i] for i in keep])
+    if covariance is None:
+        cov = np.diag(np.array([ses[i] for i in keep]) ** 2)
+    else:
+        cov = np.asarray(covariance, dtype=float)[np.ix_(keep, keep)]
+    v_log = cov / np.outer(v, v)
+    # weights from the rows' own variances; the slope's variance from the whole covariance
+    # ("sandwich"): weighting by an estimated full covariance (GLS) is too optimistic
+    weight = 1.0 / np.diag(v_log)
+    design = np.column_stack([np.ones_like(x), x])
+    bread = np.linalg.inv(design.T @ (design * weight[:, None]))
+    slope_row = (bread @ (design * weight[:, None]).T)[1]
+    slope = float(slope_row @ np.log(v))
+    se = math.sqrt(max(float(slope_row @ v_log @ slope_row), 0.0))
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     ci = ConfidenceInterval(slope - z * se, slope + z * se)
     verdict = CONSISTENT if ci.low <= expected <= ci.high else REJECTED
     return GrowthFit(
-        slope=slope, confidence_interval=ci, expected=expected, verdict=verdict, rows=len(pts)
+        slope=slope, confidence_interval=ci, expected=expected, verdict=verdict, rows=len(keep)
     )

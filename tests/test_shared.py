@@ -1,0 +1,221 @@
+"""Shared blocks: exact sums without forming products, float32 rounding, plans, calibration.
+
+Coverage tests follow tests/test_calibration.py: R seeds, a two-sided binomial test at p > 0.001
+per row and configuration, and pinned counts so that any change in behaviour is noticed. Rows of
+one configuration share their blocks, so their counts are dependent; each is still
+Binomial(R, 0.95) on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from varcheck import dot_product_theory, parse_distribution, sweep
+from varcheck.estimation import MIN_BLOCKS
+from varcheck.shared import (
+    FLOAT32_MIN_PRECISION,
+    SHARED_STREAM,
+    SharedPlan,
+    can_share,
+    draw_shared_chunk,
+    estimate_shared,
+    plan_shared,
+)
+
+Z = parse_distribution("normal")
+
+
+def _direct_sums(qm: np.ndarray, km: np.ndarray, dks: tuple[int, ...]) -> np.ndarray:
+    """Per block and d_k, (mean of s, mean of s²) from the products themselves, in float64."""
+    qm, km = qm.astype(np.float64), km.astype(np.float64)
+    nb, n, w = qm.shape
+    out = np.empty((nb, len(dks), 2))
+    for j, dk in enumerate(dks):
+        s = np.concatenate(
+            [
+                np.matmul(qm[:, :, g * dk : (g + 1) * dk], km[:, :, g * dk : (g + 1) * dk].mT)
+                for g in range(w // dk)
+            ],
+            axis=1,
+        )
+        out[:, j, 0] = s.mean(axis=(1, 2))
+        out[:, j, 1] = (s * s).mean(axis=(1, 2))
+    return out
+
+
+@pytest.mark.parametrize("full_gram", [True, False])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(
+    ("dks", "rows"),
+    [((3, 5, 12), 4), ((1, 2, 8, 16), 9), ((7,), 30), ((64, 100), 3)],
+    ids=["uneven", "gram-and-direct", "one-dk", "wide"],
+)
+def test_shared_sums_equal_the_products(
+    dks: tuple[int, ...], rows: int, dtype: str, full_gram: bool
+) -> None:
+    """Gram-matrix sums equal the sums over the N² products of every group.
+
+    float64: equal to rounding (1e-10). float32: entries and Gram matrices carry ~6e-8 relative
+    rounding, summed in float64, so the means differ by well under 1e-5 relative, a hundred
+    times below FLOAT32_MIN_PRECISION (1e-4), the finest precision float32 is used for.
+    """
+    plan = SharedPlan(
+        dks=dks, width=max(dks), rows=rows, full_gram=full_gram, blocks_per_chunk=3, dtype=dtype
+    )
+    q, k = parse_distribution("t:df=9"), parse_distribution("uniform")
+    m, a = draw_shared_chunk(q, k, plan, np.random.default_rng(5), 3)
+    rng = np.random.default_rng(5)
+    qm = q.sample(rng, (3, rows, plan.width), dtype=np.dtype(dtype))
+    km = k.sample(rng, (3, rows, plan.width), dtype=np.dtype(dtype))
+    want = _direct_sums(qm, km, dks)
+    tol = 1e-10 if dtype == "float64" else FLOAT32_MIN_PRECISION / 100
+    scale = np.array(dks, dtype=float)  # sd of s is sqrt(d_k) here
+    assert np.all(np.abs(m - want[:, :, 0]) <= tol * np.sqrt(scale))
+    np.testing.assert_allclose(a, want[:, :, 1], rtol=tol)
+
+
+def test_float32_entries_are_exact_float64_numbers_of_the_same_law() -> None:
+    """float32 draws only round: the sample variance of 4M draws is 1 within 5 standard errors."""
+    x = Z.sample(np.random.default_rng(1), (1 << 22,), dtype=np.float32).astype(np.float64)
+    se = math.sqrt(2.0 / x.size)
+    assert abs(x.var() - 1.0) < 5 * se
+
+
+def test_plan_uses_float32_only_at_coarse_precision_and_fits_memory() -> None:
+    ths = [dot_product_theory(2**i, Z, Z) for i in range(1, 10)]
+    coarse = plan_shared(Z, Z, ths, precision=0.001, confidence=0.95)
+    fine = plan_shared(Z, Z, ths, precision=FLOAT32_MIN_PRECISION / 2, confidence=0.95)
+    assert coarse.dtype == "float32" and fine.dtype == "float64"
+    for plan in (coarse, fine):
+        assert plan.rows * plan.width * plan.blocks_per_chunk <= 1 << 20
+        assert plan.blocks_needed >= MIN_BLOCKS
+    # 0.1% over 2..512: blocks of a few hundred rows, one W x W Gram matrix per side
+    assert coarse.full_gram and 100 <= coarse.rows <= 1024
+
+
+@pytest.mark.parametrize(
+    ("spec", "rho", "dk", "ok"),
+    [
+        ("normal", 0.0, 512, True),
+        ("normal:mean=0.5", 0.0, 8, False),  # Gram sums would cancel around the mean
+        ("normal", 0.5, 8, False),  # q_i and k_i drawn jointly
+        ("normal", 0.0, 4096, False),  # too wide for a W x W Gram matrix
+        ("t:df=3", 0.0, 8, False),  # infinite fourth moment: fixed budget instead
+    ],
+)
+def test_can_share(spec: str, rho: float, dk: int, ok: bool) -> None:
+    d = parse_distribution(spec)
+    assert can_share(d, d, dot_product_theory(dk, d, d, rho)) is ok
+
+
+def test_covariance_diagonal_is_the_squared_standard_errors() -> None:
+    ths = [dot_product_theory(d, Z, Z) for d in (4, 32, 128)]
+    res = estimate_shared(
+        Z, Z, ths, seed=3, stream=(SHARED_STREAM,), confidence=0.95, precision=0.05
+    )
+    np.testing.assert_allclose(np.diag(res.covariance), [e.se**2 for e in res.estimates])
+    corr = res.covariance / np.outer(*(2 * [np.sqrt(np.diag(res.covariance))]))
+    assert np.all(corr[np.triu_indices(3, 1)] > 0.2)  # the rows share their entries
+
+
+def test_a_plan_for_other_dks_is_refused() -> None:
+    ths = [dot_product_theory(d, Z, Z) for d in (4, 8)]
+    plan = plan_shared(Z, Z, ths, precision=0.05, confidence=0.95)
+    with pytest.raises(ValueError, match="plan is for"):
+        estimate_shared(
+            Z,
+            Z,
+            ths[:1],
+            seed=1,
+            stream=(SHARED_STREAM,),
+            confidence=0.95,
+            precision=0.05,
+            plan=plan,
+        )
+
+
+# --- calibration ------------------------------------------------------------------------------
+
+R = 300
+
+# (q, k, d_k values, precision, plan override, pinned coverage counts per row out of R)
+CONFIGS = {
+    "normal": ("normal", "normal", (2, 16, 128), 0.05, None, (282, 283, 281)),
+    "uniform": ("uniform", "uniform", (3, 8, 40), 0.05, None, (292, 286, 290)),
+    "rademacher": ("rademacher", "rademacher", (2, 8, 64), 0.05, None, (290, 294, 286)),
+    "t6": ("t:df=6", "t:df=6", (4, 16), 0.03, None, (286, 289)),
+    "skewed-gamma-vs-laplace": (
+        "scipy.gamma:a=2,mean=0",
+        "laplace",
+        (2, 8, 32),
+        0.05,
+        None,
+        (291, 287, 286),
+    ),
+    # large blocks with one full Gram matrix, in float64
+    "full-gram-float64": ("normal", "normal", (4, 32), 0.05, (64, True, "float64"), (284, 286)),
+}
+
+
+def _coverage(name: str) -> list[int]:
+    qs, ks, dks, precision, forced, _ = CONFIGS[name]
+    q, k = parse_distribution(qs), parse_distribution(ks)
+    ths = [dot_product_theory(d, q, k) for d in dks]
+    plan = plan_shared(q, k, ths, precision=precision, confidence=0.95)
+    if forced is not None:
+        rows, full, dtype = forced
+        plan = replace(plan, rows=rows, full_gram=full, dtype=dtype, blocks_needed=MIN_BLOCKS)
+    covered = [0] * len(dks)
+    for seed in range(R):
+        res = estimate_shared(
+            q,
+            k,
+            ths,
+            seed=seed,
+            stream=(SHARED_STREAM,),
+            confidence=0.95,
+            precision=precision,
+            plan=plan,
+        )
+        for i, (est, th) in enumerate(zip(res.estimates, ths, strict=True)):
+            lo, hi = est.confidence_interval
+            covered[i] += lo <= th.var <= hi
+    return covered
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_shared_interval_coverage(name: str) -> None:
+    covered = _coverage(name)
+    for dk, c in zip(CONFIGS[name][2], covered, strict=True):
+        p = binomtest(c, R, 0.95).pvalue
+        assert p > 1e-3, f"{name} d_k={dk}: coverage {c}/{R} (binomial p = {p:.2g})"
+    assert tuple(covered) == CONFIGS[name][-1]
+
+
+@pytest.mark.statistical
+def test_pooled_shared_coverage() -> None:
+    """All pinned rows together, counted as if independent: a lenient check of the total."""
+    counts = [c for config in CONFIGS.values() for c in config[-1]]
+    p = binomtest(sum(counts), R * len(counts), 0.95).pvalue
+    assert p > 1e-3, f"pooled {sum(counts)}/{R * len(counts)} (binomial p = {p:.2g})"
+
+
+@pytest.mark.statistical
+def test_growth_fit_interval_covers_the_slope_with_dependent_rows() -> None:
+    """The slope's interval uses the rows' covariance; treating shared rows as independent
+    (or weighting by their estimated covariance, GLS) undercovers. 300 sweeps of a true claim:
+    the 95% interval for the exponent must contain 1 about 95% of the time (binomial)."""
+    runs = 300
+    covered = 0
+    for seed in range(runs):
+        fit = sweep("2..256", seed=seed, precision=0.05, workers=1).fit
+        assert fit is not None
+        covered += fit.confidence_interval.low <= 1.0 <= fit.confidence_interval.high
+    p = binomtest(covered, runs, 0.95).pvalue
+    assert p > 1e-3, f"slope coverage {covered}/{runs} (binomial p = {p:.2g})"

@@ -1,0 +1,461 @@
+"""One set of random numbers for every d_k of a sweep, and products that are never formed.
+
+A *shared block* is N rows of Q and N rows of K, each ``W = max(d_k)`` wide, with i.i.d.
+zero-mean entries. For a given d_k the columns split into ``g = W // d_k`` disjoint groups of
+d_k columns; within group j the N² products ``q_a[j] · k_b[j]`` are exactly the products of a
+d_k-dimensional block (see :mod:`varcheck.sampling`), and different groups use different entries,
+so they are independent. One block therefore serves every d_k of a sweep at once, where drawing
+each d_k separately costs the random numbers again for every row. Different blocks are still
+independent, which is all the interval needs (see :mod:`varcheck.estimation`); the rows of a
+sweep become dependent on one another, which Holm's procedure allows, and the growth-law fit
+uses the rows' covariance, estimated from the same blocks (:func:`estimate_shared`).
+
+The estimator needs, per group, only the sum of the products and the sum of their squares:
+
+    Σ_ab s_ab = (Σ_a q_a) · (Σ_b k_b),     Σ_ab s_ab² = <G_Q, G_K>,     G_Q = Σ_a q_a q_aᵀ,
+
+a Frobenius product of the two d_k × d_k Gram matrices. Forming the Gram matrices costs
+``2 N d_k²`` per group instead of ``2 N² d_k`` for the products themselves, so when N > d_k the
+N² products are never formed and a block's cost grows like N, not N². The block's information
+grows like N too, so for these d_k a block can be as large as memory allows; what limits N is
+the rule that every interval rests on at least ``MIN_BLOCKS`` independent blocks.
+
+Cost model (nanoseconds per block, constants as in :mod:`varcheck.sampling`, checked by
+``make bench``): ``c_rng · 2 N W`` for the random numbers plus ``c_flop`` times the flops of the
+cheaper of (a) one full W × W Gram matrix per side, ``2 N W²``, which every d_k then reads its
+diagonal blocks from, and (b) per d_k the cheaper of Gram matrices and direct products,
+``2 N W · min(N, d_k)``; plus a fixed cost per block and per d_k. The information about row
+d_k in a block follows from the exact variance of the mean of N² squared products that share
+rows and columns,
+
+    Var = [ζ₂ + (N - 1) (ζ_q + ζ_k)] / (g N²),
+
+with ζ₂ = Var(s²) and ζ_q = Var(E[s² | q]) = d_k σ_k⁴ (μ₄(q) - σ_q⁴) (ζ_k likewise). The plan
+takes the N that minimises the predicted time to reach the target on the slowest row.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from .distributions import Distribution
+from .estimation import (
+    _OVERSHOOT,
+    _ROUND_GROWTH_CAP,
+    MIN_BLOCKS,
+    BlockAccumulator,
+    VarianceEstimate,
+    block_interval,
+    relative_half_width,
+)
+from .parallel import Runner, SerialRunner, ordered_map
+from .sampling import _C_FLOP, _rng_cost
+from .theory import DotProductTheory
+
+__all__ = [
+    "SharedPlan",
+    "SharedEstimates",
+    "can_share",
+    "plan_shared",
+    "draw_shared_chunk",
+    "estimate_shared",
+    "MAX_SHARED_WIDTH",
+    "FLOAT32_MIN_PRECISION",
+    "SHARED_STREAM",
+]
+
+#: Widest shared block: a full Gram matrix is W² numbers (8 MB at 1024) per side and worker.
+MAX_SHARED_WIDTH = 1024
+#: Leading spawn key of shared streams; above any d_k or claim index, so never a per-row key.
+SHARED_STREAM = 1 << 40
+#: Coarsest precision at which entries and Gram matrices are float32: their rounding, ~1e-7
+#: relative and summed in float64, stays 1000 times below the interval (tests/test_shared.py).
+FLOAT32_MIN_PRECISION = 1e-4
+_FLOAT32_FLOP_RATIO = 0.45  # float32 / float64 time per flop (bench/cost_model.py)
+_MAX_BLOCK_ELEMENTS = 1 << 20  # numbers per side in one chunk (8 MB)
+_C_BLOCK = 20_000.0  # ns per block: Python, sums, bookkeeping
+_C_LEVEL = 15_000.0  # ns per d_k per block
+#: The first round is the predicted need times this. Rounds stop once every row's width is
+#: reached; when that is a near thing, stopping selects runs whose widths came out small and
+#: the rows undercover (93% instead of 95% when half the runs took a second round). A margin
+#: of about three standard errors of the width (~5% at 200 blocks) makes second rounds rare.
+_FIRST_ROUND = 1.3
+_TARGET_CHUNK_NS = 3e7  # about 30 ms of work per chunk: parallel grain and Ctrl-C latency
+
+
+@dataclass(frozen=True)
+class SharedPlan:
+    """Shape of the shared blocks.
+
+    Attributes
+    ----------
+    dks : tuple of int
+        The d_k served, in row order.
+    width : int
+        W, the number of columns drawn (the largest d_k).
+    rows : int
+        N, rows of Q and of K per block.
+    full_gram : bool
+        Whether each block forms one W × W Gram matrix per side (else per-d_k sums).
+    blocks_per_chunk : int
+        Blocks drawn with one generator (the unit of seeding and of parallel work).
+    dtype : str
+        ``float32`` or ``float64``: precision of the entries and of the Gram matrices or
+        products (sums over them are always float64; see :data:`FLOAT32_MIN_PRECISION`).
+    blocks_needed : int
+        Blocks the cost model predicts the slowest row needs (at least ``MIN_BLOCKS``).
+    """
+
+    dks: tuple[int, ...]
+    width: int
+    rows: int
+    full_gram: bool
+    blocks_per_chunk: int
+    dtype: str = "float64"
+    blocks_needed: int = MIN_BLOCKS
+
+    def groups(self, dk: int) -> int:
+        """Independent groups of ``rows²`` products that one block gives d_k."""
+        return self.width // dk
+
+    def products_per_block(self, dk: int) -> int:
+        return self.groups(dk) * self.rows * self.rows
+
+
+@dataclass(frozen=True)
+class SharedEstimates:
+    """Estimates for several d_k from the same blocks, with their covariance.
+
+    Attributes
+    ----------
+    estimates : tuple of VarianceEstimate
+        One per d_k, in the order asked.
+    covariance : ndarray
+        Estimated covariance of the variance estimates (delta method over the shared blocks);
+        its diagonal is the squared standard errors.
+    plan : SharedPlan
+        The block shape used.
+    """
+
+    estimates: tuple[VarianceEstimate, ...]
+    covariance: np.ndarray
+    plan: SharedPlan
+
+
+def can_share(q: Distribution, k: Distribution, theory: DotProductTheory) -> bool:
+    """Whether a setting can be drawn in shared blocks.
+
+    Needs zero-mean entries (the Gram sums would cancel catastrophically around a large mean),
+    independent q and k (rho = 0), a width that fits in memory, and a finite fourth moment of
+    q·k (the plan and the interval need it; other settings use a fixed budget per row).
+    """
+    return (
+        q.mean == 0.0
+        and k.mean == 0.0
+        and theory.rho == 0.0
+        and theory.dk <= MAX_SHARED_WIDTH
+        and theory.estimable
+        and theory.var > 0
+    )
+
+
+def _block_variance(q: Distribution, k: Distribution, th: DotProductTheory, rows: int) -> float:
+    """Exact variance of one group's mean of squared products (zero-mean entries)."""
+    zeta2 = th.mu4 - th.var**2
+    zeta_q = th.dk * k.var**2 * (q.mu4 - q.var**2)
+    zeta_k = th.dk * q.var**2 * (k.mu4 - k.var**2)
+    return max(zeta2 + (rows - 1) * (zeta_q + zeta_k), 0.0) / rows**2
+
+
+def _flops(rows: int, width: int, dks: Sequence[int]) -> tuple[float, bool]:
+    full = 2.0 * rows * width * width
+    per_level = sum(2.0 * rows * (width // d) * d * min(rows, d) for d in dks)
+    return (full, True) if full < per_level else (per_level, False)
+
+
+def plan_shared(
+    q: Distribution,
+    k: Distribution,
+    theories: Sequence[DotProductTheory],
+    *,
+    precision: float,
+    confidence: float,
+) -> SharedPlan:
+    """Choose N (rows per block) to reach ``precision`` on every row soonest (cost model)."""
+    dks = tuple(th.dk for th in theories)
+    width = max(dks)
+    single = precision >= FLOAT32_MIN_PRECISION
+    c_flop = _C_FLOP * (_FLOAT32_FLOP_RATIO if single else 1.0)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    c_rng = 0.5 * (_rng_cost(q) + _rng_cost(k))
+    best: tuple[float, int, bool, float, float] | None = None
+    rows = 2
+    while rows * width <= _MAX_BLOCK_ELEMENTS:
+        blocks_needed = max(
+            _block_variance(q, k, th, rows) / (width // th.dk) / (th.var * precision / z) ** 2
+            for th in theories
+        )
+        flops, full = _flops(rows, width, dks)
+        per_block = c_rng * 2 * rows * width + c_flop * flops + _C_BLOCK + _C_LEVEL * len(dks)
+        total = per_block * max(MIN_BLOCKS, blocks_needed)
+        if best is None or total < best[0]:
+            best = (total, rows, full, per_block, blocks_needed)
+        # 2, 3, 4, 6, 8, 12, ...: powers of two and the midpoints between them
+        rows = rows * 3 // 2 if rows & (rows - 1) == 0 else rows * 4 // 3
+    assert best is not None  # width <= MAX_SHARED_WIDTH, so rows = 2 always fits
+    _, rows, full, per_block, blocks_needed = best
+    per_chunk = min(
+        64, max(1, int(_TARGET_CHUNK_NS // per_block)), _MAX_BLOCK_ELEMENTS // (rows * width)
+    )
+    return SharedPlan(
+        dks=dks,
+        width=width,
+        rows=rows,
+        full_gram=full,
+        blocks_per_chunk=max(1, per_chunk),
+        dtype="float32" if single else "float64",
+        blocks_needed=max(MIN_BLOCKS, math.ceil(_FIRST_ROUND * blocks_needed)),
+    )
+
+
+def _diagonal_block_sum(h: np.ndarray, groups: int, dk: int) -> float:
+    """Sum of the ``groups`` diagonal dk × dk blocks of the square matrix h."""
+    used = groups * dk
+    return float(np.einsum("aiaj->", h[:used, :used].reshape(groups, dk, groups, dk)))
+
+
+def _square_sums(qm: np.ndarray, km: np.ndarray, groups: int, dk: int) -> np.ndarray:
+    """Per block, Σ over groups and pairs of s², from Gram matrices or from the products."""
+    nb, rows, _ = qm.shape
+    used = groups * dk
+    # (block, group, row, column of the group)
+    qg = qm[:, :, :used].reshape(nb, rows, groups, dk).transpose(0, 2, 1, 3)
+    kg = km[:, :, :used].reshape(nb, rows, groups, dk).transpose(0, 2, 1, 3)
+    if dk < rows:
+        left = np.matmul(qg.transpose(0, 1, 3, 2), qg)
+        right = np.matmul(kg.transpose(0, 1, 3, 2), kg)
+    else:
+        left = right = np.matmul(qg, kg.transpose(0, 1, 3, 2))
+    return np.einsum("bgij,bgij->b", left, right, dtype=np.float64)
+
+
+def draw_shared_chunk(
+    q: Distribution,
+    k: Distribution,
+    plan: SharedPlan,
+    rng: np.random.Generator,
+    blocks: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Draw ``blocks`` shared blocks; per block and d_k, the mean of s and the mean of s².
+
+    Returns
+    -------
+    means, mean_squares : ndarray, shape (blocks, len(plan.dks))
+    """
+    n, w = plan.rows, plan.width
+    dt = np.dtype(plan.dtype)
+    qm = q.sample(rng, (blocks, n, w), dtype=dt)
+    km = k.sample(rng, (blocks, n, w), dtype=dt)
+    col = qm.sum(axis=1, dtype=np.float64) * km.sum(axis=1, dtype=np.float64)
+    means = np.empty((blocks, len(plan.dks)))
+    squares = np.empty((blocks, len(plan.dks)))
+    for j, dk in enumerate(plan.dks):
+        g = w // dk
+        count = g * n * n
+        means[:, j] = col[:, : g * dk].sum(axis=1) / count
+        if not plan.full_gram:
+            squares[:, j] = _square_sums(qm, km, g, dk) / count
+    if plan.full_gram:
+        for b in range(blocks):
+            # the Gram matrices in the sampling precision, their product summed in float64
+            h = (qm[b].T @ qm[b]).astype(np.float64)
+            h *= km[b].T @ km[b]
+            for j, dk in enumerate(plan.dks):
+                g = w // dk
+                squares[b, j] = _diagonal_block_sum(h, g, dk) / (g * n * n)
+    return means, squares
+
+
+def run_shared_chunk(
+    q: Distribution,
+    k: Distribution,
+    plan: SharedPlan,
+    seed: int,
+    stream: tuple[int, ...],
+    chunk: int,
+    blocks: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Draw chunk number ``chunk`` with its own generator (a picklable task)."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*stream, chunk)))
+    return draw_shared_chunk(q, k, plan, rng, blocks)
+
+
+class _JointMoments:
+    """Streaming mean and co-moment matrix of per-block vectors (Chan et al.'s merge)."""
+
+    def __init__(self, dim: int) -> None:
+        self.n = 0
+        self.mu = np.zeros(dim)
+        self.m2 = np.zeros((dim, dim))
+
+    def add(self, x: np.ndarray) -> None:
+        nb = x.shape[0]
+        mu_b = x.mean(axis=0)
+        d = x - mu_b
+        n = self.n + nb
+        delta = mu_b - self.mu
+        self.m2 = self.m2 + d.T @ d + self.n * nb / n * np.outer(delta, delta)
+        self.mu = self.mu + delta * nb / n
+        self.n = n
+
+
+def _covariance(joint: _JointMoments, levels: int) -> np.ndarray:
+    """Covariance of the rows' variance estimates from their blocks' influence values."""
+    n = joint.n
+    mean_m = joint.mu[:levels]
+    # psi_j = a_j - 2 mean(m_j) m_j, a linear map of the block vector (m, a)
+    w = np.zeros((levels, 2 * levels))
+    w[np.arange(levels), np.arange(levels)] = -2.0 * mean_m
+    w[np.arange(levels), levels + np.arange(levels)] = 1.0
+    return w @ joint.m2 @ w.T / (n - 1) / n
+
+
+def estimate_shared(
+    q: Distribution,
+    k: Distribution,
+    theories: Sequence[DotProductTheory],
+    *,
+    seed: int,
+    stream: tuple[int, ...],
+    confidence: float,
+    precision: float,
+    max_seconds: float | None = None,
+    progress: Callable[[float], None] | None = None,
+    runner: Runner | None = None,
+    plan: SharedPlan | None = None,
+) -> SharedEstimates:
+    """Estimate Var(q·k) for several d_k from the same shared blocks.
+
+    Parameters
+    ----------
+    q, k : Distribution
+        Zero-mean entry distributions (see :func:`can_share`).
+    theories : sequence of DotProductTheory
+        One per d_k (distinct d_k, rho = 0).
+    seed, stream : int, tuple of int
+        Chunk ``i`` uses ``SeedSequence(seed, spawn_key=(*stream, i))``.
+    confidence, precision : float
+        Interval level and target relative half-width; blocks are added until every row
+        reaches it (rows that get there first keep improving).
+    max_seconds : float, optional
+        Wall-time cap for all rows together.
+    progress : callable, optional
+        Called with the fraction done after each chunk.
+    runner : Runner, optional
+        Where chunks run; the result does not depend on it.
+    plan : SharedPlan, optional
+        Block shape (default: :func:`plan_shared`); its ``dks`` must match ``theories``.
+
+    Returns
+    -------
+    SharedEstimates
+
+    Examples
+    --------
+    >>> from varcheck.distributions import parse_distribution
+    >>> from varcheck.theory import dot_product_theory
+    >>> z = parse_distribution("normal")
+    >>> res = estimate_shared(z, z, [dot_product_theory(d, z, z) for d in (4, 64)],
+    ...                       seed=1, stream=(SHARED_STREAM,), confidence=0.95, precision=0.02)
+    >>> [round(e.var / d, 2) for e, d in zip(res.estimates, (4, 64))]
+    [1.0, 1.0]
+    """
+    if plan is None:
+        plan = plan_shared(q, k, theories, precision=precision, confidence=confidence)
+    elif plan.dks != tuple(th.dk for th in theories):
+        raise ValueError(f"plan is for d_k {plan.dks}, not {[th.dk for th in theories]}")
+    levels = len(plan.dks)
+    methods = ["log" if th.slow_convergence else "hall" for th in theories]
+    accs = [BlockAccumulator() for _ in range(levels)]
+    joint = _JointMoments(2 * levels)
+    runner = SerialRunner() if runner is None else runner
+    start = time.perf_counter()
+    # the predicted number of blocks (sized from the theory under test) is only a first round:
+    # if the truth is noisier, later rounds are sized from the measured standard errors
+    target_blocks = plan.blocks_needed
+    next_chunk = 0
+    stop_reason = "precision"
+    while True:
+        wanted = target_blocks - joint.n
+        n_chunks = -(-wanted // plan.blocks_per_chunk)
+        chunk_args = (
+            (
+                q,
+                k,
+                plan,
+                seed,
+                stream,
+                next_chunk + i,
+                min(plan.blocks_per_chunk, wanted - i * plan.blocks_per_chunk),
+            )
+            for i in range(n_chunks)
+        )
+        next_chunk += n_chunks
+        results = ordered_map(runner, run_shared_chunk, chunk_args)
+        for m, a in results:
+            for j, acc in enumerate(accs):
+                acc.add(m[:, j], a[:, j])
+            joint.add(np.concatenate([m, a], axis=1))
+            if progress is not None:
+                progress(min(1.0, joint.n / target_blocks))
+            if max_seconds is not None and time.perf_counter() - start > max_seconds:
+                if joint.n >= 2:
+                    stop_reason = "max-seconds"
+                    results.close()
+                    break
+        if stop_reason == "max-seconds":
+            break
+        worst = max(
+            _relative_width(acc, confidence, m) for acc, m in zip(accs, methods, strict=True)
+        )
+        if worst <= precision:
+            break
+        grow = (worst / precision) ** 2 * _OVERSHOOT if math.isfinite(worst) else math.inf
+        target_blocks = int(math.ceil(joint.n * min(grow, _ROUND_GROWTH_CAP)))
+    estimates = []
+    for dk, acc, method in zip(plan.dks, accs, methods, strict=True):
+        est, se, mean = acc.variance_and_se()
+        interval = block_interval(acc, est, se, confidence, method)
+        rel = relative_half_width(est, interval)
+        estimates.append(
+            VarianceEstimate(
+                var=est,
+                confidence_interval=interval,
+                se=se,
+                mean=mean,
+                samples=acc.n * plan.products_per_block(dk),
+                blocks=acc.n,
+                block_side=plan.rows,
+                confidence=confidence,
+                precision=rel,
+                stop_reason="precision" if rel <= precision else stop_reason,
+                skewness=acc.skewness(),
+                interval_method=method,
+                groups=plan.groups(dk),
+            )
+        )
+    cov = _covariance(joint, levels)
+    # the diagonal as the rows' own standard errors (which add a second-order term)
+    cov[np.diag_indices(levels)] = [e.se**2 for e in estimates]
+    return SharedEstimates(estimates=tuple(estimates), covariance=cov, plan=plan)
+
+
+def _relative_width(acc: BlockAccumulator, confidence: float, method: str) -> float:
+    est, se, _ = acc.variance_and_se()
+    return relative_half_width(est, block_interval(acc, est, se, confidence, method))
