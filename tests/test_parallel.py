@@ -59,13 +59,24 @@ def test_dask_local_cluster_gives_the_same_numbers() -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc for VmHWM")
-def test_long_streaming_run_has_bounded_memory() -> None:
-    """10^10 products requested, stopped by the time cap: resident memory stays small."""
+@pytest.mark.parametrize(
+    "args",
+    [
+        # 10^10 products, row by row
+        ("--dk", "64", "--samples", "1e10", "--max-seconds", "4"),
+        # shared blocks 1024 wide in float64, a precision that would take hours; 11 rows share
+        # a cap of 11 x 0.35 s
+        ("--dk", "2..1024", "--precision", "0.00002", "--max-seconds", "0.35"),
+    ],
+    ids=["samples", "shared"],
+)
+def test_long_streaming_run_has_bounded_memory(args: tuple[str, ...]) -> None:
+    """A run far beyond its time cap: resident memory stays small, whatever was asked."""
     code = (
         "import sys\n"
         "from varcheck.cli import main\n"
         "try:\n"
-        "    main(['sweep', '--dk', '64', '--samples', '1e10', '--max-seconds', '4',\n"
+        f"    main(['sweep', *{list(args)!r},\n"
         "          '--seed', '1', '--format', 'json', '--workers', '2'])\n"
         "except SystemExit:\n"
         "    pass\n"

@@ -426,13 +426,16 @@ def sweep(
     samples : int, optional
         Fixed number of q·k products per row instead of a target precision.
     max_seconds : float, optional
-        Wall-time cap per row.
+        Wall-time cap per row; rows drawn from shared blocks (zero-mean entries, sampling to a
+        precision, see :mod:`varcheck.shared`) share a cap of ``max_seconds`` times their number.
     seed : int, optional
         Root seed; drawn and reported when not given.
     progress : callable, optional
         ``progress(row_index, n_rows, fraction_of_row_done)``.
     workers : int, optional
-        Threads drawing chunks (default: all cores); results do not depend on it.
+        Threads drawing chunks (default: all cores); results do not depend on it. With more
+        than one, set ``OPENBLAS_NUM_THREADS=1`` before numpy is imported (the command line
+        does) so that the BLAS's own threads do not compete with the workers.
     scheduler : str, optional
         ``"local"`` or a Dask scheduler address to run chunks on a Dask cluster
         (``varcheck[dask]``); same numbers as a local run.

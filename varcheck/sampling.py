@@ -15,6 +15,10 @@ For zero-mean entries r = d s_k⁴ (mu4_q - s_q⁴) / (mu4_s - Var(s)²), e.g. 1
 normal entries, so large blocks are nearly free for large d. The block side n minimises
 cost(n) (1 + 2 (n - 1) r) / n². The choice affects speed only: the interval is computed from
 independent blocks whatever their shape.
+
+Zero-mean entries sampled to a precision use :mod:`varcheck.shared` instead, which draws every
+d_k of a sweep from the same blocks; this module serves the rest (non-zero means, correlated
+pairs, fixed budgets).
 """
 
 from __future__ import annotations

@@ -203,7 +203,8 @@ def sampling_options(f: Callable) -> Callable:
         "--max-seconds",
         type=finite_float(0.0, None, what="a number > 0"),
         default=None,
-        help="Wall-time cap per row; the row reports the precision reached.",
+        help="Wall-time cap per row (rows drawn from shared blocks share rows × this); a row "
+        "stopped by it reports the precision reached.",
     )(f)
     f = click.option(
         "--samples",
