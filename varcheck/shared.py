@@ -74,17 +74,18 @@ __all__ = [
 MAX_SHARED_WIDTH = 1024
 #: Leading spawn key of shared streams; above any d_k or claim index, so never a per-row key.
 SHARED_STREAM = 1 << 40
-#: Coarsest precision at which entries and Gram matrices are float32: their rounding, ~1e-7
-#: relative and summed in float64, stays 1000 times below the interval (tests/test_shared.py).
+#: Finest precision at which entries and Gram matrices are float32: their rounding, ~1e-7
+#: relative and summed in float64, stays over 100 times below the interval (tests/test_shared.py).
 FLOAT32_MIN_PRECISION = 1e-4
-_FLOAT32_FLOP_RATIO = 0.45  # float32 / float64 time per flop (bench/cost_model.py)
+_FLOAT32_FLOP_RATIO = 0.45  # float32 / float64 time, measured on 286 x 512 Gram matrices
 _MAX_BLOCK_ELEMENTS = 1 << 20  # numbers per side in one chunk (8 MB)
-_C_BLOCK = 20_000.0  # ns per block: Python, sums, bookkeeping
-_C_LEVEL = 15_000.0  # ns per d_k per block
+_C_BLOCK = 20_000.0  # ns per block: Python, sums, bookkeeping (rough, from profiles)
+_C_LEVEL = 15_000.0  # ns per d_k per block (rough, from profiles)
 #: The first round is the predicted need times this. Rounds stop once every row's width is
 #: reached; when that is a near thing, stopping selects runs whose widths came out small and
-#: the rows undercover (93% instead of 95% when half the runs took a second round). A margin
-#: of about three standard errors of the width (~5% at 200 blocks) makes second rounds rare.
+#: the rows undercover (92.7-93.5% for d_k = 2 when about half the runs took a second round,
+#: 94.0-94.7% with this margin). A margin of about three standard errors of the width (~5% at
+#: 200 blocks) makes second rounds rare.
 _FIRST_ROUND = 1.3
 _TARGET_CHUNK_NS = 3e7  # about 30 ms of work per chunk: parallel grain and Ctrl-C latency
 
@@ -109,7 +110,8 @@ class SharedPlan:
         ``float32`` or ``float64``: precision of the entries and of the Gram matrices or
         products (sums over them are always float64; see :data:`FLOAT32_MIN_PRECISION`).
     blocks_needed : int
-        Blocks the cost model predicts the slowest row needs (at least ``MIN_BLOCKS``).
+        Blocks of the first round: what the slowest row is predicted to need, times a margin,
+        and at least ``MIN_BLOCKS``.
     """
 
     dks: tuple[int, ...]
