@@ -187,3 +187,12 @@ def test_cli_minimum_budget_matches_the_api() -> None:
     from varcheck.cli._common import MIN_SAMPLES as CLI_MIN
 
     assert CLI_MIN == MIN_SAMPLES
+
+
+def test_unreliable_rows_print_no_interval(run_cli) -> None:
+    """With E[(q·k)^4] infinite an interval can be computed but not trusted: none is shown."""
+    args = ("sweep", "--dk", "4", "--dist", "t:df=3", "--seed", "1")
+    row = json.loads(run_cli(*args, "--format", "json").output)["rows"][0]
+    assert row["verdict"] == "unreliable" and row["var"] > 0
+    assert row["ci_low"] is None and row["ci_high"] is None and row["scaled_ci_low"] is None
+    assert "no valid CI" in run_cli(*args).output

@@ -156,6 +156,8 @@ def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
         est = row.estimate
         lo, hi = est.confidence_interval if est else (math.nan, math.nan)
         slo, shi = row.scaled_confidence_interval
+        if row.verdict == "unreliable":  # an interval exists numerically but is not valid
+            lo = hi = slo = shi = math.nan
         recs.append(
             {
                 "dk": row.dk,
@@ -205,7 +207,9 @@ def sweep_to_json(result: SweepResult) -> str:
     )
 
 
-def _interval(lo: float, hi: float) -> str:
+def _interval(lo: float, hi: float, *, valid: bool = True) -> str:
+    if not valid:
+        return "(no valid CI)"
     if math.isnan(lo):
         return ""
     return f"[{fmt(lo)}, {fmt(hi)}]"
@@ -233,6 +237,7 @@ def _row_cells(row: SweepRow, confidence: float) -> list[str]:
         ]
     lo, hi = est.confidence_interval
     slo, shi = row.scaled_confidence_interval
+    valid = row.verdict != "unreliable"  # an interval exists numerically but is not valid
     ratio = (
         est.var / row.theory.var if math.isfinite(row.theory.var) and row.theory.var else math.nan
     )
@@ -240,10 +245,10 @@ def _row_cells(row: SweepRow, confidence: float) -> list[str]:
     return [
         str(row.dk),
         fmt(row.theory.var),
-        f"{fmt(est.var)} {_interval(lo, hi)}{capped}"
+        f"{fmt(est.var)} {_interval(lo, hi, valid=valid)}{capped}"
         + (" †" if _marginal_only(row, confidence) else ""),
         fmt(ratio),
-        f"{fmt(row.scaled_var)} {_interval(slo, shi)}",
+        f"{fmt(row.scaled_var)} {_interval(slo, shi, valid=valid)}",
         fmt_p(row.p_adjusted),
         verdict,
         f"{est.samples:,}",
@@ -369,6 +374,8 @@ def render_sweep(result: SweepResult, fmt_name: str, console: Console) -> None:
 
 def verify_record(result: VerifyResult) -> dict[str, Any]:
     lo, hi = result.confidence_interval
+    if result.outcome == "unreliable":  # an interval exists numerically but is not valid
+        lo = hi = math.nan
     return {
         "dk": result.dk,
         "q_dist": result.q_dist.spec,
@@ -536,7 +543,7 @@ def render_check_table(result: CheckResult, console: Console) -> None:
                 f"{quantity} = {co.spec.claim.text}{tol}" if first else "",
                 str(r.dk),
                 fmt(r.claim_value),
-                f"{fmt(r.estimate)} {_interval(lo, hi)}",
+                f"{fmt(r.estimate)} {_interval(lo, hi, valid=r.outcome != 'unreliable')}",
                 fmt_p(r.p_value),
                 f"[{style}]{r.outcome}[/]" if style else r.outcome,
             )
