@@ -88,6 +88,7 @@ _C_LEVEL = 15_000.0  # ns per d_k per block (rough, from profiles)
 #: 200 blocks) makes second rounds rare.
 _FIRST_ROUND = 1.3
 _TARGET_CHUNK_NS = 3e7  # about 30 ms of work per chunk: parallel grain and Ctrl-C latency
+_MIN_CHUNKS = 8  # chunks in the first round at least, so that every worker has some
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,12 @@ def _block_variance(q: Distribution, k: Distribution, th: DotProductTheory, rows
 
 def _flops(rows: int, width: int, dks: Sequence[int]) -> tuple[float, bool]:
     full = 2.0 * rows * width * width
-    per_level = sum(2.0 * rows * (width // d) * d * min(rows, d) for d in dks)
+    source = _level_sources(dks, rows, width)
+    # fresh levels: Gram matrices or products; the others cost an addition per number read
+    per_level = sum(
+        2.0 * rows * (width // d) * d * min(rows, d) if source[d] == d else rows * width
+        for d in set(dks)
+    )
     return (full, True) if full < per_level else (per_level, False)
 
 
@@ -212,8 +218,12 @@ def plan_shared(
         rows = rows * 3 // 2 if rows & (rows - 1) == 0 else rows * 4 // 3
     assert best is not None  # width <= MAX_SHARED_WIDTH, so rows = 2 always fits
     _, rows, full, per_block, blocks_needed = best
+    first_round = max(MIN_BLOCKS, math.ceil(_FIRST_ROUND * blocks_needed))
     per_chunk = min(
-        64, max(1, int(_TARGET_CHUNK_NS // per_block)), _MAX_BLOCK_ELEMENTS // (rows * width)
+        64,
+        max(1, int(_TARGET_CHUNK_NS // per_block)),
+        _MAX_BLOCK_ELEMENTS // (rows * width),
+        -(-first_round // _MIN_CHUNKS),
     )
     return SharedPlan(
         dks=dks,
@@ -222,7 +232,7 @@ def plan_shared(
         full_gram=full,
         blocks_per_chunk=max(1, per_chunk),
         dtype="float32" if single else "float64",
-        blocks_needed=max(MIN_BLOCKS, math.ceil(_FIRST_ROUND * blocks_needed)),
+        blocks_needed=first_round,
     )
 
 
@@ -232,19 +242,74 @@ def _diagonal_block_sum(h: np.ndarray, groups: int, dk: int) -> float:
     return float(np.einsum("aiaj->", h[:used, :used].reshape(groups, dk, groups, dk)))
 
 
-def _square_sums(qm: np.ndarray, km: np.ndarray, groups: int, dk: int) -> np.ndarray:
-    """Per block, Σ over groups and pairs of s², from Gram matrices or from the products."""
-    nb, rows, _ = qm.shape
-    used = groups * dk
-    # (block, group, row, column of the group)
-    qg = qm[:, :, :used].reshape(nb, rows, groups, dk).transpose(0, 2, 1, 3)
-    kg = km[:, :, :used].reshape(nb, rows, groups, dk).transpose(0, 2, 1, 3)
-    if dk < rows:
-        left = np.matmul(qg.transpose(0, 1, 3, 2), qg)
-        right = np.matmul(kg.transpose(0, 1, 3, 2), kg)
-    else:
-        left = right = np.matmul(qg, kg.transpose(0, 1, 3, 2))
-    return np.einsum("bgij,bgij->b", left, right, dtype=np.float64)
+def _level_sources(dks: Sequence[int], rows: int, width: int) -> dict[int, int]:
+    """For each d_k, the level whose sums it is read from (itself when computed afresh).
+
+    Gram levels (d_k < rows) read their d_k × d_k diagonal blocks off the Gram matrices of a
+    larger level D that d_k divides and that covers the same columns; direct levels
+    (d_k >= rows) add up the products of a smaller level d that divides d_k, since a dot
+    product over d_k columns is the sum of those over its d_k / d sub-groups.
+    """
+    source: dict[int, int] = {}
+    top = None
+    for d in sorted({d for d in dks if d < rows}, reverse=True):
+        if top is not None and top % d == 0 and (width // top) * top == (width // d) * d:
+            source[d] = top
+        else:
+            source[d] = top = d
+    low = None
+    for d in sorted({d for d in dks if d >= rows}):
+        if low is not None and d % low == 0:
+            source[d] = source[low]
+        else:
+            source[d] = d
+        low = d
+    return source
+
+
+def _groups(m: np.ndarray, groups: int, dk: int) -> np.ndarray:
+    """(block, group, row, column of the group) view of the first groups * dk columns."""
+    nb, rows, _ = m.shape
+    return m[:, :, : groups * dk].reshape(nb, rows, groups, dk).transpose(0, 2, 1, 3)
+
+
+def _square_sums(qm: np.ndarray, km: np.ndarray, dks: Sequence[int]) -> np.ndarray:
+    """Per block and d_k, Σ over groups and pairs of s², shape (blocks, len(dks)).
+
+    Levels are computed from Gram matrices (d_k < rows) or from the products (d_k >= rows),
+    and read off another level where :func:`_level_sources` allows, so that a sweep of
+    doublings costs two batched matrix products per chunk instead of one per d_k.
+    """
+    nb, rows, width = qm.shape
+    source = _level_sources(dks, rows, width)
+    sums: dict[int, np.ndarray] = {}
+    gram: dict[int, np.ndarray] = {}
+    for d in sorted({d for d in dks if d < rows}, reverse=True):
+        top = source[d]
+        if top == d:
+            g = width // d
+            qg, kg = _groups(qm, g, d), _groups(km, g, d)
+            h = np.matmul(qg.transpose(0, 1, 3, 2), qg).astype(np.float64)
+            h *= np.matmul(kg.transpose(0, 1, 3, 2), kg)
+            gram[d] = h
+            sums[d] = h.sum(axis=(1, 2, 3))
+        else:
+            m = top // d
+            h = gram[top].reshape(nb, width // top, m, d, m, d)
+            sums[d] = np.einsum("zgiaic->z", h)
+    products: dict[int, np.ndarray] = {}
+    low = None
+    for d in sorted({d for d in dks if d >= rows}):
+        g = width // d
+        if source[d] != d and low is not None:
+            m = d // low
+            s = products[low][:, : g * m].reshape(nb, g, m, rows, rows).sum(axis=2)
+        else:
+            s = np.matmul(_groups(qm, g, d), _groups(km, g, d).transpose(0, 1, 3, 2))
+        products[d] = s
+        sums[d] = np.einsum("zgij,zgij->z", s, s, dtype=np.float64)
+        low = d
+    return np.stack([sums[d] for d in dks], axis=1)
 
 
 def draw_shared_chunk(
@@ -265,14 +330,11 @@ def draw_shared_chunk(
     qm = q.sample(rng, (blocks, n, w), dtype=dt)
     km = k.sample(rng, (blocks, n, w), dtype=dt)
     col = qm.sum(axis=1, dtype=np.float64) * km.sum(axis=1, dtype=np.float64)
-    means = np.empty((blocks, len(plan.dks)))
+    counts = np.array([(w // dk) * n * n for dk in plan.dks], dtype=float)
+    means = np.stack([col[:, : (w // dk) * dk].sum(axis=1) for dk in plan.dks], axis=1) / counts
+    if not plan.full_gram:
+        return means, _square_sums(qm, km, plan.dks) / counts
     squares = np.empty((blocks, len(plan.dks)))
-    for j, dk in enumerate(plan.dks):
-        g = w // dk
-        count = g * n * n
-        means[:, j] = col[:, : g * dk].sum(axis=1) / count
-        if not plan.full_gram:
-            squares[:, j] = _square_sums(qm, km, g, dk) / count
     if plan.full_gram:
         for b in range(blocks):
             # the Gram matrices in the sampling precision, their product summed in float64
