@@ -23,6 +23,7 @@ number of products is reached (``samples``), or ``max_seconds`` runs out.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -86,6 +87,7 @@ def _hill_deviate(t: float, df: float) -> float:
     ) * math.sqrt(y)
 
 
+@functools.lru_cache(maxsize=256)
 def t_quantile(confidence: float, df: float) -> float:
     """Two-sided Student t critical value for ``confidence`` with ``df`` degrees of freedom."""
     if df >= T_LARGE_DF:
@@ -229,7 +231,9 @@ class VarianceEstimate:
     blocks : int
         Number of independent blocks (the interval has ``blocks - 1`` degrees of freedom).
     block_side : int
-        Each block holds ``groups`` independent groups of ``block_side ** 2`` products.
+        Rows per block: each block holds ``groups`` independent groups of ``block_side ** 2``
+        products (rows of Q against rows of K) or, in a pool of one law
+        (:mod:`varcheck.shared`), of the products of its distinct pairs of rows.
     confidence : float
         Confidence level of the interval.
     precision : float
