@@ -404,21 +404,24 @@ def render(r: dict[str, Any]) -> str:
 
     L.append("\n## Time to the target width\n")
     L.append(
-        "A sweep draws all its d_k from the same shared blocks (`varcheck/shared.py`): N rows "
-        "of Q and of K, 512 wide, serve d_k = 512 once, 256 twice, ..., 2 256 times, and the "
-        "products are summed through Gram matrices without being formed. So the time for the "
-        "whole sweep is one call, `varcheck.api.sweep([2, ..., 512])` in a warm process "
-        "(start-up excluded, OPENBLAS_NUM_THREADS=1 as the CLI sets it), which stops when its "
-        "slowest row reaches the width (the others end up narrower). It is compared with the "
-        "baselines' times summed over d_k. At 1% the whole sweep is bounded by the rule that "
-        "every interval rests on at least 200 independent blocks: d_k = 512 then needs blocks "
-        "of about 20 rows, about 4M random numbers, however the work is arranged.\n"
+        "A sweep draws all its d_k from the same shared blocks (`varcheck/shared.py`): a pool "
+        "of N rows, 512 wide (q and k have the same law here, so every two distinct rows make "
+        "a product), serves d_k = 512 once, 256 twice, ..., 2 256 times, and the products are "
+        "summed through Gram matrices without being formed. So the time for the whole sweep "
+        "is one call, `varcheck.api.sweep([2, ..., 512])` in a warm process (start-up "
+        "excluded, OPENBLAS_NUM_THREADS=1 as the CLI sets it), which stops when its slowest "
+        "row reaches the width (the others end up narrower); it is the median of several "
+        "calls, 1 worker and all cores alternating. It is compared with the baselines' times "
+        "summed over d_k. At 1% the whole sweep is bounded by the rule that every interval "
+        "rests on at least 200 independent blocks: d_k = 512 then needs pools of about 34 "
+        "rows, about 3.5M random numbers, however the work is arranged.\n"
     )
     for p, s in r["summaries"].items():
         w = s["whole"]
         L.append(
-            f"- {p:.1%}: whole sweep {fmt_time(w['one_worker'])} with 1 worker, "
-            f"{fmt_time(w['all_cores'])} with all cores; {w['blocks']} blocks of "
+            f"- {p:.1%}: whole sweep {fmt_time(w['one_worker'])} with 1 worker (min "
+            f"{fmt_time(w['one_worker_min'])}), {fmt_time(w['all_cores'])} with all cores (min "
+            f"{fmt_time(w['all_cores_min'])}), median of {w['repeats']}; {w['blocks']} blocks of "
             f"{w['rows']} rows, {fmt_count(w['random_numbers'])} random numbers, "
             f"{fmt_count(w['flops'])} flops, widest row ±{w['worst_precision']:.3%}."
         )

@@ -9,6 +9,8 @@ Binomial(R, 0.95) on its own.
 from __future__ import annotations
 
 import math
+import pickle
+import threading
 from dataclasses import replace
 
 import numpy as np
@@ -21,6 +23,7 @@ from varcheck.shared import (
     FLOAT32_MIN_PRECISION,
     SHARED_STREAM,
     SharedPlan,
+    _Workspace,
     can_share,
     draw_shared_chunk,
     estimate_shared,
@@ -48,43 +51,107 @@ def _direct_sums(qm: np.ndarray, km: np.ndarray, dks: tuple[int, ...]) -> np.nda
     return out
 
 
+def _direct_pool_sums(x: np.ndarray, plan: SharedPlan) -> np.ndarray:
+    """As _direct_sums for a pool: every two distinct rows, or the first half against the
+    second half where the plan's layout says so."""
+    x = x.astype(np.float64)
+    nb, n, w = x.shape
+    upper = np.triu_indices(n, 1)
+    out = np.empty((nb, len(plan.dks), 2))
+    for j, dk in enumerate(plan.dks):
+        parts = []
+        for g in range(w // dk):
+            xg = x[:, :, g * dk : (g + 1) * dk]
+            if plan.layout(dk) == "pool":
+                parts.append(np.matmul(xg, xg.mT)[:, upper[0], upper[1]])
+            else:
+                parts.append(np.matmul(xg[:, : n // 2], xg[:, n // 2 :].mT).reshape(nb, -1))
+        s = np.concatenate(parts, axis=1)
+        assert s.shape[1] == plan.products_per_block(dk)
+        out[:, j, 0] = s.mean(axis=1)
+        out[:, j, 1] = (s * s).mean(axis=1)
+    return out
+
+
+SUM_CASES = [
+    ((3, 5, 12), 4),
+    ((1, 2, 8, 16), 9),
+    ((7,), 30),
+    ((64, 100), 3),
+    ((2, 4, 8, 16, 32, 64), 6),
+    ((3, 6, 12, 100), 5),
+]
+SUM_IDS = ["uneven", "gram-and-direct", "one-dk", "wide", "doublings", "derived-and-fresh"]
+
+
+@pytest.mark.parametrize("pooled", [False, True], ids=["cross", "pool"])
 @pytest.mark.parametrize("full_gram", [True, False])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize(
-    ("dks", "rows"),
-    [
-        ((3, 5, 12), 4),
-        ((1, 2, 8, 16), 9),
-        ((7,), 30),
-        ((64, 100), 3),
-        ((2, 4, 8, 16, 32, 64), 6),
-        ((3, 6, 12, 100), 5),
-    ],
-    ids=["uneven", "gram-and-direct", "one-dk", "wide", "doublings", "derived-and-fresh"],
-)
+@pytest.mark.parametrize(("dks", "rows"), SUM_CASES, ids=SUM_IDS)
 def test_shared_sums_equal_the_products(
-    dks: tuple[int, ...], rows: int, dtype: str, full_gram: bool
+    dks: tuple[int, ...], rows: int, dtype: str, full_gram: bool, pooled: bool
 ) -> None:
-    """Gram-matrix sums, and sums read off other d_k, equal the sums over every group's N²
-    products.
+    """Gram-matrix sums, and sums read off other d_k, equal the sums over every group's
+    products (N² of them, or the pairs of a pool).
 
     float64: equal to rounding (1e-10). float32: entries and Gram matrices carry ~6e-8 relative
     rounding, summed in float64, so the means differ by well under 1e-5 relative, a hundred
-    times below FLOAT32_MIN_PRECISION (1e-4), the finest precision float32 is used for.
+    times below FLOAT32_MIN_PRECISION (1e-4), the finest precision float32 is used for. A
+    pool's full Gram matrix subtracts its diagonal (|x_a|⁴ ~ d_k² per row) from the pairs'
+    s² ~ d_k, so its rounding grows like W / N; the plan uses it only while W / N <= 8.
     """
     plan = SharedPlan(
-        dks=dks, width=max(dks), rows=rows, full_gram=full_gram, blocks_per_chunk=3, dtype=dtype
+        dks=dks,
+        width=max(dks),
+        rows=rows,
+        full_gram=full_gram,
+        blocks_per_chunk=3,
+        dtype=dtype,
+        pooled=pooled,
     )
-    q, k = parse_distribution("t:df=9"), parse_distribution("uniform")
+    q = parse_distribution("t:df=9")
+    k = q if pooled else parse_distribution("uniform")
     m, a = draw_shared_chunk(q, k, plan, np.random.default_rng(5), 3)
     rng = np.random.default_rng(5)
     qm = q.sample(rng, (3, rows, plan.width), dtype=np.dtype(dtype))
-    km = k.sample(rng, (3, rows, plan.width), dtype=np.dtype(dtype))
-    want = _direct_sums(qm, km, dks)
+    if pooled:
+        want = _direct_pool_sums(qm, plan)
+    else:
+        want = _direct_sums(qm, k.sample(rng, (3, rows, plan.width), dtype=np.dtype(dtype)), dks)
     tol = 1e-10 if dtype == "float64" else FLOAT32_MIN_PRECISION / 100
+    if pooled and full_gram:
+        tol *= max(1.0, plan.width / rows)
     scale = np.array(dks, dtype=float)  # sd of s is sqrt(d_k) here
     assert np.all(np.abs(m - want[:, :, 0]) <= tol * np.sqrt(scale))
     np.testing.assert_allclose(a, want[:, :, 1], rtol=tol)
+
+
+def test_a_pool_is_used_for_one_law_and_pairs_halves_on_gram_levels() -> None:
+    ths = [dot_product_theory(d, Z, Z) for d in (2, 16, 512)]
+    plan = plan_shared(Z, Z, ths, precision=0.01, confidence=0.95)
+    assert plan.pooled and not plan.full_gram
+    assert [plan.layout(d) for d in (2, 16, 512)] == ["halves", "halves", "pool"]
+    n = plan.rows
+    assert plan.pairs(512) == n * (n - 1) // 2 and plan.pairs(2) == (n // 2) * (n - n // 2)
+    u = parse_distribution("uniform")
+    cross = plan_shared(Z, u, [dot_product_theory(8, Z, u)], precision=0.01, confidence=0.95)
+    assert not cross.pooled and cross.pairs(8) == cross.rows**2
+
+
+def test_workspace_reuses_its_arrays_per_thread_and_pickles_empty() -> None:
+    ws = _Workspace()
+    a = ws.get("x", (3, 4), np.dtype(np.float32))
+    assert ws.get("x", (3, 4), np.dtype(np.float32)) is not a  # a new view ...
+    assert np.shares_memory(ws.get("x", (2, 4), np.dtype(np.float32)), a)  # ... of the same
+    assert not np.shares_memory(ws.get("y", (3, 4), np.dtype(np.float32)), a)
+    big = ws.get("x", (100, 100), np.dtype(np.float64))  # larger: a new region
+    assert big.shape == (100, 100) and big.flags.c_contiguous
+    seen: list[np.ndarray] = []
+    t = threading.Thread(target=lambda: seen.append(ws.get("x", (3, 4), np.dtype(np.float32))))
+    t.start()
+    t.join()
+    assert not np.shares_memory(seen[0], big)
+    assert pickle.loads(pickle.dumps(ws))._local.__dict__ == {}
 
 
 def test_float32_entries_are_exact_float64_numbers_of_the_same_law() -> None:
@@ -151,22 +218,31 @@ def test_a_plan_for_other_dks_is_refused() -> None:
 
 R = 300
 
-# (q, k, d_k values, precision, plan override, pinned coverage counts per row out of R)
+# (q, k, d_k values, precision, SharedPlan fields to override, pinned coverage counts per row)
 CONFIGS = {
-    "normal": ("normal", "normal", (2, 16, 128), 0.05, None, (289, 288, 287)),
-    "uniform": ("uniform", "uniform", (3, 8, 40), 0.05, None, (290, 281, 288)),
-    "rademacher": ("rademacher", "rademacher", (2, 8, 64), 0.05, None, (282, 283, 284)),
-    "t6": ("t:df=6", "t:df=6", (4, 16), 0.03, None, (283, 283)),
+    "normal": ("normal", "normal", (2, 16, 128), 0.05, None, (285, 285, 288)),
+    "uniform": ("uniform", "uniform", (3, 8, 40), 0.05, None, (285, 288, 285)),
+    "rademacher": ("rademacher", "rademacher", (2, 8, 64), 0.05, None, (291, 287, 285)),
+    "t6": ("t:df=6", "t:df=6", (4, 16), 0.03, None, (287, 290)),
     "skewed-gamma-vs-laplace": (
         "scipy.gamma:a=2,mean=0",
         "laplace",
         (2, 8, 32),
         0.05,
         None,
-        (291, 287, 290),
+        (284, 282, 284),
     ),
     # large blocks with one full Gram matrix, in float64
-    "full-gram-float64": ("normal", "normal", (4, 32), 0.05, (64, True, "float64"), (289, 288)),
+    "full-gram-float64": (
+        "normal",
+        "normal",
+        (4, 32),
+        0.05,
+        {"rows": 64, "full_gram": True, "dtype": "float64"},
+        (283, 278),
+    ),
+    # one law, but rows of Q and rows of K (the layout of two laws) instead of a pool
+    "normal-cross": ("normal", "normal", (2, 16, 128), 0.05, {"pooled": False}, (284, 278, 288)),
 }
 
 
@@ -176,8 +252,7 @@ def _coverage(name: str) -> list[int]:
     ths = [dot_product_theory(d, q, k) for d in dks]
     plan = plan_shared(q, k, ths, precision=precision, confidence=0.95)
     if forced is not None:
-        rows, full, dtype = forced
-        plan = replace(plan, rows=rows, full_gram=full, dtype=dtype, blocks_needed=MIN_BLOCKS)
+        plan = replace(plan, blocks_needed=MIN_BLOCKS, **forced)
     covered = [0] * len(dks)
     for seed in range(R):
         res = estimate_shared(
