@@ -25,7 +25,8 @@ def _shared_work(dks: list[int], precision: float, blocks: int) -> tuple[float, 
     plan = plan_shared(
         z, z, [dot_product_theory(d, z, z) for d in dks], precision=precision, confidence=0.95
     )
-    flops, _ = _flops(plan.rows, plan.width, plan.dks, plan.pooled)
+    full, per_level = _flops(plan.rows, plan.width, plan.dks, plan.pooled, plan.gram_width)
+    flops = full if plan.full_gram else per_level
     sides = 1 if plan.pooled else 2
     return blocks * sides * plan.rows * plan.width, blocks * flops, plan.rows
 

@@ -23,6 +23,7 @@ from varcheck.shared import (
     FLOAT32_MIN_PRECISION,
     SHARED_STREAM,
     SharedPlan,
+    _block_variance,
     _Workspace,
     can_share,
     draw_shared_chunk,
@@ -33,16 +34,16 @@ from varcheck.shared import (
 Z = parse_distribution("normal")
 
 
-def _direct_sums(qm: np.ndarray, km: np.ndarray, dks: tuple[int, ...]) -> np.ndarray:
+def _direct_sums(qm: np.ndarray, km: np.ndarray, plan: SharedPlan) -> np.ndarray:
     """Per block and d_k, (mean of s, mean of s²) from the products themselves, in float64."""
     qm, km = qm.astype(np.float64), km.astype(np.float64)
-    nb, n, w = qm.shape
-    out = np.empty((nb, len(dks), 2))
-    for j, dk in enumerate(dks):
+    nb = qm.shape[0]
+    out = np.empty((nb, len(plan.dks), 2))
+    for j, dk in enumerate(plan.dks):
         s = np.concatenate(
             [
                 np.matmul(qm[:, :, g * dk : (g + 1) * dk], km[:, :, g * dk : (g + 1) * dk].mT)
-                for g in range(w // dk)
+                for g in range(plan.groups(dk))
             ],
             axis=1,
         )
@@ -55,12 +56,12 @@ def _direct_pool_sums(x: np.ndarray, plan: SharedPlan) -> np.ndarray:
     """As _direct_sums for a pool: every two distinct rows, or the first half against the
     second half where the plan's layout says so."""
     x = x.astype(np.float64)
-    nb, n, w = x.shape
+    nb, n, _ = x.shape
     upper = np.triu_indices(n, 1)
     out = np.empty((nb, len(plan.dks), 2))
     for j, dk in enumerate(plan.dks):
         parts = []
-        for g in range(w // dk):
+        for g in range(plan.groups(dk)):
             xg = x[:, :, g * dk : (g + 1) * dk]
             if plan.layout(dk) == "pool":
                 parts.append(np.matmul(xg, xg.mT)[:, upper[0], upper[1]])
@@ -73,23 +74,40 @@ def _direct_pool_sums(x: np.ndarray, plan: SharedPlan) -> np.ndarray:
     return out
 
 
+# (d_k values, rows, columns of the Gram levels or None for all)
 SUM_CASES = [
-    ((3, 5, 12), 4),
-    ((1, 2, 8, 16), 9),
-    ((7,), 30),
-    ((64, 100), 3),
-    ((2, 4, 8, 16, 32, 64), 6),
-    ((3, 6, 12, 100), 5),
+    ((3, 5, 12), 4, None),
+    ((1, 2, 8, 16), 9, None),
+    ((7,), 30, None),
+    ((64, 100), 3, None),
+    ((2, 4, 8, 16, 32, 64), 6, None),
+    ((3, 6, 12, 100), 5, None),
+    ((2, 4, 8, 16, 32, 64), 12, 16),
+    ((3, 6, 12, 100), 13, 50),
 ]
-SUM_IDS = ["uneven", "gram-and-direct", "one-dk", "wide", "doublings", "derived-and-fresh"]
+SUM_IDS = [
+    "uneven",
+    "gram-and-direct",
+    "one-dk",
+    "wide",
+    "doublings",
+    "derived-and-fresh",
+    "gram-on-fewer-columns",
+    "gram-on-uneven-columns",
+]
 
 
 @pytest.mark.parametrize("pooled", [False, True], ids=["cross", "pool"])
 @pytest.mark.parametrize("full_gram", [True, False])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize(("dks", "rows"), SUM_CASES, ids=SUM_IDS)
+@pytest.mark.parametrize(("dks", "rows", "gram_width"), SUM_CASES, ids=SUM_IDS)
 def test_shared_sums_equal_the_products(
-    dks: tuple[int, ...], rows: int, dtype: str, full_gram: bool, pooled: bool
+    dks: tuple[int, ...],
+    rows: int,
+    gram_width: int | None,
+    dtype: str,
+    full_gram: bool,
+    pooled: bool,
 ) -> None:
     """Gram-matrix sums, and sums read off other d_k, equal the sums over every group's
     products (N² of them, or the pairs of a pool).
@@ -108,6 +126,7 @@ def test_shared_sums_equal_the_products(
         blocks_per_chunk=3,
         dtype=dtype,
         pooled=pooled,
+        gram_width=gram_width,
     )
     q = parse_distribution("t:df=9")
     k = q if pooled else parse_distribution("uniform")
@@ -117,7 +136,7 @@ def test_shared_sums_equal_the_products(
     if pooled:
         want = _direct_pool_sums(qm, plan)
     else:
-        want = _direct_sums(qm, k.sample(rng, (3, rows, plan.width), dtype=np.dtype(dtype)), dks)
+        want = _direct_sums(qm, k.sample(rng, (3, rows, plan.width), dtype=np.dtype(dtype)), plan)
     tol = 1e-10 if dtype == "float64" else FLOAT32_MIN_PRECISION / 100
     if pooled and full_gram:
         tol *= max(1.0, plan.width / rows)
@@ -190,12 +209,29 @@ def test_can_share(spec: str, rho: float, dk: int, ok: bool) -> None:
 
 def test_covariance_diagonal_is_the_squared_standard_errors() -> None:
     ths = [dot_product_theory(d, Z, Z) for d in (4, 32, 128)]
+    plan = plan_shared(Z, Z, ths, precision=0.05, confidence=0.95)
+    # every d_k on all W columns, so that every pair of rows shares entries
+    plan = replace(plan, gram_width=None)
     res = estimate_shared(
-        Z, Z, ths, seed=3, stream=(SHARED_STREAM,), confidence=0.95, precision=0.05
+        Z, Z, ths, seed=3, stream=(SHARED_STREAM,), confidence=0.95, precision=0.05, plan=plan
     )
     np.testing.assert_allclose(np.diag(res.covariance), [e.se**2 for e in res.estimates])
     corr = res.covariance / np.outer(*(2 * [np.sqrt(np.diag(res.covariance))]))
     assert np.all(corr[np.triu_indices(3, 1)] > 0.2)  # the rows share their entries
+
+
+def test_gram_levels_may_use_fewer_columns_but_keep_the_margin() -> None:
+    """At 1% over 2..512 the small d_k (Gram levels) have far more groups than they need; the
+    plan gives them fewer columns, and each still needs at most the first round / margin."""
+    ths = [dot_product_theory(2**i, Z, Z) for i in range(1, 10)]
+    plan = plan_shared(Z, Z, ths, precision=0.01, confidence=0.95)
+    assert plan.gram_width is not None and plan.gram_width < plan.width
+    z = 1.959963984540054
+    for th in ths:
+        assert plan.groups(th.dk) == plan.columns(th.dk) // th.dk >= 1
+        var = _block_variance(Z, Z, th, plan.rows, plan.layout(th.dk)) / plan.groups(th.dk)
+        need = var / (th.var * 0.01 / z) ** 2
+        assert need * 1.3 <= plan.blocks_needed
 
 
 def test_a_plan_for_other_dks_is_refused() -> None:
@@ -220,7 +256,7 @@ R = 300
 
 # (q, k, d_k values, precision, SharedPlan fields to override, pinned coverage counts per row)
 CONFIGS = {
-    "normal": ("normal", "normal", (2, 16, 128), 0.05, None, (285, 285, 288)),
+    "normal": ("normal", "normal", (2, 16, 128), 0.05, None, (289, 285, 288)),
     "uniform": ("uniform", "uniform", (3, 8, 40), 0.05, None, (285, 288, 285)),
     "rademacher": ("rademacher", "rademacher", (2, 8, 64), 0.05, None, (291, 287, 285)),
     "t6": ("t:df=6", "t:df=6", (4, 16), 0.03, None, (287, 290)),
@@ -242,7 +278,7 @@ CONFIGS = {
         (283, 278),
     ),
     # one law, but rows of Q and rows of K (the layout of two laws) instead of a pool
-    "normal-cross": ("normal", "normal", (2, 16, 128), 0.05, {"pooled": False}, (284, 278, 288)),
+    "normal-cross": ("normal", "normal", (2, 16, 128), 0.05, {"pooled": False}, (285, 278, 288)),
 }
 
 
