@@ -50,6 +50,7 @@ def _whole_sweep(task: dict[str, Any]) -> dict[str, Any]:
             times[label].append(time.perf_counter() - t0)
     out: dict[str, Any] = {k: statistics.median(v) for k, v in times.items()}
     out.update({f"{k}_min": min(v) for k, v in times.items()}, repeats=repeats)
+    out.update({f"{k}_times": v for k, v in times.items()})
     blocks = res.rows[0].estimate.blocks
     randoms, flops, rows = _shared_work(task["dks"], task["precision"], blocks)
     out.update(
@@ -122,6 +123,11 @@ def main() -> None:
     kind = task["kind"]
     if kind == "varcheck":
         out = _varcheck_rows(task)
+    elif kind == "varcheck-whole":
+        from varcheck.api import sweep
+
+        sweep([2], precision=0.2, seed=0)  # warm-up, as in _varcheck_rows
+        out = {"whole": _whole_sweep(task)}
     elif kind in ("pairs", "big-product"):
         out = _baseline_rows(task)
     elif kind == "threads":
