@@ -317,19 +317,22 @@ def plan_shared(
     sides = 1 if pooled else 2
     c_rng = 0.5 * (_rng_cost(q) + _rng_cost(k))
     fixed = _C_BLOCK + _C_LEVEL * len(dks)
+    # blocks needed = a group's variance times this, per d_k
+    scale = {th.dk: 1.0 / (width // th.dk) / (th.var * precision / z) ** 2 for th in theories}
     best: tuple[float, int, bool, float, int, int | None] | None = None
+    floor_from = None
     rows = 2
     while rows * width <= _MAX_BLOCK_ELEMENTS:
         full_flops, _ = _flops(rows, width, dks, pooled)
+        floored = True
         for full in (True, False) if math.isfinite(full_flops) else (False,):
             shape = SharedPlan(dks, width, rows, full, 1, pooled=pooled)
             needs = {
-                th.dk: _block_variance(q, k, th, rows, shape.layout(th.dk))
-                / (width // th.dk)
-                / (th.var * precision / z) ** 2
+                th.dk: _block_variance(q, k, th, rows, shape.layout(th.dk)) * scale[th.dk]
                 for th in theories
             }
             first = max(MIN_BLOCKS, math.ceil(_FIRST_ROUND * max(needs.values())))
+            floored = floored and first == MIN_BLOCKS
             gram_width = None
             flops = full_flops
             if not full:
@@ -340,6 +343,11 @@ def plan_shared(
             total = per_block * first
             if best is None or total < best[0]:
                 best = (total, rows, full, per_block, first, gram_width)
+        # once MIN_BLOCKS binds, more rows only add random numbers: look a little further
+        # (the flops can still drop as levels move to Gram matrices), then stop
+        floor_from = rows if floored and floor_from is None else floor_from
+        if floor_from is not None and rows >= 2 * floor_from:
+            break
         # steps of about 1/8: the best N is often where MIN_BLOCKS starts to bind
         rows += max(1, rows // 8)
     assert best is not None  # width <= MAX_SHARED_WIDTH, so rows = 2 always fits
