@@ -145,6 +145,10 @@ def cli_sweep(
 # --- rows: varcheck vs baselines --------------------------------------------------------------
 
 
+#: Repetitions of the 1% comparison (each about 15 s).
+RATIO_REPEATS = 3
+
+
 def rows_for(precision: float, quick: bool, env: dict[str, str]) -> dict[str, Any]:
     cap_a = 0.2 if quick else (1.5 if precision < 0.01 else 4.0)
     cap_b = 0.2 if quick else (1.5 if precision < 0.01 else 4.0)
@@ -407,10 +411,14 @@ def render(r: dict[str, Any]) -> str:
         )
     for p, s in r["summaries"].items():
         for key, who in (("ratio_a", "1 worker"), ("ratio_a_all_cores", "all cores")):
+            measured = fmt_ratio(s[key])
+            if s.get("repeats", 1) > 1:
+                lo, hi = s[f"{key}_range"]
+                measured += f" ({fmt_ratio(lo)}–{fmt_ratio(hi)} over {s['repeats']} runs)"
             heads.append(
                 [
                     f"(a) pairs / varcheck ({who}) at {p:.1%}, whole sweep",
-                    fmt_ratio(s[key]),
+                    measured,
                     f"≥ {TARGETS['ratio_a']:g}×",
                     "met" if s[key] >= TARGETS["ratio_a"] else "**missed**",
                 ]
@@ -626,9 +634,19 @@ def main(argv: list[str] | None = None) -> int:
     if "rows" not in skip:
         say("rows: varcheck and baselines ...")
         for precision in (0.01,) if quick else (0.01, 0.001):
-            res = rows_for(precision, quick, {})
-            r["rows"][precision] = res
-            r["summaries"][precision] = summarise(res)
+            # at 1% both sides take seconds or less, so the machine's drifting speed moves the
+            # ratio by tens of percent: repeat, report the repetition with the median ratio
+            # (all cores) and the range over all of them
+            tries = 1 if quick or precision < 0.01 else RATIO_REPEATS
+            runs = [rows_for(precision, quick, {}) for _ in range(tries)]
+            sums = [summarise(res) for res in runs]
+            order = sorted(range(tries), key=lambda i: sums[i]["ratio_a_all_cores"])
+            pick = order[tries // 2]
+            r["rows"][precision] = runs[pick]
+            r["summaries"][precision] = sums[pick]
+            for key in ("ratio_a", "ratio_a_all_cores"):
+                sums[pick][f"{key}_range"] = [min(x[key] for x in sums), max(x[key] for x in sums)]
+            sums[pick]["repeats"] = tries
 
     if "cost-model" not in skip:
         say("cost model ...")

@@ -225,9 +225,19 @@ def _block_variance(
     q: Distribution, k: Distribution, th: DotProductTheory, rows: int, layout: str = "cross"
 ) -> float:
     """Exact variance of one group's mean of squared products (zero-mean entries)."""
+    return _variance_of(_zetas(q, k, th), rows, layout)
+
+
+def _zetas(q: Distribution, k: Distribution, th: DotProductTheory) -> tuple[float, float, float]:
+    """(Var(s²), Var(E[s² | q]), Var(E[s² | k])) for zero-mean entries."""
     zeta2 = th.mu4 - th.var**2
     zeta_q = th.dk * k.var**2 * (q.mu4 - q.var**2)
     zeta_k = th.dk * q.var**2 * (k.mu4 - k.var**2)
+    return zeta2, zeta_q, zeta_k
+
+
+def _variance_of(zetas: tuple[float, float, float], rows: int, layout: str) -> float:
+    zeta2, zeta_q, zeta_k = zetas
     if layout == "pool":  # a U-statistic of order two; q and k of one law, zeta_q == zeta_k
         return max(2.0 * (2.0 * (rows - 2) * zeta_q + zeta2), 0.0) / (rows * (rows - 1))
     nq, nk = (rows, rows) if layout == "cross" else (rows // 2, rows - rows // 2)
@@ -319,6 +329,7 @@ def plan_shared(
     fixed = _C_BLOCK + _C_LEVEL * len(dks)
     # blocks needed = a group's variance times this, per d_k
     scale = {th.dk: 1.0 / (width // th.dk) / (th.var * precision / z) ** 2 for th in theories}
+    zetas = {th.dk: _zetas(q, k, th) for th in theories}
     best: tuple[float, int, bool, float, int, int | None] | None = None
     floor_from = None
     rows = 2
@@ -327,10 +338,7 @@ def plan_shared(
         floored = True
         for full in (True, False) if math.isfinite(full_flops) else (False,):
             shape = SharedPlan(dks, width, rows, full, 1, pooled=pooled)
-            needs = {
-                th.dk: _block_variance(q, k, th, rows, shape.layout(th.dk)) * scale[th.dk]
-                for th in theories
-            }
+            needs = {d: _variance_of(zetas[d], rows, shape.layout(d)) * scale[d] for d in dks}
             first = max(MIN_BLOCKS, math.ceil(_FIRST_ROUND * max(needs.values())))
             floored = floored and first == MIN_BLOCKS
             gram_width = None
