@@ -233,7 +233,8 @@ class VarianceEstimate:
     block_side : int
         Rows per block: each block holds ``groups`` independent groups of ``block_side ** 2``
         products (rows of Q against rows of K) or, in a pool of one law
-        (:mod:`varcheck.shared`), of the products of its distinct pairs of rows.
+        (:mod:`varcheck.shared`), of the products of its distinct pairs of rows (of its first
+        half against its second half, for the small d_k read off Gram matrices).
     confidence : float
         Confidence level of the interval.
     precision : float

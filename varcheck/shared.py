@@ -15,7 +15,9 @@ distinct rows gives a product: P(P - 1)/2 products from P·W random numbers, whe
 N = P/2 rows each give N² = P²/4. The two vectors of a pair are independent draws of that law,
 so each product is a draw of q·k; pairs that share a row are dependent, as rows and columns of
 Q Kᵀ are, and the interval still rests on independent blocks only. For d_k much larger than
-N, a pooled block halves the variance of a block mean for the same random numbers.
+N, a pooled block halves the variance of a block mean for the same random numbers. (The small
+d_k read off Gram matrices pair the pool's first half with its second half instead, which needs
+no diagonal terms; they have precision to spare.)
 
 The estimator needs, per group, only the sum of the products and the sum of their squares:
 
@@ -33,12 +35,11 @@ diagonal blocks of the matrix <S_i, S_j>: one more small matrix product, not m a
 
 Cost model (nanoseconds per block, constants as in :mod:`varcheck.sampling`, checked by
 ``make bench``): ``c_rng · 2 N W`` for the random numbers (``c_rng · P W`` for a pool) plus
-``c_flop`` times the flops of the cheaper of (a) one full W × W Gram matrix per side,
-``2 N W²``, which every d_k then reads its diagonal blocks from, and (b) per d_k the cheaper of
-Gram matrices and direct products, ``2 N W · min(N, d_k)``; plus a fixed cost per block and per
-d_k. The information about row
-d_k in a block follows from the exact variance of the mean of N² squared products that share
-rows and columns,
+``c_flop`` times the flops of either one full W × W Gram matrix per side, which every d_k then
+reads its diagonal blocks from, or the per-d_k work of :func:`_level_sums` (see
+:func:`_flops`); plus a fixed cost per block and per d_k. The information about row d_k in a
+block follows from the exact variance of the mean of N² squared products that share rows and
+columns,
 
     Var = [ζ₂ + (N - 1) (ζ_q + ζ_k)] / (g N²),
 
