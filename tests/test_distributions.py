@@ -97,3 +97,90 @@ def test_moments_match_simulation(spec: str) -> None:
     # the fourth moment's own SE needs mu8; use the empirical one (t:df=9 has a finite mu8)
     c4 = c**4
     assert abs(c4.mean() - d.mu4) <= 5 * c4.std() / math.sqrt(n)
+
+
+# --- float32 normal numbers by the Box-Muller transform ------------------------------------------
+
+
+@pytest.mark.statistical
+def test_box_muller_moments_and_pairs() -> None:
+    """Moments of N(0, 1) and independence of the two numbers made from one pair of uniforms.
+
+    Tolerances are 5 standard errors from the exact normal moments: Var z = 1, Var z² = 2,
+    Var z⁴ = E z⁸ - 9 = 96; the cosine and sine halves of the array come from the same
+    uniforms, so their products (and those of their squares) must average 0 (and 1) with
+    standard errors 1/sqrt(n) (and sqrt(8/n)).
+    """
+    from varcheck.distributions import standard_normal_float32
+
+    n = 1 << 22
+    z = standard_normal_float32(np.random.default_rng(11), np.empty(n, np.float32))
+    x = z.astype(np.float64)
+    se = 5 / math.sqrt(n)
+    assert abs(x.mean()) <= se
+    assert abs((x**2).mean() - 1) <= se * math.sqrt(2)
+    assert abs((x**4).mean() - 3) <= se * math.sqrt(96)
+    assert abs((x**3).mean()) <= se * math.sqrt(15)
+    a, b = x[: n // 2], x[n // 2 :]
+    half = 5 / math.sqrt(n // 2)
+    assert abs((a * b).mean()) <= half
+    assert abs((a * a * b * b).mean() - 1) <= half * math.sqrt(8)
+    assert np.abs(x).max() <= math.sqrt(2 * 53 * math.log(2)) + 1e-3
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("seed", [1, 2])
+def test_box_muller_distribution(seed: int) -> None:
+    """Kolmogorov-Smirnov against N(0, 1), and the tail frequencies beyond 2, 3 and 4 sd.
+
+    The KS test is taken at alpha = 1e-3 with a fixed seed; the tail counts are binomial, so
+    each must fall within 5 of its standard deviations sqrt(n p (1 - p)) of n p.
+    """
+    from scipy import stats
+
+    from varcheck.distributions import standard_normal_float32
+
+    n = 1 << 21
+    x = standard_normal_float32(np.random.default_rng(seed), np.empty(n, np.float32))
+    assert stats.kstest(x.astype(np.float64), "norm").pvalue > 1e-3
+    for c in (2.0, 3.0, 4.0):
+        p = 2 * stats.norm.sf(c)
+        count = int((np.abs(x) > c).sum())
+        assert abs(count - n * p) <= 5 * math.sqrt(n * p * (1 - p)), c
+
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 5, 9), (2, 1 << 17)])
+def test_box_muller_shapes_and_seeds(shape: tuple[int, ...]) -> None:
+    """Any shape (odd sizes, several pieces) is filled; the same seed gives the same numbers."""
+    from varcheck.distributions import standard_normal_float32
+
+    out = np.full(shape, np.nan, dtype=np.float32)
+    got = standard_normal_float32(np.random.default_rng(3), out)
+    assert got is out and np.isfinite(out).all()
+    again = standard_normal_float32(np.random.default_rng(3), np.empty(shape, np.float32))
+    np.testing.assert_array_equal(out, again)
+
+
+def test_box_muller_non_contiguous_and_dtype() -> None:
+    from varcheck.distributions import standard_normal_float32
+
+    base = np.zeros((6, 8), dtype=np.float32)
+    view = base[:, ::2]
+    standard_normal_float32(np.random.default_rng(4), view)
+    assert np.isfinite(view).all() and (base[:, 1::2] == 0).all()
+    with pytest.raises(ValueError, match="float32"):
+        standard_normal_float32(np.random.default_rng(4), np.empty(4))
+
+
+def test_normal_float32_samples_use_box_muller() -> None:
+    """Distribution.sample in float32, with or without ``out``, gives the same numbers."""
+    from varcheck.distributions import standard_normal_float32
+
+    d = parse_distribution("normal:sd=2,mean=1")
+    fresh = d.sample(np.random.default_rng(5), (4, 6), dtype=np.float32)
+    into = d.sample(
+        np.random.default_rng(5), (4, 6), dtype=np.float32, out=np.empty((4, 6), np.float32)
+    )
+    z = standard_normal_float32(np.random.default_rng(5), np.empty((4, 6), np.float32))
+    np.testing.assert_array_equal(fresh, into)
+    np.testing.assert_allclose(fresh, 1 + 2 * z, rtol=1e-6)

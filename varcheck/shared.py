@@ -33,7 +33,7 @@ independent blocks. For d_k >= N the products S_j of the smallest such d_k are f
 group, and a larger d_k made of m of those groups needs only Σ |Σ_j S_j|², a sum of m × m
 diagonal blocks of the matrix <S_i, S_j>: one more small matrix product, not m additions.
 
-Cost model (nanoseconds per block, constants as in :mod:`varcheck.sampling`, checked by
+Cost model (nanoseconds per block; constants fitted by ``bench/cost_model.py``, run by
 ``make bench``): ``c_rng · 2 N W`` for the random numbers (``c_rng · P W`` for a pool) plus
 ``c_flop`` times the flops of either one full W × W Gram matrix per side, which every d_k then
 reads its diagonal blocks from, or the per-d_k work of :func:`_level_sums` (see
@@ -74,7 +74,7 @@ from .estimation import (
     relative_half_width,
 )
 from .parallel import Runner, SerialRunner, ordered_map
-from .sampling import _C_FLOP, _rng_cost
+from .sampling import _rng_cost as _rng_cost_of_family
 from .theory import DotProductTheory
 
 __all__ = [
@@ -96,10 +96,18 @@ SHARED_STREAM = 1 << 40
 #: Finest precision at which entries and Gram matrices are float32: their rounding, ~1e-7
 #: relative and summed in float64, stays over 100 times below the interval (tests/test_shared.py).
 FLOAT32_MIN_PRECISION = 1e-4
+# Cost constants of shared blocks in float32 (ns per normal number, drawn by Box-Muller; per
+# flop; per block; per d_k per block), fitted by bench/cost_model.py to draw_shared_chunk wall
+# times; other families' random numbers are priced by sampling.py. Three fits on the 2-core
+# development machine gave 4.1-7.7, 0.0087-0.011, 0 and 1300-2100 (the first two trade off
+# against each other); the default sweep gets the same plans at 1%, 0.3% and 0.1% anywhere in
+# those ranges.
+_C_RNG_NORMAL32 = 5.0
+_C_FLOP32 = 0.010
+_C_BLOCK = 2_000.0
+_C_LEVEL = 1_500.0
 _FLOAT32_FLOP_RATIO = 0.45  # float32 / float64 time, measured on 286 x 512 Gram matrices
 _MAX_BLOCK_ELEMENTS = 1 << 20  # numbers per side in one chunk (8 MB)
-_C_BLOCK = 20_000.0  # ns per block: Python, sums, bookkeeping (rough, from profiles)
-_C_LEVEL = 15_000.0  # ns per d_k per block (rough, from profiles)
 #: The first round is the predicted need times this. Rounds stop once every row's width is
 #: reached; when that is a near thing, stopping selects runs whose widths came out small and
 #: the rows undercover (92.7-93.5% for d_k = 2 when about half the runs took a second round,
@@ -306,6 +314,10 @@ def _gram_width(
     return None if best == width else best
 
 
+def _rng_cost(dist: Distribution, single: bool) -> float:
+    return _C_RNG_NORMAL32 if single and dist.is_normal else _rng_cost_of_family(dist)
+
+
 def plan_shared(
     q: Distribution,
     k: Distribution,
@@ -322,11 +334,11 @@ def plan_shared(
     dks = tuple(th.dk for th in theories)
     width = max(dks)
     single = precision >= FLOAT32_MIN_PRECISION
-    c_flop = _C_FLOP * (_FLOAT32_FLOP_RATIO if single else 1.0)
+    c_flop = _C_FLOP32 / (1.0 if single else _FLOAT32_FLOP_RATIO)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     pooled = q == k
     sides = 1 if pooled else 2
-    c_rng = 0.5 * (_rng_cost(q) + _rng_cost(k))
+    c_rng = 0.5 * (_rng_cost(q, single) + _rng_cost(k, single))
     fixed = _C_BLOCK + _C_LEVEL * len(dks)
     # blocks needed = a group's variance times this, per d_k
     scale = {th.dk: 1.0 / (width // th.dk) / (th.var * precision / z) ** 2 for th in theories}
