@@ -37,6 +37,8 @@ import numpy as np
 from _common import DKS, fmt_time, machine_info, markdown_table
 
 FAMILIES = ["normal", "uniform", "rademacher", "laplace", "t:df=5", "scipy.logistic"]
+#: d_k sets for the shared-block fit: the default sweep, a short one, and one of large d_k only.
+SHARED_DKS = [(2, 4, 8, 16, 32, 64, 128, 256, 512), (4, 8, 16, 32, 64), (64, 128, 256, 512)]
 SIDES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 Z95 = 1.959963984540054
 
@@ -56,21 +58,41 @@ def _best(fn: Callable[[], object], repeats: int, *, median: bool = False) -> fl
 
 
 def measure_rng(quick: bool) -> list[dict[str, Any]]:
-    """ns per number for each family, in bulk (2^20) and in block-sized calls (2^12)."""
+    """ns per number for each family, in bulk (2^20) and in block-sized calls (2^12).
+
+    Normal numbers are also timed in float32, where ``Distribution.sample`` uses the
+    Box-Muller transform, next to numpy's own float32 ziggurat.
+    """
     from varcheck.distributions import parse_distribution
 
     rng = np.random.default_rng(1)
     out = []
     reps = 3 if quick else 7
-    for spec in FAMILIES:
-        dist = parse_distribution(spec)
-        row: dict[str, Any] = {"spec": spec, "family": dist.family}
+    cases: list[tuple[str, str, Callable[[Any, int], object]]] = [
+        (spec, parse_distribution(spec).family, lambda d, n: d.sample(rng, (n,)))
+        for spec in FAMILIES
+    ]
+    cases += [
+        (
+            "normal, float32 (Box-Muller)",
+            "normal32",
+            lambda d, n: d.sample(rng, (n,), dtype=np.float32),
+        ),
+        (
+            "normal, float32 (numpy's ziggurat)",
+            "ziggurat32",
+            lambda d, n: rng.standard_normal(n, dtype=np.float32),
+        ),
+    ]
+    for spec, family, sample in cases:
+        dist = parse_distribution(spec.split(",")[0])
+        row: dict[str, Any] = {"spec": spec, "family": family}
         for size in (1 << 12, 1 << 20):
             calls = max(1, (1 << 20) // size)
 
-            def draw(dist=dist, size=size, calls=calls) -> None:
+            def draw(dist=dist, size=size, calls=calls, sample=sample) -> None:
                 for _ in range(calls):
-                    dist.sample(rng, (size,))
+                    sample(dist, size)
 
             draw()
             row[f"ns_{size}"] = _best(draw, reps) / (calls * size) * 1e9
@@ -256,8 +278,86 @@ def scan_sides(quick: bool, fitted: dict[str, float], c_rng_normal: float) -> li
     return out
 
 
+def measure_shared_chunk(quick: bool) -> list[dict[str, Any]]:
+    """Wall time per block of ``draw_shared_chunk`` (normal pools, float32) over a grid of plans.
+
+    Rows per block from 8 to 700, one full Gram matrix or per-d_k sums, all columns or a
+    quarter for the Gram levels; chunks as large as ``plan_shared`` would make them.
+    """
+    from varcheck import shared
+    from varcheck.distributions import parse_distribution
+
+    normal = parse_distribution("normal")
+    rng = np.random.default_rng(8)
+    rows_grid = (
+        [8, 16, 33, 64, 128, 256, 512]
+        if quick
+        else [8, 12, 16, 24, 33, 48, 64, 96, 128, 192, 256, 384, 512, 700]
+    )
+    out = []
+    for dks in SHARED_DKS[:2] if quick else SHARED_DKS:
+        width = max(dks)
+        for rows in rows_grid:
+            if rows * width > shared._MAX_BLOCK_ELEMENTS:
+                continue
+            full_flops, _ = shared._flops(rows, width, dks, pooled=True)
+            for full, gram_width in ((True, None), (False, None), (False, width // 4)):
+                if full and not math.isfinite(full_flops):
+                    continue
+                flops = full_flops if full else shared._flops(rows, width, dks, True, gram_width)[1]
+                if gram_width is not None and any(rows > d > gram_width for d in dks):
+                    continue
+                per_block_guess = 4.0 * rows * width + 0.01 * flops + 30_000.0
+                blocks = max(1, min(64, int(3e7 // per_block_guess), (1 << 20) // (rows * width)))
+                plan = shared.SharedPlan(
+                    dks, width, rows, full, blocks, "float32", pooled=True, gram_width=gram_width
+                )
+                ws = shared._Workspace()
+
+                def chunk(plan=plan, blocks=blocks, ws=ws) -> None:
+                    shared.draw_shared_chunk(normal, normal, plan, rng, blocks, ws)
+
+                chunk()
+                t = _best(chunk, 3 if quick else 5)
+                out.append(
+                    {
+                        "dks": list(dks),
+                        "rows": rows,
+                        "full_gram": full,
+                        "gram_width": gram_width,
+                        "blocks": blocks,
+                        "randoms": rows * width,
+                        "flops": flops,
+                        "ns_per_block": t / blocks * 1e9,
+                    }
+                )
+    return out
+
+
+def fit_shared(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """NNLS fit of the planner's model for shared blocks, weighted to relative error.
+
+    ns per block = c_rng · randoms + c_flop · flops + c_block + c_level · (number of d_k), the
+    terms of ``plan_shared`` (float32, normal entries); chunk overhead lands in c_block.
+    """
+    from scipy.optimize import nnls
+
+    a = np.array([[r["randoms"], r["flops"], 1.0, len(r["dks"])] for r in rows])
+    y = np.array([r["ns_per_block"] for r in rows])
+    coef, _ = nnls(a / y[:, None], np.ones_like(y))
+    rel = np.abs(a @ coef - y) / y
+    return {
+        "c_rng": float(coef[0]),
+        "c_flop": float(coef[1]),
+        "c_block": float(coef[2]),
+        "c_level": float(coef[3]),
+        "median_rel_error": float(np.median(rel)),
+        "max_rel_error": float(np.max(rel)),
+    }
+
+
 def run(quick: bool) -> dict[str, Any]:
-    from varcheck import sampling
+    from varcheck import sampling, shared
 
     result: dict[str, Any] = {"machine": machine_info()}
     result["current"] = {
@@ -267,12 +367,20 @@ def run(quick: bool) -> dict[str, Any]:
         "c_out": sampling._C_OUT,
         "c_block": sampling._C_BLOCK,
     }
+    result["current_shared"] = {
+        "c_rng": shared._C_RNG_NORMAL32,
+        "c_flop": shared._C_FLOP32,
+        "c_block": shared._C_BLOCK,
+        "c_level": shared._C_LEVEL,
+    }
     result["rng"] = measure_rng(quick)
     result["matmul"] = measure_matmul(quick)
     result["reduce"] = measure_reduce(quick)
     result["draw_chunk"] = measure_draw_chunk(quick)
     result["chunk_overhead_ns"] = measure_chunk_overhead(quick)
     result["fit"] = fit_constants(result["draw_chunk"])
+    result["shared_chunk"] = measure_shared_chunk(quick)
+    result["shared_fit"] = fit_shared(result["shared_chunk"])
     normal_ns = next(r["ns_1048576"] for r in result["rng"] if r["family"] == "normal")
     side1 = [r for r in result["draw_chunk"] if r["side"] == 1]
     result["pairs_ns_per_product"] = {str(r["dk"]): r["ns_per_block"] for r in side1}
@@ -289,8 +397,13 @@ def report(res: dict[str, Any]) -> str:
     rows = []
     for r in res["rng"]:
         fam = r["family"]
-        current = cur["c_rng"].get(fam, cur["c_rng_scipy"])
-        rows.append([r["spec"], f"{r['ns_1048576']:.2f}", f"{r['ns_4096']:.2f}", f"{current:g}"])
+        if fam == "normal32":
+            current = f"{res['current_shared']['c_rng']:g} (shared.py)"
+        elif fam == "ziggurat32":
+            current = "–"
+        else:
+            current = f"{cur['c_rng'].get(fam, cur['c_rng_scipy']):g}"
+        rows.append([r["spec"], f"{r['ns_1048576']:.2f}", f"{r['ns_4096']:.2f}", current])
     lines.append(
         markdown_table(["family", "bulk (2^20)", "calls of 2^12", "current constant"], rows)
     )
@@ -334,6 +447,31 @@ def report(res: dict[str, Any]) -> str:
         "costs per product: "
         + ", ".join(f"d={d}: {v:.0f} ns" for d, v in res["pairs_ns_per_product"].items())
         + ".\n"
+    )
+    sfit, scur = res["shared_fit"], res["current_shared"]
+    lines.append("### Shared blocks (`varcheck/shared.py`): fitted constants\n")
+    lines.append(
+        "The planner prices a shared block as c_rng · random numbers + c_flop · flops + c_block "
+        "+ c_level · (number of d_k). Fitted (NNLS on relative error) to the wall time of "
+        f"`draw_shared_chunk` for {len(res['shared_chunk'])} plans: normal pools in float32, "
+        "8 to 700 rows, full Gram matrix or per-d_k sums, for "
+        + ", ".join("d_k = " + ",".join(map(str, d)) for d in SHARED_DKS)
+        + ".\n"
+    )
+    lines.append(
+        markdown_table(
+            ["constant", "fitted", "current in shared.py"],
+            [
+                ["c_rng (normal32, ns/number)", f"{sfit['c_rng']:.2f}", f"{scur['c_rng']:g}"],
+                ["c_flop (float32, ns/flop)", f"{sfit['c_flop']:.4f}", f"{scur['c_flop']:g}"],
+                ["c_block (ns/block)", f"{sfit['c_block']:.0f}", f"{scur['c_block']:g}"],
+                ["c_level (ns/d_k/block)", f"{sfit['c_level']:.0f}", f"{scur['c_level']:g}"],
+            ],
+        )
+    )
+    lines.append(
+        f"\nFit quality: median relative error {sfit['median_rel_error']:.0%}, worst "
+        f"{sfit['max_rel_error']:.0%}.\n"
     )
     lines.append("### Block side: empirical time to a 1% half-width (95%) by forced side\n")
     scan = res["scan"]
