@@ -100,8 +100,9 @@ FLOAT32_MIN_PRECISION = 1e-4
 # flop; per block; per d_k per block), fitted by bench/cost_model.py to draw_shared_chunk wall
 # times; other families' random numbers are priced by sampling.py. Three fits on the 2-core
 # development machine gave 4.1-7.7, 0.0087-0.011, 0 and 1300-2100 (the first two trade off
-# against each other); the default sweep gets the same plans at 1%, 0.3% and 0.1% anywhere in
-# those ranges.
+# against each other); c_block is set above 0 because a fit with a term per chunk found about
+# 90 us per chunk, which a chunk spreads over its 25-64 blocks. The default sweep gets the same
+# plans at 1%, 0.3% and 0.1% anywhere in those ranges.
 _C_RNG_NORMAL32 = 5.0
 _C_FLOP32 = 0.010
 _C_BLOCK = 2_000.0
