@@ -388,6 +388,19 @@ def run(quick: bool) -> dict[str, Any]:
     return result
 
 
+def _constants_table(
+    fitted: dict[str, float],
+    current: dict[str, Any],
+    source: str,
+    names: list[tuple[str, str, str]],
+) -> str:
+    """Fitted against current constants; ``names`` holds (key, label, format) per row."""
+    return markdown_table(
+        ["constant", "fitted", f"current in {source}"],
+        [[label, format(fitted[key], fmt), f"{current[key]:g}"] for key, label, fmt in names],
+    )
+
+
 def report(res: dict[str, Any]) -> str:
     """Markdown for the "Cost model" section of docs/performance.md."""
     lines = []
@@ -430,14 +443,17 @@ def report(res: dict[str, Any]) -> str:
         f"merge): {res['chunk_overhead_ns'] / 1e3:.1f} µs.\n"
     )
     lines.append("### Fitted constants (draw_chunk wall time, sides ≥ 2)\n")
+    current = {**cur, "c_rng": cur["c_rng"]["normal"]}
     lines.append(
-        markdown_table(
-            ["constant", "fitted", "current in sampling.py"],
+        _constants_table(
+            fit,
+            current,
+            "sampling.py",
             [
-                ["c_rng (normal, ns/number)", f"{fit['c_rng']:.2f}", f"{cur['c_rng']['normal']:g}"],
-                ["c_flop (ns/multiply-add)", f"{fit['c_flop']:.4f}", f"{cur['c_flop']:g}"],
-                ["c_out (ns/product)", f"{fit['c_out']:.3f}", f"{cur['c_out']:g}"],
-                ["c_block (ns/block)", f"{fit['c_block']:.0f}", f"{cur['c_block']:g}"],
+                ("c_rng", "c_rng (normal, ns/number)", ".2f"),
+                ("c_flop", "c_flop (ns/multiply-add)", ".4f"),
+                ("c_out", "c_out (ns/product)", ".3f"),
+                ("c_block", "c_block (ns/block)", ".0f"),
             ],
         )
     )
@@ -448,24 +464,27 @@ def report(res: dict[str, Any]) -> str:
         + ", ".join(f"d={d}: {v:.0f} ns" for d, v in res["pairs_ns_per_product"].items())
         + ".\n"
     )
-    sfit, scur = res["shared_fit"], res["current_shared"]
+    sfit, scur, plans = res["shared_fit"], res["current_shared"], res["shared_chunk"]
     lines.append("### Shared blocks (`varcheck/shared.py`): fitted constants\n")
     lines.append(
         "The planner prices a shared block as c_rng · random numbers + c_flop · flops + c_block "
         "+ c_level · (number of d_k). Fitted (NNLS on relative error) to the wall time of "
-        f"`draw_shared_chunk` for {len(res['shared_chunk'])} plans: normal pools in float32, "
-        "8 to 700 rows, full Gram matrix or per-d_k sums, for "
-        + ", ".join("d_k = " + ",".join(map(str, d)) for d in SHARED_DKS)
+        f"`draw_shared_chunk` for {len(plans)} plans: normal pools in float32, "
+        f"{min(r['rows'] for r in plans)} to {max(r['rows'] for r in plans)} rows, full Gram "
+        "matrix or per-d_k sums, for "
+        + ", ".join(dict.fromkeys("d_k = " + ",".join(map(str, r["dks"])) for r in plans))
         + ".\n"
     )
     lines.append(
-        markdown_table(
-            ["constant", "fitted", "current in shared.py"],
+        _constants_table(
+            sfit,
+            scur,
+            "shared.py",
             [
-                ["c_rng (normal32, ns/number)", f"{sfit['c_rng']:.2f}", f"{scur['c_rng']:g}"],
-                ["c_flop (float32, ns/flop)", f"{sfit['c_flop']:.4f}", f"{scur['c_flop']:g}"],
-                ["c_block (ns/block)", f"{sfit['c_block']:.0f}", f"{scur['c_block']:g}"],
-                ["c_level (ns/d_k/block)", f"{sfit['c_level']:.0f}", f"{scur['c_level']:g}"],
+                ("c_rng", "c_rng (normal32, ns/number)", ".2f"),
+                ("c_flop", "c_flop (float32, ns/flop)", ".4f"),
+                ("c_block", "c_block (ns/block)", ".0f"),
+                ("c_level", "c_level (ns/d_k/block)", ".0f"),
             ],
         )
     )
