@@ -148,11 +148,10 @@ class DeriveResult:
         """1 a check rejects its formula or the textbook value breaks (with a finite correct
         value), 4 a check without a valid test, 0 the textbook derivation holds and is confirmed."""
         verdicts = {s.verdict for s in self.steps}
-        if REJECTED in verdicts:
+        broken = self.broken_step is not None and math.isfinite(self.correct_var)
+        if REJECTED in verdicts or broken:
             return 1
-        if verdicts & {UNRELIABLE, INFINITE}:
-            return 4
-        return 1 if self.broken_step is not None else 0
+        return 4 if verdicts & {UNRELIABLE, INFINITE} else 0
 
 
 def _draw_pairs(
