@@ -8,6 +8,7 @@ Binomial(R, 0.95) on its own.
 
 from __future__ import annotations
 
+import functools
 import math
 import pickle
 import threading
@@ -256,17 +257,17 @@ R = 300
 
 # (q, k, d_k values, precision, SharedPlan fields to override, pinned coverage counts per row)
 CONFIGS = {
-    "normal": ("normal", "normal", (2, 16, 128), 0.05, None, (286, 275, 282)),
-    "uniform": ("uniform", "uniform", (3, 8, 40), 0.05, None, (285, 288, 285)),
-    "rademacher": ("rademacher", "rademacher", (2, 8, 64), 0.05, None, (291, 287, 285)),
-    "t6": ("t:df=6", "t:df=6", (4, 16), 0.03, None, (286, 286)),
+    "normal": ("normal", "normal", (2, 16, 128), 0.05, None, (287, 289, 288)),
+    "uniform": ("uniform", "uniform", (3, 8, 40), 0.05, None, (287, 288, 287)),
+    "rademacher": ("rademacher", "rademacher", (2, 8, 64), 0.05, None, (286, 285, 288)),
+    "t6": ("t:df=6", "t:df=6", (4, 16), 0.03, None, (283, 285)),
     "skewed-gamma-vs-laplace": (
         "scipy.gamma:a=2,mean=0",
         "laplace",
         (2, 8, 32),
         0.05,
         None,
-        (284, 282, 284),
+        (285, 287, 276),
     ),
     # large blocks with one full Gram matrix, in float64
     "full-gram-float64": (
@@ -275,21 +276,26 @@ CONFIGS = {
         (4, 32),
         0.05,
         {"rows": 64, "full_gram": True, "dtype": "float64"},
-        (283, 278),
+        (286, 282),
     ),
     # one law, but rows of Q and rows of K (the layout of two laws) instead of a pool
-    "normal-cross": ("normal", "normal", (2, 16, 128), 0.05, {"pooled": False}, (289, 279, 284)),
+    "normal-cross": ("normal", "normal", (2, 16, 128), 0.05, {"pooled": False}, (286, 285, 277)),
 }
 
 
-def _coverage(name: str) -> list[int]:
+@functools.cache
+def _covered(name: str) -> tuple[tuple[bool, ...], ...]:
+    """For each seed 0..R-1, whether each row's interval contains the true variance.
+
+    Computed once per session: the pooled test reuses the per-configuration runs.
+    """
     qs, ks, dks, precision, forced, _ = CONFIGS[name]
     q, k = parse_distribution(qs), parse_distribution(ks)
     ths = [dot_product_theory(d, q, k) for d in dks]
     plan = plan_shared(q, k, ths, precision=precision, confidence=0.95)
     if forced is not None:
         plan = replace(plan, blocks_needed=MIN_BLOCKS, **forced)
-    covered = [0] * len(dks)
+    covered = []
     for seed in range(R):
         res = estimate_shared(
             q,
@@ -301,16 +307,21 @@ def _coverage(name: str) -> list[int]:
             precision=precision,
             plan=plan,
         )
-        for i, (est, th) in enumerate(zip(res.estimates, ths, strict=True)):
-            lo, hi = est.confidence_interval
-            covered[i] += lo <= th.var <= hi
-    return covered
+        covered.append(
+            tuple(
+                est.confidence_interval.low <= th.var <= est.confidence_interval.high
+                for est, th in zip(res.estimates, ths, strict=True)
+            )
+        )
+    return tuple(covered)
 
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_shared_interval_coverage(name: str) -> None:
-    covered = _coverage(name)
+    """Guards against shared-block intervals that miss the true variance more (or less) often
+    than 5 % for any row; the pinned counts flag any change of behaviour for these seeds."""
+    covered = np.array(_covered(name)).sum(axis=0).tolist()
     for dk, c in zip(CONFIGS[name][2], covered, strict=True):
         p = binomtest(c, R, 0.95).pvalue
         assert p > 1e-3, f"{name} d_k={dk}: coverage {c}/{R} (binomial p = {p:.2g})"
@@ -318,11 +329,17 @@ def test_shared_interval_coverage(name: str) -> None:
 
 
 @pytest.mark.statistical
-def test_pooled_shared_coverage() -> None:
-    """All pinned rows together, counted as if independent: a lenient check of the total."""
-    counts = [c for config in CONFIGS.values() for c in config[-1]]
-    p = binomtest(sum(counts), R * len(counts), 0.95).pvalue
-    assert p > 1e-3, f"pooled {sum(counts)}/{R * len(counts)} (binomial p = {p:.2g})"
+def test_pooled_shared_coverage(pooled_coverage_p_value) -> None:
+    """Guards against a coverage shortfall too small for one row's test to see.
+
+    Every row of every configuration, from varcheck's runs (those of
+    test_shared_interval_coverage, or computed here when it did not run): 19 intervals per seed.
+    Rows of one run share blocks, so the seeds, not the intervals, are the independent units
+    (tests/conftest.py).
+    """
+    indicators = np.hstack([np.array(_covered(name)) for name in CONFIGS])
+    p = pooled_coverage_p_value(indicators)
+    assert p > 1e-3, f"pooled coverage {indicators.mean():.4f} of {indicators.size} (p = {p:.2g})"
 
 
 @pytest.mark.statistical

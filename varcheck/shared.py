@@ -767,11 +767,13 @@ def estimate_shared(
                 plan,
                 seed,
                 stream,
-                next_chunk + i,
+                chunk,
                 min(plan.blocks_per_chunk, wanted - i * plan.blocks_per_chunk),
                 workspace,
             )
-            for i in range(n_chunks)
+            # the outermost iterable is evaluated now, so this round's chunk numbers are fixed
+            # before next_chunk moves on (a lazy `next_chunk + i` drew earlier rounds' blocks again)
+            for i, chunk in enumerate(range(next_chunk, next_chunk + n_chunks))
         )
         next_chunk += n_chunks
         results = ordered_map(runner, run_shared_chunk, chunk_args)
