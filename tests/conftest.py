@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 from click.testing import CliRunner
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @pytest.fixture
@@ -30,3 +35,32 @@ from hypothesis import settings  # noqa: E402
 
 settings.register_profile("varcheck", deadline=None, max_examples=100)
 settings.load_profile("varcheck")
+
+
+def _pooled_coverage_p_value(indicators: np.ndarray, level: float = 0.95) -> float:
+    """Two-sided p-value of "every interval covers with probability ``level``".
+
+    ``indicators`` has one row per seed and one column per interval. Intervals of one seed may
+    be dependent (configurations with the same d_k draw from the same random streams; rows of a
+    sweep share blocks), so they are not counted as independent Bernoulli trials: the seeds are
+    independent, and the per-seed totals T_s are i.i.d. with mean ``level`` times the number of
+    intervals; their mean is compared with it by a z-test (central limit theorem over the
+    seeds), with the variance of T estimated from the seeds themselves.
+    """
+    import math
+
+    from scipy.stats import norm
+
+    totals = indicators.sum(axis=1)
+    expected = level * indicators.shape[1]
+    se = float(totals.std(ddof=1)) / math.sqrt(totals.size)
+    if se == 0.0:
+        return 0.0 if float(totals.mean()) != expected else 1.0
+    z = (float(totals.mean()) - expected) / se
+    return float(2.0 * norm.sf(abs(z)))
+
+
+@pytest.fixture
+def pooled_coverage_p_value():
+    """The pooled-coverage test shared by tests/test_calibration.py and tests/test_shared.py."""
+    return _pooled_coverage_p_value

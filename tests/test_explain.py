@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -175,25 +177,110 @@ def test_cli_json_fields_and_reproducible(run_cli) -> None:
 
 
 def test_cli_rejects_forty(run_cli) -> None:
-    res = run_cli("explain", "--observed", "40", "--seed", "2")
+    """Guards against an exit code that does not follow the verdicts, and against p-values and
+    percentiles that disagree. 40 is 18 sd above E[np.var] = 1.5 (sd 2.18): both readings are
+    rejected, and with k of the R replicates at or above the observed value, the percentile is
+    100 (1 - k/R) and the two-sided Monte-Carlo p-value 2 (k + 1) / (R + 1)."""
+    args = ("explain", "--observed", "40", "--seed", "2")
+    res = run_cli(*args)
     assert res.exit_code == 1, res.output
+    doc = json.loads(run_cli(*args, "--format", "json").output)
+    r = doc["replicates"]
+    assert doc["method"] == "monte-carlo" and r == 100_000
+    for reading in (doc, doc["scaled"]):
+        assert reading["observed"] == 40.0 and reading["verdict"] == "rejected"
+        k = round(r * (1 - reading["percentile"] / 100))
+        assert reading["p_value"] == pytest.approx(2 * (k + 1) / (r + 1), rel=1e-12)
+        assert reading["p_value"] < 1e-3
+    # 40 / 2 = 20 is still beyond every scaled replicate: the smallest p-value R can give
+    assert doc["scaled"]["p_value"] == pytest.approx(2 / (r + 1), rel=1e-12)
+    assert "(two-sided p < 1e-4: rejected)" in " ".join(res.output.split())
 
 
 @pytest.mark.parametrize(
-    "args",
-    [("--shape", "2x2"), ("--ddof", "3"), ("--observed", "-1"), ("--observed", "abc")],
+    ("args", "fragment"),
+    [
+        (("--shape", "2x2"), "'--shape': shape '2x2' is not NxDxM"),
+        (("--ddof", "3"), "'--ddof': '3' is not one of '0', '1'"),
+        (("--observed", "-1"), "'--observed': '-1' is out of range"),
+        (("--observed", "abc"), "'--observed': 'abc' is not a number"),
+    ],
 )
-def test_cli_usage_errors(run_cli, args: tuple[str, ...]) -> None:
+def test_cli_usage_errors(run_cli, args: tuple[str, ...], fragment: str) -> None:
+    """Guards against a usage error that does not name the option, the value and the rule."""
     res = run_cli("explain", *args)
     assert res.exit_code == 2, res.output
-    assert "error" in res.output
+    [line] = res.output.strip().splitlines()
+    assert line.startswith("varcheck explain: error: Invalid value for ") and fragment in line
+
+
+def _growing_by_hand(shape: str) -> dict[str, float]:
+    """The exact columns of the growing-shapes table for normal entries and ddof = 0.
+
+    One entry of A @ B (n x D times D x m) is a sum of D products of two standard normals:
+    variance D, kurtosis 3 + (9 - 3)/D (a product of two normals has kurtosis 9). The N = n m
+    entries are uncorrelated with mean 0, so E[np.var] = D (N - 1)/N; the scaled product
+    A @ B / √D has entry variance 1.
+    """
+    n, d, m = (int(x) for x in shape.split("x"))
+    entries = n * m
+    bias = (entries - 1) / entries
+    return {
+        "entries": entries,
+        "entry_var": d,
+        "expected": d * bias,
+        "bias_factor": bias,
+        "scaled_expected": bias,
+        "entry_kurtosis": 3 + 6 / d,
+    }
 
 
 @pytest.mark.parametrize("fmt", ["csv", "markdown"])
 def test_cli_tabular_formats(run_cli, fmt: str) -> None:
-    res = run_cli("explain", "--seed", "4", "--format", fmt)
+    """Guards against a format that reports another seed or setting than the run's, numbers
+    other than the JSON (the API result) of the same run, or wrong exact values in the table of
+    growing shapes (worked out by hand in _growing_by_hand)."""
+    args = ("explain", "--seed", "4")
+    doc = json.loads(run_cli(*args, "--format", "json").output)
+    res = run_cli(*args, "--format", fmt)
     assert res.exit_code == 0, res.output
-    assert "seed" in res.output and "1111x111x1111" in res.output
+    lines = res.output.splitlines()
+    if fmt == "csv":
+        meta = dict(item.split("=", 1) for item in lines[0].removeprefix("# ").split())
+        assert (meta["seed"], meta["shape"], meta["ddof"]) == ("4", "2x2x2", "0")
+        assert float(meta["observed"]) == doc["observed"] == 1.6
+        rows = list(csv.DictReader(lines[1:]))
+        assert [r["shape"] for r in rows] == [
+            "2x2x2", "4x4x4", "8x8x8", "16x16x16", "64x64x64", "256x256x256", "1111x111x1111",
+        ]  # fmt: skip
+        for row in rows:
+            hand = _growing_by_hand(row["shape"])
+            assert {k: float(row[k]) for k in hand} == pytest.approx(hand, rel=1e-12)
+            sd = float(row["sd"])
+            assert float(row["relative_sd"]) == pytest.approx(sd / hand["expected"], rel=1e-12)
+            assert float(row["scaled_sd"]) == pytest.approx(sd / hand["entry_var"], rel=1e-12)
+        assert float(rows[0]["sd"]) == doc["sd"]  # the run's own shape is the first row
+    else:
+        assert "seed `4`" in lines[0] and "shape `2x2x2`" in lines[0]
+        table = [[c.strip() for c in line.split("|")[1:-1]] for line in lines if line[:1] == "|"]
+        readings = [row for row in table if row[0].startswith("`A @ B")]
+        for cells, reading in zip(readings, (doc, doc["scaled"]), strict=True):
+            # reading | entry var | E[np.var] | sd | median | central 95% | percentile | p
+            median = next(q["value"] for q in reading["quantiles"] if q["level"] == 0.5)
+            want = [reading["theory_var"], reading["expected"], reading["sd"], median]
+            assert [float(c) for c in cells[1:5]] == pytest.approx(want, rel=5e-4)
+            low, high = (float(x) for x in re.findall(r"[-\d.e+]+", cells[5]))
+            assert [low, high] == pytest.approx(reading["central_95"], rel=5e-4)
+            assert float(cells[6].rstrip("%")) == pytest.approx(reading["percentile"], abs=0.05)
+            assert float(cells[7]) == pytest.approx(reading["p_value"], abs=5e-5)
+            assert cells[8] == reading["verdict"]
+        growing = [row for row in table if re.fullmatch(r"\d+x\d+x\d+", row[0])]
+        assert growing[-1][0] == "1111x111x1111"
+        for cells in growing:
+            hand = _growing_by_hand(cells[0])
+            assert float(cells[1]) == hand["entries"]
+            assert float(cells[3]) == pytest.approx(hand["expected"], rel=5e-6)
+            assert float(cells[9]) == pytest.approx(hand["entry_kurtosis"], rel=5e-6)
 
 
 def test_cli_plot_writes_png(run_cli, tmp_path) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -91,16 +93,73 @@ def test_cli_json(run_cli) -> None:
             assert {"entropy", "entropy_se", "max_weight", "jacobian_norm_se"} <= set(row[tag])
 
 
+# the table's columns after d_k and the logits' label, and the metric each shows
+TABLE_COLUMNS = ("logit_sd", "entropy", "entropy_fraction", "max_weight", "jacobian_norm")
+
+
+def _flat_rows(doc: dict) -> list[dict[str, float]]:
+    """JSON rows in the flat layout of the csv and markdown formats (``entropy_raw``, ...)."""
+    flat = []
+    for row in doc["rows"]:
+        out = {"dk": row["dk"], "logit_sd_raw": row["logit_sd_raw"]}
+        out["logit_sd_scaled"] = row["logit_sd_scaled"]
+        for tag in ("raw", "scaled"):
+            out |= {f"{key}_{tag}": value for key, value in row[tag].items()}
+        flat.append(out)
+    return flat
+
+
 @pytest.mark.parametrize("fmt", ["table", "csv", "markdown"])
-def test_cli_formats_show_seed(run_cli, fmt: str) -> None:
-    res = run_cli("softmax", "--dk", "4,16", "--queries", "960", "--seed", "8", "--format", fmt)
+def test_cli_formats_show_the_seed_and_the_same_numbers(run_cli, fmt: str) -> None:
+    """Guards against a format that reports another seed or setting than the run's, or numbers
+    other than the JSON (the API result) of the same run, and against wrong logit scales: for
+    standard normal entries Var(q·k) = d_k, so raw logits have sd √d_k (2 and 4), scaled 1."""
+    args = ("softmax", "--dk", "4,16", "--queries", "960", "--seed", "8")
+    doc = json.loads(run_cli(*args, "--format", "json").output)
+    assert (doc["seed"], doc["keys"], doc["queries"]) == (8, 64, 960)
+    flat = _flat_rows(doc)
+    assert [(r["dk"], r["logit_sd_raw"], r["logit_sd_scaled"]) for r in flat] == [
+        (4, 2.0, 1.0),
+        (16, 4.0, 1.0),
+    ]
+    res = run_cli(*args, "--format", fmt)
     assert res.exit_code == 0, res.output
-    assert "8" in res.output and "seed" in res.output
+    lines = res.output.splitlines()
+    if fmt == "csv":
+        meta = dict(item.split("=", 1) for item in lines[0].removeprefix("# ").split())
+        assert (meta["seed"], meta["keys"], meta["queries"]) == ("8", "64", "960")
+        rows = list(csv.DictReader(lines[1:]))
+        assert [{k: float(v) for k, v in row.items()} for row in rows] == flat  # repr: exact
+    elif fmt == "markdown":
+        assert "seed: `8`" in lines[0] and "keys: `64`" in lines[0]
+        table = [[c.strip() for c in line.split("|")[1:-1]] for line in lines if line[:1] == "|"]
+        header, body = table[0], table[2:]
+        assert set(header) == set(flat[0])
+        for cells, want in zip(body, flat, strict=True):
+            got = {key: float(cell) for key, cell in zip(header, cells, strict=True)}
+            assert got == pytest.approx(want, rel=5e-6)  # 6 significant digits
+    else:
+        assert re.search(r"seed\s+8\s+·", res.output), res.output
+        for want in flat:
+            i = next(i for i, line in enumerate(lines) if re.match(rf"│\s+{want['dk']} │", line))
+            for tag, line in (("raw", lines[i]), ("scaled", lines[i + 1])):
+                cells = [c.strip() for c in line.split("│")[1:-1]][2:]
+                assert float(cells[0]) == pytest.approx(want[f"logit_sd_{tag}"], rel=5e-4)
+                for cell, key in zip(cells[1:], TABLE_COLUMNS[1:], strict=True):
+                    value, se = (float(x) for x in cell.split(" ± "))
+                    # 4 significant digits for the value, 2 for its standard error
+                    assert value == pytest.approx(want[f"{key}_{tag}"], rel=5e-4), key
+                    assert se == pytest.approx(want[f"{key}_se_{tag}"], rel=5e-2), key
 
 
 def test_cli_bad_keys(run_cli) -> None:
+    """Guards against --keys 1 (no softmax over one key) failing without naming the option
+    and its range."""
     res = run_cli("softmax", "--keys", "1")
     assert res.exit_code == 2, res.output
+    [line] = res.output.strip().splitlines()
+    assert line.startswith("varcheck softmax: error: Invalid value for '--keys': 1 "), line
+    assert "2<=x<=100000" in line
 
 
 def test_cli_plot_writes_png(run_cli, tmp_path) -> None:

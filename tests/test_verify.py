@@ -96,17 +96,34 @@ def test_pytest_helper_message() -> None:
 
 
 def test_cli_assert(run_cli) -> None:
+    """Guards against `varcheck assert` reporting other numbers than verify() for the same
+    arguments, or an outcome and exit code that do not follow its interval."""
     res = run_cli("assert", "--dk", "64", "--claim", "dk", "--seed", "1", "--format", "json")
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert doc["command"] == "assert" and doc["outcome"] == "pass" and doc["seed"] == 1
-    for key in ("estimate", "ci_low", "ci_high", "claim_value", "p_value", "samples"):
-        assert key in doc
+    api = verify(64, claim="dk", seed=1)
+    assert doc["claim_value"] == doc["theory_value"] == 64.0  # standard normal: Var(q·k) = d_k
+    assert (doc["estimate"], doc["ci_low"], doc["ci_high"]) == (
+        api.estimate, *api.confidence_interval,
+    )  # fmt: skip
+    assert (doc["p_value"], doc["samples"]) == (api.p_value, api.samples)
+    assert doc["ci_low"] <= 64.0 <= doc["ci_high"] and doc["p_value"] >= 0.05  # hence "pass"
+    assert (doc["ci_high"] - doc["ci_low"]) / 2 <= 0.01 * doc["estimate"]  # default precision
     res = run_cli("assert", "--dk", "64", "--claim", "dk", "--tolerance", "1e-5", "--seed", "1")
     assert res.exit_code == 3, res.output
     assert "INCONCLUSIVE" in res.output and "more products" in res.output
-    res = run_cli("assert", "--dk", "64", "--claim", "dk", "--dist", "normal:mean=0.5")
-    assert res.exit_code == 1 and "FAIL" in res.output
+    more = verify(64, claim="dk", tolerance=1e-5, seed=1).more_samples
+    assert more is not None and f"about {more:,} more products" in res.output, res.output
+    # Var(q·k) = 64 ((1 + 0.25)² - 0.25²) = 96 for mean 0.5: the claim 64 is 33 % low
+    res = run_cli(
+        "assert", "--dk", "64", "--claim", "dk", "--dist", "normal:mean=0.5", "--seed", "1",
+        "--format", "json",
+    )  # fmt: skip
+    assert res.exit_code == 1, res.output
+    doc = json.loads(res.output)
+    assert doc["outcome"] == "fail" and doc["theory_value"] == pytest.approx(96.0)
+    assert not doc["ci_low"] <= 64.0 <= doc["ci_high"]
 
 
 @pytest.mark.parametrize(

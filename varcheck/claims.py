@@ -140,7 +140,12 @@ def _check(node: ast.AST, text: str, names: set[str]) -> None:
             raise VarcheckError(f"claim {text!r}: {node.func.id}() takes one argument")
         for arg in node.args:
             _check(arg, text, names)
+        if len(node.args) < 2 and node.func.id in ("min", "max"):
+            raise VarcheckError(f"claim {text!r}: {node.func.id}() takes two or more arguments")
         return
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        name = node.func.id
+        raise VarcheckError(f"claim {text!r}: function {name!r} is not allowed; {_ACCEPTED}")
     what = type(node).__name__
     raise VarcheckError(f"claim {text!r}: {what} is not allowed; {_ACCEPTED}")
 
