@@ -305,6 +305,8 @@ def _read_config(folder: Path) -> BertConfig:
         heads = int(raw["num_attention_heads"])
         layers = int(raw["num_hidden_layers"])
         inter = int(raw["intermediate_size"])
+        positions = int(raw.get("max_position_embeddings", 512))
+        eps = float(raw.get("layer_norm_eps", 1e-12))
     except (KeyError, TypeError, ValueError) as exc:
         raise VarcheckError(f"{file}: not a BERT config (missing or bad {exc})") from None
     if heads < 1 or hidden % heads:
@@ -315,21 +317,23 @@ def _read_config(folder: Path) -> BertConfig:
         num_heads=heads,
         head_dim=hidden // heads,
         intermediate_size=inter,
-        max_positions=int(raw.get("max_position_embeddings", 512)),
-        layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),
+        max_positions=positions,
+        layer_norm_eps=eps,
         activation=activation,
         name=_display_name(folder),
     )
 
 
 def _display_name(folder: Path) -> str:
+    # resolved first: '.' or a relative path inside a cache snapshot names the model alike
+    folder = folder.resolve()
     bundled = bundled_minilm_path()
-    if bundled is not None and folder.resolve() == bundled.resolve():
+    if bundled is not None and folder == bundled.resolve():
         return MINILM_NAMES[1]
     # the Hugging Face cache keeps models--{org}--{name}/snapshots/{revision}/
     if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
         return folder.parent.parent.name.removeprefix("models--").replace("--", "/")
-    return folder.resolve().name or str(folder)
+    return folder.name or str(folder)
 
 
 def _strip_prefix(raw: dict[str, np.ndarray], file: Path) -> dict[str, np.ndarray]:
