@@ -135,8 +135,10 @@ def open_runner(workers: int | None = None, scheduler: str | None = None) -> Ite
             "with pip install 'varcheck[dask]'"
         ) from None
     if scheduler == "local":
+        # the scheduler serves HTTP even without a dashboard, on port 8787 unless told: a free
+        # loopback port lets two runs share a machine (a busy CI runner) and exposes nothing
         cluster = LocalCluster(
-            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=n, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
         )
         client = Client(cluster)
     else:
