@@ -45,7 +45,7 @@ def test_evaluate(text: str, value: float) -> None:
         ("[1, 2]", "not allowed"),
         ("lambda: 1", "not allowed"),
         ("dk if rho else 1", "not allowed"),
-        ("sqrt(1, 2)", "one argument"),
+        ("sqrt(1, 2)", "one positional argument"),
         ("dk // 2", "not allowed"),
         ("", "non-empty"),
     ],

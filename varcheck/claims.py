@@ -129,25 +129,23 @@ def _check(node: ast.AST, text: str, names: set[str]) -> None:
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         _check(node.operand, text, names)
         return
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in _FUNCS
-        and not node.keywords
-        and node.args
-    ):
-        if node.func.id not in ("min", "max") and len(node.args) != 1:
-            raise VarcheckError(f"claim {text!r}: {node.func.id}() takes one argument")
-        for arg in node.args:
-            _check(arg, text, names)
-        if len(node.args) < 2 and node.func.id in ("min", "max"):
-            raise VarcheckError(f"claim {text!r}: {node.func.id}() takes two or more arguments")
-        return
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        name = node.func.id
-        raise VarcheckError(f"claim {text!r}: function {name!r} is not allowed; {_ACCEPTED}")
+        _check_call(node, text, names)
+        return
     what = type(node).__name__
     raise VarcheckError(f"claim {text!r}: {what} is not allowed; {_ACCEPTED}")
+
+
+def _check_call(node: ast.Call, text: str, names: set[str]) -> None:
+    name = node.func.id  # type: ignore[attr-defined]
+    if name not in _FUNCS:
+        raise VarcheckError(f"claim {text!r}: function {name!r} is not allowed; {_ACCEPTED}")
+    for arg in node.args:
+        _check(arg, text, names)
+    several = name in ("min", "max")
+    if node.keywords or (len(node.args) < 2 if several else len(node.args) != 1):
+        takes = "two or more positional arguments" if several else "one positional argument"
+        raise VarcheckError(f"claim {text!r}: {name}() takes {takes}")
 
 
 def parse_claim(text: str | float | int) -> Claim:

@@ -136,9 +136,14 @@ def open_runner(workers: int | None = None, scheduler: str | None = None) -> Ite
         ) from None
     if scheduler == "local":
         # the scheduler serves HTTP even without a dashboard, on port 8787 unless told: a free
-        # loopback port lets two runs share a machine (a busy CI runner) and exposes nothing
+        # loopback port lets two runs share a machine (a busy CI runner) and exposes nothing;
+        # giving an address would switch the dashboard on, so it is switched off again
         cluster = LocalCluster(
-            n_workers=n, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address="127.0.0.1:0",
+            scheduler_kwargs={"dashboard": False},
         )
         client = Client(cluster)
     else:

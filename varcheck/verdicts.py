@@ -101,11 +101,12 @@ def decide(
     gap = abs(estimate - claim)
     more = int(math.ceil(samples * max((half_now / gap) ** 2 - 1.0, 0.0))) if gap > 0 else None
     narrower = half_now / (tolerance * abs(claim))
+    products = narrower**2  # the width shrinks as 1/sqrt(products)
     return Decision(
         INCONCLUSIVE,
         "the estimate lies outside the tolerance band while the interval still contains the "
         f"claim; if the estimate holds, more products will fail it, and a pass would need an "
-        f"interval {narrower:.3g} times narrower ({narrower**2:.2g} times the products)",
+        f"interval {narrower:.3g} times narrower ({products:.2g} times the products)",
         more,
     )
 
