@@ -191,6 +191,7 @@ def _interrupt(proc: subprocess.Popen[str]) -> tuple[str, str, float]:
     return out, err, time.monotonic() - sent
 
 
+@pytest.mark.signals
 def test_children_start_with_the_default_sigint_even_when_it_is_ignored_here() -> None:
     """Guards against the SIGINT tests depending on how the suite is launched: with SIGINT
     ignored in this process (as in a background job of a non-interactive shell), a child started
@@ -206,6 +207,7 @@ def test_children_start_with_the_default_sigint_even_when_it_is_ignored_here() -
     assert out.strip() == "True"
 
 
+@pytest.mark.signals
 @pytest.mark.parametrize("fmt", ["json", "table"])
 def test_sigint_prints_partial_rows_and_exits_130(fmt: str) -> None:
     """Guards against Ctrl-C losing the finished rows, printing a traceback, taking long to act,
@@ -231,6 +233,7 @@ def test_sigint_prints_partial_rows_and_exits_130(fmt: str) -> None:
         assert "Interrupted" in out and "partial" in out
 
 
+@pytest.mark.signals
 def test_sigint_during_check_exits_130(tmp_path: Path) -> None:
     """Guards against Ctrl-C during `varcheck check` exiting otherwise than with 130 and a JSON
     report marked interrupted."""
@@ -245,6 +248,7 @@ def test_sigint_during_check_exits_130(tmp_path: Path) -> None:
     assert json.loads(out)["interrupted"] is True
 
 
+@pytest.mark.signals
 def test_closed_pipe_exits_quietly() -> None:
     proc = subprocess.Popen(
         _varcheck("sweep", "--dk", "2..64", "--seed", "1"),
