@@ -7,7 +7,7 @@ docs/testing.md with a table per module and the mutants still unexplained.
 
 A survivor is matched by its function and the text of the lines it changes, not by mutmut's
 number, so the list survives edits elsewhere in a file. The score counts timeouts as killed (the
-mutant made the tests run past 5 times their usual time), leaves out mutants argued equivalent,
+mutant made its tests run past 5 × (their usual time + 10 s)), leaves out mutants argued equivalent,
 and counts mutants not run (an interrupted run) and any other status against the score.
 
 Run from the repository root: ``python tools/mutation_report.py [--check]``. With ``--check`` it
