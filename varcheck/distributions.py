@@ -102,12 +102,14 @@ class Distribution:
         m, v, m3, m4 = self.mean, self.var, self.mu3, self.mu4
         if order == 1:
             return m
+        # an infinite central moment makes the raw one infinite; testing it first keeps 0 * inf
+        # (a zero mean times an infinite mu3) from turning E[X^4] into nan
         if order == 2:
-            return v + m * m
+            return v + m * m if math.isfinite(v) else math.inf
         if order == 3:
-            return m3 + 3 * m * v + m**3
+            return m3 + 3 * m * v + m**3 if math.isfinite(m3) else math.inf
         if order == 4:
-            return m4 + 4 * m * m3 + 6 * m * m * v + m**4
+            return m4 + 4 * m * m3 + 6 * m * m * v + m**4 if math.isfinite(m4) else math.inf
         raise ValueError(f"order must be 1..4, got {order}")
 
     def sample(
