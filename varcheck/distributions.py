@@ -548,9 +548,10 @@ def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
         ) from None
     if math.isnan(low) or math.isnan(high):
         raise VarcheckError(f"distribution {spec!r}: invalid parameters for {name} ({given})")
-    # scipy reports nan where the defining integral diverges; by the L^p definition the
-    # variance (and higher moments) are then infinite, the mean undefined.
-    v = v if math.isfinite(v) else math.inf
+    # scipy reports nan where the defining integral diverges (and, for some heavy tails such as
+    # invweibull with c < 2, a negative number); by the L^p definition the variance (and higher
+    # moments) are then infinite, the mean undefined.
+    v = v if math.isfinite(v) and v >= 0 else math.inf
     lo, hi = SD_RANGE
     if math.isfinite(v) and not lo * lo <= v <= hi * hi and "sd" not in params:
         raise VarcheckError(
