@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import pytest
 
@@ -430,3 +431,20 @@ def test_a_claim_on_an_infinite_moment_is_refused_by_verify() -> None:
     """Guards against verify testing a claim whose value is infinite."""
     with pytest.raises(VarcheckError, match="kurt_q"):
         verify(4, claim="kurt_q", q_dist="t:df=4", samples=1000, seed=1)
+
+
+@pytest.mark.parametrize("text", ["foo + dk", "dk + foo", "-foo", "2 * (dk - foo)"])
+def test_errors_inside_operators_quote_the_whole_claim(text: str) -> None:
+    """Guards against an error deep in an expression losing the claim it came from (the message
+    would quote ``None`` instead of the claim the user wrote)."""
+    with pytest.raises(VarcheckError, match=re.escape(f"claim {text!r}: unknown name 'foo'")):
+        parse_claim(text)
+
+
+def test_claims_up_to_500_characters_are_accepted() -> None:
+    """Guards against an off-by-one in the documented length limit (500 characters)."""
+    longest = "dk" + " + 0" * 124 + "  "  # 2 + 496 + 2 = 500 characters
+    assert len(longest) == 500
+    assert parse_claim(longest).evaluate(CTX) == 8.0
+    with pytest.raises(VarcheckError, match="longer than 500 characters"):
+        parse_claim(longest + " ")
