@@ -133,3 +133,37 @@ def test_scipy_zero_variance_is_refused_as_out_of_range():
     underflows) as infinite: it is a finite sd of 0, outside the accepted range."""
     with pytest.raises(VarcheckError, match=r"its sd 0 is outside the accepted range"):
         parse_distribution("scipy.norm:scale=1e-200")
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype"),
+    [((3, 5), np.float64), ((4, 4), np.float32), ((4, 5), np.float32)],
+)
+def test_sample_refuses_out_of_the_wrong_shape_or_dtype(shape, dtype):
+    """Guards against `and` for `or` in the check of ``out``: a buffer with the right dtype but
+    the wrong shape (or the reverse) must be refused, not filled or broadcast into."""
+    dist = parse_distribution("uniform")
+    out = np.empty(shape, dtype=dtype)
+    with pytest.raises(ValueError, match=r"out is float\d\d\(\d, \d\), not float64\(4, 5\)"):
+        dist.sample(np.random.default_rng(0), (4, 5), np.float64, out=out)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_normal_sample_into_out_allocates_nothing(dtype):
+    """Guards against normal entries drawn into ``out`` through a fresh array (the normal branch
+    skipped, a misspelt family name): that is what ``out`` exists to avoid. Drawing 10^6 numbers
+    into a buffer of 4 or 8 MB must allocate well under one such buffer, with the same values as
+    a fresh draw from the same seed."""
+    import tracemalloc
+
+    dist = parse_distribution("normal:sd=2")
+    out = np.empty((1000, 1000), dtype=dtype)
+    tracemalloc.start()
+    try:
+        got = dist.sample(np.random.default_rng(3), out.shape, dtype, out=out)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got is out
+    assert peak < out.nbytes / 4
+    np.testing.assert_array_equal(got, dist.sample(np.random.default_rng(3), out.shape, dtype))
