@@ -29,7 +29,9 @@ def _setting(spec: str, dk: int):
 
 
 def _plan(side: int, blocks_per_chunk: int) -> BlockPlan:
-    return BlockPlan(side=side, paired=False, blocks_per_chunk=blocks_per_chunk, row_correlation=0.0)
+    return BlockPlan(
+        side=side, paired=False, blocks_per_chunk=blocks_per_chunk, row_correlation=0.0
+    )
 
 
 def test_default_precision_is_one_percent() -> None:
