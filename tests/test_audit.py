@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from bert_weights import random_bert_weights
 
 from varcheck import bert
 from varcheck.audit import audit, default_sentences, parse_layers, read_text_file
@@ -110,28 +111,7 @@ def _tiny_checkpoint(folder, *, prefix="", config_changes=None, drop=None):
     rng = np.random.default_rng(20240611)
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
     d, f, layers = 8, 16, 2
-    t: dict[str, np.ndarray] = {
-        "embeddings.word_embeddings.weight": rng.normal(0, 0.5, (len(vocab), d)),
-        "embeddings.position_embeddings.weight": rng.normal(0, 0.1, (16, d)),
-        "embeddings.token_type_embeddings.weight": rng.normal(0, 0.1, (2, d)),
-        "embeddings.LayerNorm.weight": 1 + rng.normal(0, 0.1, d),
-        "embeddings.LayerNorm.bias": rng.normal(0, 0.1, d),
-    }
-    for i in range(layers):
-        p = f"encoder.layer.{i}."
-        for name, shape in [
-            ("attention.self.query", (d, d)),
-            ("attention.self.key", (d, d)),
-            ("attention.self.value", (d, d)),
-            ("attention.output.dense", (d, d)),
-            ("intermediate.dense", (f, d)),
-            ("output.dense", (d, f)),
-        ]:
-            t[p + name + ".weight"] = rng.normal(0, 1 / math.sqrt(shape[1]), shape)
-            t[p + name + ".bias"] = rng.normal(0, 0.1, shape[0])
-        for ln in ("attention.output.LayerNorm", "output.LayerNorm"):
-            t[p + ln + ".weight"] = 1 + rng.normal(0, 0.1, d)
-            t[p + ln + ".bias"] = rng.normal(0, 0.1, d)
+    t = random_bert_weights(rng, d=d, inter=f, layers=layers, vocab=len(vocab), positions=16)
     for name in drop or ():
         del t[name]
     save_file(

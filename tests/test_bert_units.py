@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bert_weights import random_bert_weights
 from scipy.stats import norm
 
 from varcheck import bert
@@ -49,29 +50,9 @@ V = len(VOCAB)
 
 def _weights(rng, *, d=8, inter=16, layers=1, vocab=V, positions=16):
     """Random float64 tensors of a BERT encoder, by name, in PyTorch layout."""
-    t = {
-        "embeddings.word_embeddings.weight": rng.normal(0, 0.5, (vocab, d)),
-        "embeddings.position_embeddings.weight": rng.normal(0, 0.1, (positions, d)),
-        "embeddings.token_type_embeddings.weight": rng.normal(0, 0.1, (2, d)),
-        "embeddings.LayerNorm.weight": 1 + rng.normal(0, 0.1, d),
-        "embeddings.LayerNorm.bias": rng.normal(0, 0.1, d),
-    }
-    for i in range(layers):
-        p = f"encoder.layer.{i}."
-        for name, shape in [
-            ("attention.self.query", (d, d)),
-            ("attention.self.key", (d, d)),
-            ("attention.self.value", (d, d)),
-            ("attention.output.dense", (d, d)),
-            ("intermediate.dense", (inter, d)),
-            ("output.dense", (d, inter)),
-        ]:
-            t[p + name + ".weight"] = rng.normal(0, 1 / math.sqrt(shape[1]), shape)
-            t[p + name + ".bias"] = rng.normal(0, 0.1, shape[0])
-        for ln in ("attention.output.LayerNorm", "output.LayerNorm"):
-            t[p + ln + ".weight"] = 1 + rng.normal(0, 0.1, d)
-            t[p + ln + ".bias"] = rng.normal(0, 0.1, d)
-    return t
+    return random_bert_weights(
+        rng, d=d, inter=inter, layers=layers, vocab=vocab, positions=positions
+    )
 
 
 def _config(weights, *, heads=2, drop=(), **changes):
