@@ -19,7 +19,7 @@ from _common import self_rss_mb
 def _shared_work(dks: list[int], precision: float, blocks: int) -> tuple[float, float, int]:
     """Random numbers and flops of ``blocks`` shared blocks for these d_k, and the rows N."""
     from varcheck import dot_product_theory, parse_distribution
-    from varcheck.shared import _flops, plan_shared
+    from varcheck.core.shared_blocks import _flops, plan_shared
 
     z = parse_distribution("normal")
     plan = plan_shared(

@@ -1,6 +1,6 @@
 """Measure the constants of varcheck's block cost model and check the block side it picks.
 
-The model in ``varcheck/sampling.py`` prices one block of side n for vectors of length d as
+The model in ``varcheck/core/blocks.py`` prices one block of side n for vectors of length d as
 
     cost(n) = c_rng · 2 n d  +  c_flop · n² d  +  c_out · n²  +  c_block      (nanoseconds)
 
@@ -63,7 +63,7 @@ def measure_rng(quick: bool) -> list[dict[str, Any]]:
     Normal numbers are also timed in float32, where ``Distribution.sample`` uses the
     Box-Muller transform, next to numpy's own float32 ziggurat.
     """
-    from varcheck.distributions import parse_distribution
+    from varcheck.core.distributions import parse_distribution
 
     rng = np.random.default_rng(1)
     out = []
@@ -147,7 +147,7 @@ def measure_reduce(quick: bool) -> list[dict[str, Any]]:
 
 def _plan(side: int, theory: Any, q: Any, k: Any) -> Any:
     """A BlockPlan with the given side, sized like plan_blocks sizes its chunks."""
-    from varcheck.sampling import MAX_CHUNK_ELEMENTS, BlockPlan, plan_blocks
+    from varcheck.core.blocks import MAX_CHUNK_ELEMENTS, BlockPlan, plan_blocks
 
     d = theory.dk
     r = plan_blocks(q, k, theory).row_correlation
@@ -159,9 +159,9 @@ def _plan(side: int, theory: Any, q: Any, k: Any) -> Any:
 
 def measure_draw_chunk(quick: bool) -> list[dict[str, Any]]:
     """Wall time per block of ``draw_chunk`` (normal entries) over a grid of sides and d_k."""
-    from varcheck.distributions import parse_distribution
-    from varcheck.sampling import draw_chunk
-    from varcheck.theory import dot_product_theory
+    from varcheck.core.blocks import draw_chunk
+    from varcheck.core.distributions import parse_distribution
+    from varcheck.core.theory import dot_product_theory
 
     normal = parse_distribution("normal")
     sides = [1, 4, 16, 64, 256] if quick else SIDES
@@ -185,7 +185,7 @@ def measure_draw_chunk(quick: bool) -> list[dict[str, Any]]:
 
 def measure_chunk_overhead(quick: bool) -> float:
     """ns per chunk outside draw_chunk: the chunk's SeedSequence/Generator and accumulator merge."""
-    from varcheck.estimation import BlockAccumulator
+    from varcheck.core.estimation import BlockAccumulator
 
     acc = BlockAccumulator()
     m = np.ones(64)
@@ -230,9 +230,9 @@ def model_cost(side: int, d: int, r: float, c: dict[str, float], c_rng: float) -
 
 def scan_sides(quick: bool, fitted: dict[str, float], c_rng_normal: float) -> list[dict[str, Any]]:
     """Empirical time to a 1% half-width for each forced side, and the side varcheck picks."""
-    from varcheck.distributions import parse_distribution
-    from varcheck.estimation import estimate_variance
-    from varcheck.theory import dot_product_theory
+    from varcheck.core.distributions import parse_distribution
+    from varcheck.core.estimation import estimate_variance
+    from varcheck.core.theory import dot_product_theory
 
     normal = parse_distribution("normal")
     dks = [2, 32, 512] if quick else DKS
@@ -284,8 +284,8 @@ def measure_shared_chunk(quick: bool) -> list[dict[str, Any]]:
     Rows per block from 8 to 700, one full Gram matrix or per-d_k sums, all columns or a
     quarter for the Gram levels; chunks as large as ``plan_shared`` would make them.
     """
-    from varcheck import shared
-    from varcheck.distributions import parse_distribution
+    from varcheck.core import shared_blocks as shared
+    from varcheck.core.distributions import parse_distribution
 
     normal = parse_distribution("normal")
     rng = np.random.default_rng(8)
@@ -357,7 +357,8 @@ def fit_shared(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def run(quick: bool) -> dict[str, Any]:
-    from varcheck import sampling, shared
+    from varcheck.core import blocks as sampling
+    from varcheck.core import shared_blocks as shared
 
     result: dict[str, Any] = {"machine": machine_info()}
     result["current"] = {
@@ -465,7 +466,7 @@ def report(res: dict[str, Any]) -> str:
         + ".\n"
     )
     sfit, scur, plans = res["shared_fit"], res["current_shared"], res["shared_chunk"]
-    lines.append("### Shared blocks (`varcheck/shared.py`): fitted constants\n")
+    lines.append("### Shared blocks (`varcheck/core/shared_blocks.py`): fitted constants\n")
     lines.append(
         "The planner prices a shared block as c_rng · random numbers + c_flop · flops + c_block "
         "+ c_level · (number of d_k). Fitted (NNLS on relative error) to the wall time of "

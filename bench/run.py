@@ -428,9 +428,10 @@ def render(r: dict[str, Any]) -> str:
 
     L.append("\n## Time to the target width\n")
     L.append(
-        "A sweep draws all its d_k from the same shared blocks (`varcheck/shared.py`): a pool "
-        "of N rows, 512 wide (q and k have the same law here, so every two distinct rows make "
-        "a product), serves d_k = 512 once, 256 twice, ..., 2 256 times, and the products are "
+        "A sweep draws all its d_k from the same shared blocks "
+        "(`varcheck/core/shared_blocks.py`): a pool of N rows, 512 wide (q and k have the "
+        "same law here, so every two distinct rows make a product), serves d_k = 512 once, "
+        "256 twice, ..., 2 256 times, and the products are "
         "summed through Gram matrices without being formed. So the time for the whole sweep "
         "is one call, `varcheck.api.sweep([2, ..., 512])` in a warm process (start-up "
         "excluded, OPENBLAS_NUM_THREADS=1 as the CLI sets it), which stops when its slowest "

@@ -44,8 +44,8 @@ def _time_serial_and_pool(job: Any, n_jobs: int, workers: int) -> dict[str, floa
 
 
 def measure(task: dict[str, Any]) -> dict[str, Any]:
-    from varcheck.distributions import parse_distribution
-    from varcheck.sampling import BlockPlan, draw_chunk
+    from varcheck.core.blocks import BlockPlan, draw_chunk
+    from varcheck.core.distributions import parse_distribution
 
     workers = int(task.get("workers", 2))
     quick = bool(task.get("quick", False))

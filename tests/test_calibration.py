@@ -22,7 +22,7 @@ import pytest
 from scipy.stats import binomtest
 
 from varcheck import dot_product_theory, estimate_variance, parse_distribution, sweep
-from varcheck.sampling import BlockPlan
+from varcheck.core.blocks import BlockPlan
 
 pytestmark = pytest.mark.statistical
 

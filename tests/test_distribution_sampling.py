@@ -1,4 +1,4 @@
-"""Sampling and moment edge cases of varcheck.distributions, pinned against independent values.
+"""Sampling and moment edge cases of varcheck.core.distributions, pinned against independent values.
 
 Written to kill mutation-testing survivors: each test names the bug it guards against.
 Reference values come from hand formulas (gamma raw moments a(a+1)...), numpy/scipy generators
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from varcheck.distributions import parse_distribution
+from varcheck.core.distributions import parse_distribution
 from varcheck.errors import VarcheckError
 
 # --- raw_moment ------------------------------------------------------------------------------

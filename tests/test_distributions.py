@@ -112,7 +112,7 @@ def test_box_muller_moments_and_pairs() -> None:
     with standard errors sqrt(1/(n/2)) (and sqrt(8/(n/2))). The bound on |z| only catches
     gross breakage (the largest of 4M normal numbers is about 5.4).
     """
-    from varcheck.distributions import standard_normal_float32
+    from varcheck.core.distributions import standard_normal_float32
 
     n = 1 << 22
     z = standard_normal_float32(np.random.default_rng(11), np.empty(n, np.float32))
@@ -139,7 +139,7 @@ def test_box_muller_distribution(seed: int) -> None:
     """
     from scipy import stats
 
-    from varcheck.distributions import standard_normal_float32
+    from varcheck.core.distributions import standard_normal_float32
 
     n = 1 << 21
     x = standard_normal_float32(np.random.default_rng(seed), np.empty(n, np.float32))
@@ -153,7 +153,7 @@ def test_box_muller_distribution(seed: int) -> None:
 @pytest.mark.parametrize("shape", [(1,), (7,), (3, 5, 9), (2, 1 << 17)])
 def test_box_muller_shapes_and_seeds(shape: tuple[int, ...]) -> None:
     """Any shape (odd sizes, several pieces) is filled; the same seed gives the same numbers."""
-    from varcheck.distributions import standard_normal_float32
+    from varcheck.core.distributions import standard_normal_float32
 
     out = np.full(shape, np.nan, dtype=np.float32)
     got = standard_normal_float32(np.random.default_rng(3), out)
@@ -163,7 +163,7 @@ def test_box_muller_shapes_and_seeds(shape: tuple[int, ...]) -> None:
 
 
 def test_box_muller_non_contiguous_and_dtype() -> None:
-    from varcheck.distributions import standard_normal_float32
+    from varcheck.core.distributions import standard_normal_float32
 
     base = np.zeros((6, 8), dtype=np.float32)
     view = base[:, ::2]
@@ -175,7 +175,7 @@ def test_box_muller_non_contiguous_and_dtype() -> None:
 
 def test_normal_float32_samples_use_box_muller() -> None:
     """Distribution.sample in float32, with or without ``out``, gives the same numbers."""
-    from varcheck.distributions import standard_normal_float32
+    from varcheck.core.distributions import standard_normal_float32
 
     d = parse_distribution("normal:sd=2,mean=1")
     fresh = d.sample(np.random.default_rng(5), (4, 6), dtype=np.float32)

@@ -12,11 +12,11 @@ MODULES = [
     "varcheck.api",
     "varcheck.checkfile",
     "varcheck.claims",
-    "varcheck.distributions",
-    "varcheck.ranges",
+    "varcheck.core.distributions",
+    "varcheck.core.ranges",
     "varcheck.testing",
-    "varcheck.theory",
-    "varcheck.verdicts",
+    "varcheck.core.theory",
+    "varcheck.core.verdicts",
 ]
 
 

@@ -10,12 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from varcheck import dot_product_theory, estimate_variance, parse_distribution
-from varcheck.estimation import (
-    BlockAccumulator,
-    _hall_inverse,
-    hall_interval,
-    hall_transform,
-)
+from varcheck.core.estimation import BlockAccumulator, _hall_inverse, hall_interval, hall_transform
 
 
 @pytest.mark.parametrize("splits", [[1000], [1, 999], [137] * 7 + [41], [500, 1, 499]])
@@ -88,7 +83,7 @@ def test_student_t_without_scipy_matches_scipy(df: int) -> None:
     """From T_LARGE_DF on, p-values and quantiles skip scipy (start-up); they must agree."""
     from scipy.special import stdtr, stdtrit
 
-    from varcheck.estimation import T_LARGE_DF, t_quantile, t_two_sided_p
+    from varcheck.core.estimation import T_LARGE_DF, t_quantile, t_two_sided_p
 
     assert df >= T_LARGE_DF
     for t in (0.0, 0.3, 1.0, 1.96, 2.6, 4.0, 7.0, 11.0):

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from varcheck.estimation import MIN_BLOCKS, _side_cap, claim_statistic
+from varcheck.core.estimation import MIN_BLOCKS, _side_cap, claim_statistic
 
 # --- zero standard error: the claim is either exactly the estimate or infinitely far ---
 

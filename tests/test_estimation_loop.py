@@ -11,16 +11,16 @@ from concurrent.futures import Future
 
 import pytest
 
-from varcheck.distributions import parse_distribution
-from varcheck.estimation import (
+from varcheck.core.blocks import BlockPlan, plan_blocks
+from varcheck.core.distributions import parse_distribution
+from varcheck.core.estimation import (
     MIN_BLOCKS,
     _side_cap,
     estimate_variance,
     hall_interval,
     run_chunk,
 )
-from varcheck.sampling import BlockPlan, plan_blocks
-from varcheck.theory import dot_product_theory
+from varcheck.core.theory import dot_product_theory
 
 
 def _setting(spec: str, dk: int):
@@ -222,7 +222,7 @@ def test_not_estimable_setting_plans_without_a_cap(monkeypatch: pytest.MonkeyPat
         sides.append(max_side)
         return real(q, k, theory, max_side=max_side)
 
-    monkeypatch.setattr("varcheck.estimation.plan_blocks", spy)
+    monkeypatch.setattr("varcheck.core.estimation.plan_blocks", spy)
     q, k, theory = _setting("scipy.lognorm:s=1.5", 16)
     assert not theory.estimable and theory.var > 0
     estimate_variance(q, k, theory, seed=4, precision=0.5, max_seconds=0.0)
@@ -233,7 +233,7 @@ def test_slow_convergence_loop_checks_the_log_interval(monkeypatch: pytest.Monke
     """Guards against the loop's stopping test computing another interval than the reported one
     (the method dropped: Hall's interval instead of the log scale used when E[(q·k)^6] is
     infinite). Every interval the loop computes must use the method it reports."""
-    import varcheck.estimation as estimation
+    import varcheck.core.estimation as estimation
 
     methods: list[object] = []
     real = estimation.block_interval

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from varcheck.estimation import ConfidenceInterval, log_interval
+from varcheck.core.estimation import ConfidenceInterval, log_interval
 
 
 @pytest.mark.parametrize(

@@ -187,7 +187,7 @@ def test_check_exit_is_the_worst_outcome(
 def test_outcome_tables_match_the_docs() -> None:
     """Guards against the shared tables drifting from the README: every outcome's exit status,
     and for every pair of outcomes the one OUTCOME_RANK calls worse exits as the docs say."""
-    from varcheck.verdicts import OUTCOME_EXIT, OUTCOME_RANK
+    from varcheck.core.verdicts import OUTCOME_EXIT, OUTCOME_RANK
 
     assert OUTCOME_EXIT == DOCUMENTED_EXIT
     for a, b in itertools.combinations(CLAIM_OUTCOMES, 2):

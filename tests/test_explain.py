@@ -68,7 +68,7 @@ def test_exact_mean_and_sd_match_simulation(shape: str, dist: str, ddof: int) ->
 )
 def test_expectation_closed_form(shape: str, a: str, b: str, ddof: int) -> None:
     # E[SS] = (n - 1) v - (M - 1) c_row - (N - 1) c_col, derived in the module docstring
-    from varcheck.distributions import parse_distribution
+    from varcheck.core.distributions import parse_distribution
 
     n, d, m = parse_shape(shape)
     da, db = parse_distribution(a), parse_distribution(b)

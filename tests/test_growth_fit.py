@@ -14,8 +14,8 @@ import pytest
 from scipy.stats import norm
 
 from varcheck.claims import parse_claim
+from varcheck.core.verdicts import CONSISTENT, REJECTED, fit_growth
 from varcheck.errors import VarcheckError
-from varcheck.verdicts import CONSISTENT, REJECTED, fit_growth
 
 
 def _wls(

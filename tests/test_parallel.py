@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from varcheck import dot_product_theory, estimate_variance, parse_distribution, sweep
-from varcheck.parallel import SerialRunner, open_runner, ordered_map
+from varcheck.core.parallel import SerialRunner, open_runner, ordered_map
 
 
 @pytest.mark.parametrize("dist", ["normal", "uniform:mean=1", "t:df=8"])

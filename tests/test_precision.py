@@ -7,7 +7,7 @@ shared blocks, non-zero means drawn row by row), raw and scaled:
 - the delivered relative half-width is at most the requested ``precision`` and not far below it;
 - the reported half-width is the real one: the spread of the estimates across seeds matches it;
 - the interval is Hall's skewness-corrected Student t (or the log-scale one), recomputed by hand
-  from the block values with the formula of ``varcheck/estimation.py``'s docstrings.
+  from the block values with the formula of ``varcheck/core/estimation.py``'s docstrings.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import pytest
 from scipy import optimize, stats
 
 from varcheck import dot_product_theory, estimate_variance, parse_distribution, sweep, verify
-from varcheck.estimation import _OVERSHOOT, MIN_BLOCKS
-from varcheck.sampling import BlockPlan
-from varcheck.shared import _FIRST_ROUND, can_share
+from varcheck.core.blocks import BlockPlan
+from varcheck.core.estimation import _OVERSHOOT, MIN_BLOCKS
+from varcheck.core.shared_blocks import _FIRST_ROUND, can_share
 
 N_SEEDS = 80
 
@@ -181,7 +181,7 @@ def test_reported_half_width_matches_the_spread_across_seeds(name: str) -> None:
 
 
 def _hand_interval(m: np.ndarray, a: np.ndarray, confidence: float, method: str):
-    """The interval of varcheck/estimation.py's module docstring, from the block values.
+    """The interval of varcheck/core/estimation.py's module docstring, from the block values.
 
     V = mean(a) - [mean(m)^2 - var(m) / B]; SE from psi = a - 2 mean(m) m plus the second-order
     term 2 var(m)^2 / (B - 1) (``BlockAccumulator.variance_and_se``); skewness of psi (third
@@ -247,9 +247,9 @@ def test_interval_is_the_documented_formula_computed_by_hand(
     Tolerance: rtol 1e-9; both sides are the same arithmetic up to summation order (the
     accumulator merges 12 chunks), so they agree to ~1e-13.
     """
-    import varcheck.estimation
+    import varcheck.core.estimation
 
-    calls = _record_blocks(monkeypatch, varcheck.estimation, "run_chunk")
+    calls = _record_blocks(monkeypatch, varcheck.core.estimation, "run_chunk")
     q, k = parse_distribution(q_spec), parse_distribution(k_spec)
     th = dot_product_theory(dk, q, k)
     plan = BlockPlan(side=2, paired=False, blocks_per_chunk=64, row_correlation=0.0)
@@ -282,14 +282,14 @@ def test_row_path_never_draws_a_block_twice(monkeypatch: pytest.MonkeyPatch) -> 
     dist="normal:mean=0.5", seed=6) at 1% re-draws 512 of its 3169 blocks; 6 of seeds 0-19
     re-use chunks.)
     """
-    import varcheck.estimation
+    import varcheck.core.estimation
 
     q = parse_distribution("normal:mean=0.5")
     th = dot_product_theory(16, q, q)
     plan = BlockPlan(side=2, paired=False, blocks_per_chunk=50, row_correlation=0.0)
     pilot = estimate_variance(q, q, th, seed=8, stream=(16,), samples=800, plan=plan)
     assert pilot.blocks == MIN_BLOCKS
-    calls = _record_blocks(monkeypatch, varcheck.estimation, "run_chunk")
+    calls = _record_blocks(monkeypatch, varcheck.core.estimation, "run_chunk")
     est = estimate_variance(
         q, q, th, seed=8, stream=(16,), precision=pilot.precision / 1.2, plan=plan
     )
@@ -305,8 +305,8 @@ def test_shared_path_never_draws_a_block_twice(monkeypatch: pytest.MonkeyPatch) 
     rare in ordinary use, the first round having a 1.3 margin: about 1% of seeds, e.g. seed 74
     of sweep([16], precision=0.03) draws 26 of its 237 blocks twice.)
     """
-    import varcheck.shared
-    from varcheck.shared import SHARED_STREAM, SharedPlan, estimate_shared
+    import varcheck.core.shared_blocks
+    from varcheck.core.shared_blocks import SHARED_STREAM, SharedPlan, estimate_shared
 
     z = parse_distribution("normal")
     ths = [dot_product_theory(16, z, z)]
@@ -314,7 +314,7 @@ def test_shared_path_never_draws_a_block_twice(monkeypatch: pytest.MonkeyPatch) 
     kwargs = {"seed": 9, "stream": (SHARED_STREAM,), "confidence": 0.95, "plan": plan}
     first = estimate_shared(z, z, ths, precision=0.99, **kwargs).estimates[0]
     assert first.blocks == MIN_BLOCKS
-    calls = _record_blocks(monkeypatch, varcheck.shared, "run_shared_chunk")
+    calls = _record_blocks(monkeypatch, varcheck.core.shared_blocks, "run_shared_chunk")
     est = estimate_shared(z, z, ths, precision=first.precision / 1.2, **kwargs).estimates[0]
     m = np.concatenate([out[0][:, 0] for _, out in calls])
     assert m.size == est.blocks > MIN_BLOCKS

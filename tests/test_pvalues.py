@@ -2,7 +2,7 @@
 
 - Claim p-values at fixed budgets (few blocks, so Student's t differs from the normal and the
   degrees of freedom matter): the studentised statistic recomputed here from the estimate's
-  fields with the formula of ``varcheck/estimation.py`` (Hall's transform, or the log scale),
+  fields with the formula of ``varcheck/core/estimation.py`` (Hall's transform, or the log scale),
   and its two-sided p-value from ``scipy.stats.t`` on ``blocks - 1`` degrees of freedom.
 - ``explain``'s Monte-Carlo p-value of ``np.var(A @ B)``: recomputed from the replicates as
   ``2 min((k_le + 1) / (R + 1), (k_ge + 1) / (R + 1))`` (docs/anomaly.md, ``Reading``), and
@@ -19,7 +19,7 @@ import pytest
 from scipy import integrate, stats
 
 from varcheck import dot_product_theory, estimate_variance, parse_distribution, verify
-from varcheck.estimation import T_LARGE_DF
+from varcheck.core.estimation import T_LARGE_DF
 from varcheck.explain import explain
 
 

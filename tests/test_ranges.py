@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from varcheck import VarcheckError, parse_dk
-from varcheck.ranges import MAX_DK, MAX_VALUES
+from varcheck.core.ranges import MAX_DK, MAX_VALUES
 
 
 @pytest.mark.parametrize(

@@ -19,8 +19,8 @@ import pytest
 from scipy.stats import binomtest
 
 from varcheck import dot_product_theory, parse_distribution, sweep
-from varcheck.estimation import MIN_BLOCKS
-from varcheck.shared import (
+from varcheck.core.estimation import MIN_BLOCKS
+from varcheck.core.shared_blocks import (
     FLOAT32_MIN_PRECISION,
     SHARED_STREAM,
     SharedPlan,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from varcheck import dot_product_theory, parse_distribution
-from varcheck.theory import product_raw_moments
+from varcheck.core.theory import product_raw_moments
 
 
 @pytest.mark.parametrize("dist", ["normal", "uniform", "rademacher", "laplace", "t:df=7"])
@@ -55,7 +55,7 @@ def test_correlated_with_means_matches_formula() -> None:
 
 
 def test_correlated_expansion_agrees_with_independent_at_rho_zero() -> None:
-    from varcheck.theory import _correlated_normal_raw_moments
+    from varcheck.core.theory import _correlated_normal_raw_moments
 
     q, k = parse_distribution("normal:mean=0.3,sd=1.5"), parse_distribution("normal:mean=-2")
     assert _correlated_normal_raw_moments(q, k, 0.0) == pytest.approx(product_raw_moments(q, k))
@@ -108,8 +108,8 @@ def test_scipy_distribution_moments() -> None:
 )
 def test_raw_moments_match_simulation(q: str, k: str, rho: float) -> None:
     """E[X^j] against 400k simulated products; tolerance 5 standard errors of each mean."""
-    from varcheck.estimation import ConfidenceInterval  # noqa: F401 (import check only)
-    from varcheck.sampling import BlockPlan, draw_chunk
+    from varcheck.core.blocks import BlockPlan, draw_chunk
+    from varcheck.core.estimation import ConfidenceInterval  # noqa: F401 (import check only)
 
     qd, kd = parse_distribution(q), parse_distribution(k)
     rng = np.random.default_rng(20261122)

@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from varcheck.distributions import parse_distribution
+from varcheck.core.distributions import parse_distribution
+from varcheck.core.theory import product_raw_moments
 from varcheck.errors import VarcheckError
-from varcheck.theory import product_raw_moments
 
 
 def _standard_product_moments(rho: float) -> list[float]:

@@ -1,4 +1,4 @@
-"""Deterministic checks of the per-term moments and argument checks of ``varcheck.theory``.
+"""Deterministic checks of the per-term moments and argument checks of ``varcheck.core.theory``.
 
 Reference values are independent of varcheck's polynomial expansion: raw moments of a
 gamma(a) entry written out by hand (E[q^j] = a (a+1) ... (a+j-1)), raw moments of a normal
@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pytest
 
+from varcheck.core.theory import dot_product_theory
 from varcheck.errors import VarcheckError
-from varcheck.theory import dot_product_theory
 
 
 def _normal_raw(mu: float, s: float) -> list[float]:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from varcheck.verdicts import fit_growth, holm_adjust
+from varcheck.core.verdicts import fit_growth, holm_adjust
 
 
 def test_holm_known_values() -> None:

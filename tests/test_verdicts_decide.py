@@ -22,9 +22,9 @@ import pytest
 
 import varcheck
 from varcheck import bert
+from varcheck.core.estimation import ConfidenceInterval
+from varcheck.core.verdicts import FAIL, INCONCLUSIVE, PASS, decide
 from varcheck.errors import VarcheckError
-from varcheck.estimation import ConfidenceInterval
-from varcheck.verdicts import FAIL, INCONCLUSIVE, PASS, decide
 
 EXCLUDED = "the interval excludes the claimed value"
 CONTAINED = "the interval contains the claimed value"

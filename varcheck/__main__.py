@@ -1,3 +1,3 @@
-from varcheck.cli import main
+from .cli import main
 
 main()

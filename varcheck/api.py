@@ -12,14 +12,13 @@ import numpy as np
 
 from ._version import __version__
 from .claims import Claim, claim_context, parse_claim
-from .distributions import Distribution, parse_distribution
-from .errors import VarcheckError
-from .estimation import ConfidenceInterval, VarianceEstimate, estimate_variance
-from .parallel import Runner, check_workers, open_runner
-from .ranges import resolve_dks
-from .shared import SHARED_STREAM, can_share, estimate_shared
-from .theory import DotProductTheory, dot_product_theory
-from .verdicts import (
+from .core.distributions import Distribution, parse_distribution
+from .core.estimation import ConfidenceInterval, VarianceEstimate, estimate_variance
+from .core.parallel import Runner, check_workers, open_runner
+from .core.ranges import resolve_dks
+from .core.shared_blocks import SHARED_STREAM, can_share, estimate_shared
+from .core.theory import DotProductTheory, dot_product_theory
+from .core.verdicts import (
     CONSISTENT,
     INFINITE,
     OUTCOME_EXIT,
@@ -32,6 +31,7 @@ from .verdicts import (
     fit_growth,
     holm_adjust,
 )
+from .errors import VarcheckError
 
 __all__ = [
     "SweepRow",
@@ -328,8 +328,8 @@ def _estimate_all(
     """Estimate the settings; on Ctrl-C return those finished (a prefix) and ``True``.
 
     Consecutive zero-mean settings with the same distributions and ``share_keys`` entry are
-    drawn together in shared blocks (:mod:`varcheck.shared`) when sampling to a precision.
-    The third value is the covariance matrix of the variance estimates: squared standard
+    drawn together in shared blocks (:mod:`varcheck.core.shared_blocks`) when sampling to a
+    precision. The third value is the covariance matrix of the variance estimates: squared standard
     errors on the diagonal, the estimated covariance within a shared group, 0 elsewhere.
     """
     workers = check_workers(workers)
@@ -427,8 +427,8 @@ def sweep(
         Fixed number of q·k products per row instead of a target precision.
     max_seconds : float, optional
         Wall-time cap per row; rows drawn from shared blocks (zero-mean entries, sampling to a
-        precision, see :mod:`varcheck.shared`) share a cap of ``max_seconds`` times their number.
-    seed : int, optional
+        precision, see :mod:`varcheck.core.shared_blocks`) share a cap of ``max_seconds`` times
+    their number. seed : int, optional
         Root seed; drawn and reported when not given.
     progress : callable, optional
         ``progress(row_index, n_rows, fraction_of_row_done)``.

@@ -38,8 +38,8 @@ import numpy as np
 
 from ._version import __version__
 from .adaptive import beta_for, exact_logit_variance, paper_logit_variance
+from .core.estimation import ConfidenceInterval
 from .errors import VarcheckError
-from .estimation import ConfidenceInterval
 
 __all__ = [
     "HeadAudit",
@@ -433,7 +433,7 @@ def _jackknife_ci(
     n = counts.size
     if n < 2:
         return [ConfidenceInterval(math.nan, math.nan)] * s1.shape[1]
-    from .estimation import t_quantile
+    from .core.estimation import t_quantile
 
     c_tot = counts.sum()
     t1, t2 = s1.sum(axis=0), s2.sum(axis=0)

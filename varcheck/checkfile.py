@@ -43,11 +43,11 @@ from .api import (
     run_claim_tests,
 )
 from .claims import Claim, parse_claim
-from .distributions import Distribution
+from .core.distributions import Distribution
+from .core.ranges import resolve_dks
+from .core.theory import dot_product_theory
+from .core.verdicts import OUTCOME_EXIT, OUTCOME_RANK, PASS
 from .errors import VarcheckError
-from .ranges import resolve_dks
-from .theory import dot_product_theory
-from .verdicts import OUTCOME_EXIT, OUTCOME_RANK, PASS
 
 __all__ = ["ClaimSpec", "CheckFile", "ClaimOutcome", "CheckResult", "load_check_file", "check"]
 

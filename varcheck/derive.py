@@ -8,7 +8,7 @@ The textbook argument has four steps. With X = q_i and Y = k_i one pair of entri
 3. Var(q·k) = Var(sum_i X_i Y_i) = d_k Var(XY), because the d_k terms are independent;
 4. Var(q·k / √d_k) = Var(q·k) / d_k = Var(XY), which is 1 under the textbook assumptions.
 
-For the chosen distributions each step gets its exact value (from :mod:`varcheck.theory`, which
+For the chosen distributions each step gets its exact value (from :mod:`varcheck.core.theory`, which
 also covers correlated normal pairs) beside the value the textbook claims, and a Monte-Carlo
 check with its interval. A step *breaks* when an assumption behind it fails and its value differs
 from the textbook's; later steps then *inherit* the wrong number, although their own reasoning
@@ -23,13 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._version import __version__
-from .distributions import Distribution, parse_distribution
+from .core.blocks import BlockPlan
+from .core.distributions import Distribution, parse_distribution
+from .core.estimation import ConfidenceInterval, VarianceEstimate, estimate_variance, t_quantile
+from .core.ranges import MAX_DK
+from .core.theory import DotProductTheory, dot_product_theory
+from .core.verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
 from .errors import VarcheckError
-from .estimation import ConfidenceInterval, VarianceEstimate, estimate_variance, t_quantile
-from .ranges import MAX_DK
-from .sampling import BlockPlan
-from .theory import DotProductTheory, dot_product_theory
-from .verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
 
 __all__ = ["DeriveStep", "DeriveResult", "derive"]
 
@@ -192,7 +192,7 @@ def _mean_check(
 
 
 def _p(estimate: float, se: float, claim: float, df: int) -> float:
-    from .estimation import t_two_sided_p
+    from .core.estimation import t_two_sided_p
 
     if not (math.isfinite(claim) and math.isfinite(estimate)):
         return math.nan

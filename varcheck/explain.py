@@ -42,9 +42,9 @@ from statistics import NormalDist
 import numpy as np
 
 from ._version import __version__
-from .distributions import Distribution, parse_distribution
+from .core.distributions import Distribution, parse_distribution
+from .core.theory import dot_product_theory
 from .errors import VarcheckError
-from .theory import dot_product_theory
 
 __all__ = [
     "Shape",

@@ -37,7 +37,7 @@ Monte Carlo. Products computed from the same weights or the same input rows are 
 each interval is built from independent blocks: with random weights, one block is one fresh
 draw of (W_q, W_k) and of ``tokens`` input rows; with fixed weights, one block is a fresh draw
 of the input rows. A block is reduced to the mean of its products and of their squares, and
-the estimator, interval and test of :mod:`varcheck.estimation` apply unchanged (as in
+the estimator, interval and test of :mod:`varcheck.core.estimation` apply unchanged (as in
 ``sweep``). Verdicts are Holm-adjusted over all rows.
 
 Checks and findings. Rows whose prediction is derived to be exact in its setting (the relaxed
@@ -60,9 +60,8 @@ import numpy as np
 
 from ._version import __version__
 from .adaptive import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
-from .distributions import Distribution, parse_distribution
-from .errors import VarcheckError
-from .estimation import (
+from .core.distributions import Distribution, parse_distribution
+from .core.estimation import (
     MIN_BLOCKS,
     BlockAccumulator,
     ConfidenceInterval,
@@ -72,7 +71,8 @@ from .estimation import (
     t_quantile,
     t_two_sided_p,
 )
-from .verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
+from .core.verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
+from .errors import VarcheckError
 
 __all__ = [
     "INITS",
@@ -290,7 +290,7 @@ class MonteCarloVariance:
     var : float
         Unbiased estimate of the variance.
     confidence_interval : ConfidenceInterval
-        The interval of :func:`varcheck.estimation.block_interval`, as in ``sweep``: Student t
+        The interval of :func:`varcheck.core.estimation.block_interval`, as in ``sweep``: Student t
         on ``blocks - 1`` degrees of freedom with Hall's skewness correction, or on the log
         scale when the inputs' twelfth moment is infinite (``interval_method``).
     se : float

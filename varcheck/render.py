@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .verdicts import OUTCOME_RANK
+from .core.verdicts import OUTCOME_RANK
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -1,7 +1,7 @@
 """Why the scale matters: what the softmax does to logits q·k with and without 1/√d_k.
 
 For one query q and L keys k_1..k_L with i.i.d. entries, the logits s_j = q·k_j have variance
-d_k Var(qk) (see :mod:`varcheck.theory`). Without scaling their spread grows like √d_k, and the
+d_k Var(qk) (see :mod:`varcheck.core.theory`). Without scaling their spread grows like √d_k, and the
 softmax p = softmax(s) collapses onto the largest logit: the entropy H(p) = -sum p_j log p_j falls
 towards 0 (from log L for uniform weights), the largest weight rises towards 1, and the Jacobian
 of the softmax, J = diag(p) - p pᵀ, through which every gradient flows back to the logits, shrinks
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._version import __version__
-from .distributions import Distribution, parse_distribution
+from .core.distributions import Distribution, parse_distribution
+from .core.ranges import resolve_dks
+from .core.theory import dot_product_theory
 from .errors import VarcheckError
-from .ranges import resolve_dks
-from .theory import dot_product_theory
 
 __all__ = [
     "SoftmaxStats",

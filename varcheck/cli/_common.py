@@ -11,9 +11,9 @@ from typing import Any
 import click
 
 from ..claims import Claim, parse_claim
-from ..distributions import Distribution, parse_distribution
+from ..core.distributions import Distribution, parse_distribution
+from ..core.ranges import parse_dk
 from ..errors import VarcheckError
-from ..ranges import parse_dk
 
 MIN_SAMPLES = 1000  # = varcheck.api.MIN_SAMPLES; a test keeps the two in step
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from ..claims import Claim
-from ..distributions import Distribution
-from ..ranges import MAX_DK
+from ..core.distributions import Distribution
+from ..core.ranges import MAX_DK
 from ._common import (
     EXIT_CODES_HELP,
     ClaimType,

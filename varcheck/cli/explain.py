@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..distributions import Distribution
+from ..core.distributions import Distribution
 from ..errors import VarcheckError
 from ._common import (
     EXIT_CODES_HELP,

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..distributions import Distribution
+from ..core.distributions import Distribution
 from ._common import (
     EXIT_CODES_HELP,
     DistType,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..distributions import Distribution
+from ..core.distributions import Distribution
 from ._common import (
     EXIT_CODES_HELP,
     CountType,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..claims import Claim
-from ..distributions import Distribution
+from ..core.distributions import Distribution
 from ._common import (
     EXIT_CODES_HELP,
     ClaimType,

@@ -32,9 +32,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .blocks import BlockPlan, draw_chunk, plan_blocks
 from .distributions import Distribution
 from .parallel import Runner, SerialRunner, ordered_map
-from .sampling import BlockPlan, draw_chunk, plan_blocks
 from .theory import DotProductTheory
 
 __all__ = [
@@ -233,8 +233,8 @@ class VarianceEstimate:
     block_side : int
         Rows per block: each block holds ``groups`` independent groups of ``block_side ** 2``
         products (rows of Q against rows of K) or, in a pool of one law
-        (:mod:`varcheck.shared`), of the products of its distinct pairs of rows (of its first
-        half against its second half, for the small d_k read off Gram matrices).
+        (:mod:`varcheck.core.shared_blocks`), of the products of its distinct pairs of rows (of its
+        first half against its second half, for the small d_k read off Gram matrices).
     confidence : float
         Confidence level of the interval.
     precision : float
@@ -247,7 +247,7 @@ class VarianceEstimate:
         ``hall`` (skewness-corrected t) or ``log`` (log scale, when E[(q·k)^6] is infinite).
     groups : int
         Independent groups per block (more than 1 when the rows of a sweep share blocks, see
-        :mod:`varcheck.shared`).
+        :mod:`varcheck.core.shared_blocks`).
     """
 
     var: float
@@ -439,9 +439,9 @@ def estimate_variance(
     progress : callable, optional
         Called with the estimated fraction done after each chunk.
     plan : BlockPlan, optional
-        Block shape (default: chosen by :func:`varcheck.sampling.plan_blocks`).
+        Block shape (default: chosen by :func:`varcheck.core.blocks.plan_blocks`).
     runner : Runner, optional
-        Where chunks run (see :mod:`varcheck.parallel`; default: this thread). The result is
+        Where chunks run (see :mod:`varcheck.core.parallel`; default: this thread). The result is
         the same for any runner.
 
     Returns

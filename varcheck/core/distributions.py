@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import VarcheckError
+from ..errors import VarcheckError
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike

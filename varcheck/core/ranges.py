@@ -6,7 +6,7 @@ import numbers
 import re
 from collections.abc import Iterable
 
-from .errors import VarcheckError
+from ..errors import VarcheckError
 
 __all__ = ["parse_dk", "resolve_dks", "MAX_DK"]
 

@@ -3,7 +3,7 @@
 A block is an ``n × d`` matrix Q and a ``d × n`` matrix K of fresh entries; its ``n²`` products
 q_a·k_b share rows and columns and are therefore dependent, but different blocks are
 independent. Each block is reduced to two numbers, the mean of its products and the mean of
-their squares, which are what the estimator needs (see :mod:`varcheck.estimation`).
+their squares, which are what the estimator needs (see :mod:`varcheck.core.estimation`).
 
 Cost model (per block, in nanoseconds on the reference machine, see docs/performance.md):
 
@@ -16,9 +16,9 @@ normal entries, so large blocks are nearly free for large d. The block side n mi
 cost(n) (1 + 2 (n - 1) r) / n². The choice affects speed only: the interval is computed from
 independent blocks whatever their shape.
 
-Zero-mean entries sampled to a precision use :mod:`varcheck.shared` instead, which draws every
-d_k of a sweep from the same blocks; this module serves the rest (non-zero means, correlated
-pairs, fixed budgets).
+Zero-mean entries sampled to a precision use :mod:`varcheck.core.shared_blocks` instead, which
+draws every d_k of a sweep from the same blocks; this module serves the rest (non-zero means,
+correlated pairs, fixed budgets).
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 A *shared block* is N rows of Q and N rows of K, each ``W = max(d_k)`` wide, with i.i.d.
 zero-mean entries. For a given d_k the columns split into ``g = W // d_k`` disjoint groups of
 d_k columns; within group j the N² products ``q_a[j] · k_b[j]`` are exactly the products of a
-d_k-dimensional block (see :mod:`varcheck.sampling`), and different groups use different entries,
+d_k-dimensional block (see :mod:`varcheck.core.blocks`), and different groups use different entries,
 so they are independent. One block therefore serves every d_k of a sweep at once, where drawing
 each d_k separately costs the random numbers again for every row. Different blocks are still
-independent, which is all the interval needs (see :mod:`varcheck.estimation`); the rows of a
+independent, which is all the interval needs (see :mod:`varcheck.core.estimation`); the rows of a
 sweep become dependent on one another, which Holm's procedure allows, and the growth-law fit
 uses the rows' covariance, estimated from the same blocks (:func:`estimate_shared`).
 
@@ -63,6 +63,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from .blocks import _rng_cost as _rng_cost_of_family
 from .distributions import Distribution
 from .estimation import (
     _OVERSHOOT,
@@ -74,7 +75,6 @@ from .estimation import (
     relative_half_width,
 )
 from .parallel import Runner, SerialRunner, ordered_map
-from .sampling import _rng_cost as _rng_cost_of_family
 from .theory import DotProductTheory
 
 __all__ = [
@@ -733,8 +733,8 @@ def estimate_shared(
 
     Examples
     --------
-    >>> from varcheck.distributions import parse_distribution
-    >>> from varcheck.theory import dot_product_theory
+    >>> from varcheck.core.distributions import parse_distribution
+    >>> from varcheck.core.theory import dot_product_theory
     >>> z = parse_distribution("normal")
     >>> res = estimate_shared(z, z, [dot_product_theory(d, z, z) for d in (4, 64)],
     ...                       seed=1, stream=(SHARED_STREAM,), confidence=0.95, precision=0.02)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-from .errors import VarcheckError
+from ..errors import VarcheckError
 
 __all__ = ["Runner", "SerialRunner", "ordered_map", "open_runner", "default_workers"]
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import VarcheckError
 from .distributions import Distribution, parse_distribution
-from .errors import VarcheckError
 
 __all__ = ["DotProductTheory", "dot_product_theory", "product_raw_moments", "MAX_KURTOSIS"]
 

@@ -1,0 +1,1 @@
+"""What every command rests on: laws, theory, blocks, estimation, verdicts, options."""
