@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from varcheck.checkfile import check, load_check_file
+from varcheck.checks.claim_file import check, load_check_file
 
 TRUE_CLAIMS = [
     ("normal", 2, "dk"),

@@ -24,7 +24,7 @@ from varcheck import (
     sweep,
     verify,
 )
-from varcheck.claims import _FUNCS, CLAIM_NAMES, claim_context
+from varcheck.checks.claims import _FUNCS, CLAIM_NAMES, claim_context
 
 # A context with pairwise different values, so that no two variables can stand in for each
 # other unnoticed.

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from varcheck import VarcheckError, parse_claim
-from varcheck.claims import CLAIM_NAMES
+from varcheck.checks.claims import CLAIM_NAMES
 
 CTX = {name: 2.0 for name in CLAIM_NAMES} | {"dk": 8.0, "rho": 0.5, "theory": 9.0}
 

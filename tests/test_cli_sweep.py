@@ -183,7 +183,7 @@ def test_progress_reporter_draws_on_a_terminal_only_after_the_delay() -> None:
 
 
 def test_cli_minimum_budget_matches_the_api() -> None:
-    from varcheck.api import MIN_SAMPLES
+    from varcheck.checks.verify import MIN_SAMPLES
     from varcheck.cli._common import MIN_SAMPLES as CLI_MIN
 
     assert CLI_MIN == MIN_SAMPLES

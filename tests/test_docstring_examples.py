@@ -9,9 +9,9 @@ import pytest
 
 MODULES = [
     "varcheck",
-    "varcheck.api",
-    "varcheck.checkfile",
-    "varcheck.claims",
+    "varcheck.checks.verify",
+    "varcheck.checks.claim_file",
+    "varcheck.checks.claims",
     "varcheck.core.distributions",
     "varcheck.core.ranges",
     "varcheck.testing",

@@ -31,7 +31,7 @@ import math
 import pytest
 
 import varcheck
-from varcheck.checkfile import CheckResult, ClaimOutcome
+from varcheck.checks.claim_file import CheckResult, ClaimOutcome
 from varcheck.derive import derive
 from varcheck.explain import explain
 from varcheck.projection import project

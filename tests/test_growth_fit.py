@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from varcheck.claims import parse_claim
+from varcheck.checks.claims import parse_claim
 from varcheck.core.verdicts import CONSISTENT, REJECTED, fit_growth
 from varcheck.errors import VarcheckError
 

@@ -322,7 +322,7 @@ def beta_report(
 ) -> BetaReport:
     """Read a weights file and compute per-head β (``sigma_x`` overrides the file's)."""
     from ._version import __version__
-    from .api import resolve_seed
+    from .checks.verify import resolve_seed
 
     weights = load_weights(path)
     if sigma_x is not None:

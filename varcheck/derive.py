@@ -309,7 +309,7 @@ def derive(
     >>> res.broken_step, res.correct_var     # 16 * ((1 + 0.25)^2 - 0.25^2)
     (2, 24.0)
     """
-    from .api import check_sampling_options, resolve_seed
+    from .checks.verify import check_sampling_options, resolve_seed
 
     dk = _check_dk(dk)
     base = parse_distribution(dist)

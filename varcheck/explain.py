@@ -739,7 +739,7 @@ def explain(
     >>> explain(observed=40.0, seed=1, growing=None).raw.verdict
     'rejected'
     """
-    from .api import resolve_seed
+    from .checks.verify import resolve_seed
 
     shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
     base = parse_distribution(dist)

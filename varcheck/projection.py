@@ -715,7 +715,7 @@ def project(
     >>> round(res.row("rank-one", "different-tokens", "sigma-based").ratio)   # about d_k
     8
     """
-    from .api import resolve_seed
+    from .checks.verify import resolve_seed
 
     _check_dims(dx, dk, tokens)
     sd = init_sd(init, dx, dk)

@@ -294,7 +294,7 @@ def softmax_study(
     >>> [round(r.scaled.max_weight, 2) for r in res.rows]
     [0.11, 0.11]
     """
-    from .api import resolve_seed
+    from .checks.verify import resolve_seed
 
     dks = resolve_dks(dk)
     keys = _check_keys(keys)

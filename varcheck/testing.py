@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .api import VerifyResult, verify
-from .render import verify_paragraph
+from .checks.render import verify_paragraph
+from .checks.verify import VerifyResult, verify
 
 __all__ = ["assert_variance"]
 

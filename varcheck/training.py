@@ -413,7 +413,7 @@ def train(
     >>> [s.step for s in res.run("fixed").steps]
     [0, 10, 20]
     """
-    from .api import resolve_seed
+    from .checks.verify import resolve_seed
 
     cfg = _check_config(config if config is not None else TrainConfig())
     if not schemes or len(set(schemes)) != len(schemes):

@@ -22,8 +22,8 @@ import numpy as np
 
 from varcheck import bert
 from varcheck.audit import audit, default_sentences
+from varcheck.checks.render import fmt
 from varcheck.figures_audit import plot_audit
-from varcheck.render import fmt
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "audit.md"

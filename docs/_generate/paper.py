@@ -16,9 +16,9 @@ import numpy as np
 
 from varcheck import __version__
 from varcheck.adaptive import head_betas
+from varcheck.checks.render import fmt, fmt_p
 from varcheck.figures_paper import plot_project, plot_train
 from varcheck.projection import ProjectionResult, ProjectionRow, init_sd, project
-from varcheck.render import fmt, fmt_p
 from varcheck.training import TrainConfig, TrainResult, train
 
 DOCS = Path(__file__).resolve().parents[1]

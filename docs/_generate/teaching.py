@@ -28,7 +28,7 @@ DOCS = ROOT / "docs"
 FIGURES = DOCS / "figures"
 sys.path.insert(0, str(ROOT))
 
-from varcheck.render import fmt  # noqa: E402
+from varcheck.checks.render import fmt  # noqa: E402
 
 SEED = 2020
 
@@ -69,7 +69,7 @@ def _softmax_table(result: Any) -> str:
 
 def build(write_figures: bool) -> dict[str, dict[str, str]]:
     """Compute every generated block: {page: {block name: markdown}}."""
-    from varcheck.api import sweep
+    from varcheck.checks.verify import sweep
     from varcheck.derive import derive
     from varcheck.explain import explain
     from varcheck.render_teaching import render_derive, render_explain, softmax_summary
@@ -88,7 +88,7 @@ def build(write_figures: bool) -> dict[str, dict[str, str]]:
         blocks["theory.md"][name] = _render(render_derive, res, "markdown")
     sw = sweep("2..512", seed=SEED, precision=0.02)
     if write_figures:
-        from varcheck.figures import plot_sweep
+        from varcheck.output.figures import plot_sweep
 
         plot_sweep(sw, str(FIGURES / "sweep_normal.png"))
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import click
 
-from ..claims import Claim, parse_claim
+from ..checks.claims import Claim, parse_claim
 from ..core.distributions import Distribution, parse_distribution
 from ..core.ranges import parse_dk
 from ..errors import VarcheckError
 
-MIN_SAMPLES = 1000  # = varcheck.api.MIN_SAMPLES; a test keeps the two in step
+MIN_SAMPLES = 1000  # = varcheck.checks.verify.MIN_SAMPLES; a test keeps the two in step
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 all consistent (or pass), 1 some claim rejected (fail), 2 bad usage or input, "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..claims import Claim
+from ..checks.claims import Claim
 from ..core.distributions import Distribution
 from ..core.ranges import MAX_DK
 from ._common import (
@@ -79,8 +79,8 @@ def command(
     fmt: str,
 ) -> int:
     """Assert one claim about Var(q·k) at one d_k; the exit code is the verdict."""
-    from .. import api
-    from ..render import render_verify
+    from ..checks import verify as api
+    from ..checks.render import render_verify
 
     check_exclusive_sampling(ctx, samples)
     with ProgressReporter("assert") as progress:

@@ -84,7 +84,7 @@ def command(
     from ..render_audit import render_audit
 
     if plot is not None:
-        from ..figures import check_plot_path
+        from ..output.figures import check_plot_path
 
         check_plot_path(plot)  # before the forward pass, not after it
     with ProgressReporter("audit batch") as progress:

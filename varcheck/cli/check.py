@@ -96,10 +96,10 @@ def command(
     junit: str | None,
 ) -> int:
     """Check every claim of a TOML claim file, as a CI gate."""
-    from ..checkfile import check, load_check_file
+    from ..checks.claim_file import check, load_check_file
+    from ..checks.render import check_to_junit, render_check
     from ..errors import VarcheckError
-    from ..figures import check_output_path
-    from ..render import check_to_junit, render_check
+    from ..output.figures import check_output_path
 
     if precision is not None and samples is not None:
         raise click.UsageError("--precision and --samples cannot be used together")

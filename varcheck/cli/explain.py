@@ -142,7 +142,7 @@ def command(
     from ..render_teaching import render_explain
 
     if plot is not None:
-        from ..figures import check_plot_path
+        from ..output.figures import check_plot_path
 
         check_plot_path(plot)
     if observed is None:

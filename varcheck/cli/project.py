@@ -22,7 +22,7 @@ from ._common import (
 def check_plot_path(plot: str | None) -> None:
     """Fail before the run, not after it, when the figure cannot be written."""
     if plot is not None:
-        from ..figures import check_plot_path as check
+        from ..output.figures import check_plot_path as check
 
         check(plot)
 

@@ -86,7 +86,7 @@ def command(
     from ..softmax import softmax_study
 
     if plot is not None:
-        from ..figures import check_plot_path
+        from ..output.figures import check_plot_path
 
         check_plot_path(plot)
     result = softmax_study(

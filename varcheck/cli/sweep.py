@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..claims import Claim
+from ..checks.claims import Claim
 from ..core.distributions import Distribution
 from ._common import (
     EXIT_CODES_HELP,
@@ -81,12 +81,12 @@ def command(
     scaled variance Var(q·k/√d_k) and a verdict. Verdicts control the family-wise error over all
     rows (Holm), so a true claim shows any rejection at most 1 − confidence of the time.
     """
-    from .. import api
-    from ..render import render_sweep
+    from ..checks import verify as api
+    from ..checks.render import render_sweep
 
     check_exclusive_sampling(ctx, samples)
     if plot is not None:
-        from ..figures import check_plot_path
+        from ..output.figures import check_plot_path
 
         check_plot_path(plot)
     with ProgressReporter("sweep d_k") as progress:
@@ -108,7 +108,7 @@ def command(
         )
     render_sweep(result, fmt, stdout_console())
     if plot is not None:
-        from ..figures import plot_sweep
+        from ..output.figures import plot_sweep
 
         plot_sweep(result, plot)
     return result.exit_code

@@ -15,7 +15,7 @@ import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .errors import VarcheckError
+from ..errors import VarcheckError
 
 __all__ = ["Claim", "parse_claim", "CLAIM_NAMES"]
 

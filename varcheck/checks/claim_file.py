@@ -29,8 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._version import __version__
-from .api import (
+from .._version import __version__
+from ..core.distributions import Distribution
+from ..core.ranges import resolve_dks
+from ..core.theory import dot_product_theory
+from ..core.verdicts import OUTCOME_EXIT, OUTCOME_RANK, PASS
+from ..errors import VarcheckError
+from .claims import Claim, parse_claim
+from .verify import (
     ClaimTest,
     VerifyResult,
     _check_rho,
@@ -42,12 +48,6 @@ from .api import (
     resolve_seed,
     run_claim_tests,
 )
-from .claims import Claim, parse_claim
-from .core.distributions import Distribution
-from .core.ranges import resolve_dks
-from .core.theory import dot_product_theory
-from .core.verdicts import OUTCOME_EXIT, OUTCOME_RANK, PASS
-from .errors import VarcheckError
 
 __all__ = ["ClaimSpec", "CheckFile", "ClaimOutcome", "CheckResult", "load_check_file", "check"]
 

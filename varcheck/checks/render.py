@@ -9,13 +9,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .core.verdicts import OUTCOME_RANK
+from ..core.verdicts import OUTCOME_RANK
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .api import SweepResult, SweepRow, VerifyResult
-    from .checkfile import CheckResult
+    from .claim_file import CheckResult
+    from .verify import SweepResult, SweepRow, VerifyResult
 
 __all__ = [
     "fmt",

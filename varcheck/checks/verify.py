@@ -10,15 +10,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._version import __version__
-from .claims import Claim, claim_context, parse_claim
-from .core.distributions import Distribution, parse_distribution
-from .core.estimation import ConfidenceInterval, VarianceEstimate, estimate_variance
-from .core.parallel import Runner, check_workers, open_runner
-from .core.ranges import resolve_dks
-from .core.shared_blocks import SHARED_STREAM, can_share, estimate_shared
-from .core.theory import DotProductTheory, dot_product_theory
-from .core.verdicts import (
+from .._version import __version__
+from ..core.distributions import Distribution, parse_distribution
+from ..core.estimation import ConfidenceInterval, VarianceEstimate, estimate_variance
+from ..core.parallel import Runner, check_workers, open_runner
+from ..core.ranges import resolve_dks
+from ..core.shared_blocks import SHARED_STREAM, can_share, estimate_shared
+from ..core.theory import DotProductTheory, dot_product_theory
+from ..core.verdicts import (
     CONSISTENT,
     INFINITE,
     OUTCOME_EXIT,
@@ -31,7 +30,8 @@ from .core.verdicts import (
     fit_growth,
     holm_adjust,
 )
-from .errors import VarcheckError
+from ..errors import VarcheckError
+from .claims import Claim, claim_context, parse_claim
 
 __all__ = [
     "SweepRow",

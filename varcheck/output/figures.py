@@ -6,10 +6,10 @@ import math
 import os
 from typing import TYPE_CHECKING, Any
 
-from .errors import VarcheckError
+from ..errors import VarcheckError
 
 if TYPE_CHECKING:
-    from .api import SweepResult
+    from ..checks.verify import SweepResult
 
 __all__ = [
     "check_output_path",

@@ -1,0 +1,1 @@
+"""The sweep and CI jobs: settings, claims, claim files and their output."""

@@ -1,0 +1,1 @@
+"""What every family shares to show results: formats, numbers, figures."""
