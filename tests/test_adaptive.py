@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from varcheck.adaptive import (
+from varcheck.errors import VarcheckError
+from varcheck.paper.beta import (
     beta_exact,
     beta_for,
     beta_paper,
@@ -19,7 +20,6 @@ from varcheck.adaptive import (
     paper_logit_variance,
     weight_sigma,
 )
-from varcheck.errors import VarcheckError
 
 
 @pytest.mark.parametrize(("dx", "dk"), [(1, 1), (8, 3), (64, 16)])
@@ -63,7 +63,7 @@ def test_head_betas_two_and_three_dimensional() -> None:
         assert h.beta_paper == pytest.approx(1 / math.sqrt(h.var_paper))
         assert h.beta_exact == pytest.approx(1 / math.sqrt(h.var_exact))
     # head 1 pairs w[1] with itself: aligned, so the exact variance exceeds the σ-based one;
-    # E‖W Wᵀ‖_F² / (d_x² d_k σ⁴) = 1 + (d_k + 1)/d_x = 1.28 (see varcheck.projection)
+    # E‖W Wᵀ‖_F² / (d_x² d_k σ⁴) = 1 + (d_k + 1)/d_x = 1.28 (see varcheck.paper.projection)
     assert heads[1].exact_over_paper > 1.1
     assert abs(heads[0].exact_over_paper - 1) < 0.4
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from bert_weights import random_bert_weights
 
-from varcheck import bert
-from varcheck.audit import audit, default_sentences, parse_layers, read_text_file
+from varcheck.encoder import bert
+from varcheck.encoder.heads import audit, default_sentences, parse_layers, read_text_file
 from varcheck.errors import VarcheckError
 
 HAVE_MODELS_EXTRA = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers"))

@@ -10,8 +10,8 @@ import re
 import numpy as np
 import pytest
 
-from varcheck.derive import derive
 from varcheck.errors import VarcheckError
+from varcheck.teaching.derive import derive
 
 
 def _seed(literal: int) -> int:
@@ -180,8 +180,8 @@ def test_cli_usage_error(run_cli) -> None:
 def test_large_dk_uses_a_fixed_budget_and_says_so(monkeypatch) -> None:
     # a smaller budget makes d_k = 64 "large": step 3 then uses STEP_BUDGET / d_k products
     # instead of chasing the precision, and the notes say its interval is wider than asked
-    import varcheck.derive as mod
-    from varcheck.render_teaching import derive_notes
+    import varcheck.teaching.derive as mod
+    from varcheck.teaching.render import derive_notes
 
     monkeypatch.setattr(mod, "STEP_BUDGET", 64 * 5000)
     res = derive(64, seed=_seed(12), precision=0.01)

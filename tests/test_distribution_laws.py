@@ -22,7 +22,7 @@ import pytest
 import scipy.stats
 
 from varcheck import VarcheckError, dot_product_theory, parse_distribution
-from varcheck.projection import input_law
+from varcheck.paper.projection import input_law
 
 # (spec, alpha, largest whole p < alpha): E|X|^p < inf exactly for p < alpha.
 HEAVY_TAILED = [

@@ -32,9 +32,9 @@ import pytest
 
 import varcheck
 from varcheck.checks.claim_file import CheckResult, ClaimOutcome
-from varcheck.derive import derive
-from varcheck.explain import explain
-from varcheck.projection import project
+from varcheck.paper.projection import project
+from varcheck.teaching.derive import derive
+from varcheck.teaching.explain import explain
 
 # --- the documented rules, written out ---------------------------------------------------------
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from varcheck.errors import VarcheckError
-from varcheck.explain import (
+from varcheck.teaching.explain import (
     GROWING_SHAPES,
     exact_moments,
     explain,
@@ -348,7 +348,7 @@ def test_cli_refuses_before_working(run_cli, args: tuple[str, ...], message: str
 def test_account_for_near_normal_entries_speaks_of_few_entries() -> None:
     # one entry of a 2x40000x2 product is a sum of 40000 products: kurtosis 3 + 6/D, no heavy
     # tails to blame; the spread comes from np.var seeing only 4 entries
-    from varcheck.render_teaching import explain_account
+    from varcheck.teaching.render import explain_account
 
     text = " ".join(explain_account(explain("2x40000x2", 1.0, seed=1, growing=None)))
     assert "Heavy tails" not in text and "Few entries" in text

@@ -78,7 +78,6 @@ import os
 import re
 import shlex
 import sys
-import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -95,7 +94,7 @@ FORMATS = ("table", "json", "csv", "markdown")
 def _have_minilm() -> bool:
     if not all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers")):
         return False
-    from varcheck import bert
+    from varcheck.encoder import bert
 
     return bert.bundled_minilm_path() is not None
 
@@ -337,7 +336,8 @@ def _needs_minilm(case: CliCase | ApiCase) -> bool:
 
 
 def _normalisations() -> list[tuple[re.Pattern[str], str]]:
-    from varcheck import __version__, bert
+    from varcheck import __version__
+    from varcheck.encoder import bert
 
     rules = [
         # a release bump is not a behaviour change; not inside a longer dotted number
@@ -408,11 +408,6 @@ def run_api(case: ApiCase) -> str:
     if case.function == "train":
         args = (varcheck.TrainConfig(**args[0]), *args[1:])
     function = getattr(varcheck, case.function)
-    if isinstance(function, types.ModuleType):
-        # Once the module varcheck.explain (derive, audit) is imported, as the command line
-        # does, the package attribute `varcheck.explain` is that module, not the lazily
-        # exported function of the same name: a known fault, not pinned here.
-        function = getattr(function, case.function)
     result = function(*args, **dict(case.kwargs))
     return f">>> {case}\n" + api_json(result)
 

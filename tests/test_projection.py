@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import binomtest
 
 from varcheck.errors import VarcheckError
-from varcheck.projection import (
+from varcheck.paper.projection import (
     conditional_moments,
     init_sd,
     input_law,

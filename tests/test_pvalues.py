@@ -20,7 +20,7 @@ from scipy import integrate, stats
 
 from varcheck import dot_product_theory, estimate_variance, parse_distribution, verify
 from varcheck.core.estimation import T_LARGE_DF
-from varcheck.explain import explain
+from varcheck.teaching.explain import explain
 
 
 def _statistic(var: float, se: float, claim: float, skew: float, blocks: int, method: str):

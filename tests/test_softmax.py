@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from varcheck.errors import VarcheckError
-from varcheck.softmax import softmax_metrics, softmax_study
+from varcheck.teaching.softmax import softmax_metrics, softmax_study
 
 
 @pytest.mark.parametrize("scale", [0.1, 1.0, 5.0, 40.0])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from varcheck.errors import VarcheckError
-from varcheck.training import (
+from varcheck.paper.training import (
     TrainConfig,
     init_params,
     loss_and_grads,

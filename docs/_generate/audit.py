@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from varcheck import bert
-from varcheck.audit import audit, default_sentences
 from varcheck.checks.render import fmt
-from varcheck.figures_audit import plot_audit
+from varcheck.encoder import bert
+from varcheck.encoder.figures import plot_audit
+from varcheck.encoder.heads import audit, default_sentences
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "audit.md"
@@ -212,7 +212,7 @@ pair of real tokens of every sequence is used, so there is no `--seed`.
 
 ## What is measured
 
-The forward pass is numpy code in `varcheck/bert.py`: embeddings (word + position + segment),
+The forward pass is numpy code in `varcheck/encoder/bert.py`: embeddings (word + position + segment),
 LayerNorm, then per layer multi-head self-attention with a padding mask, residual and LayerNorm,
 a GELU feed-forward network, residual and LayerNorm. Weights keep PyTorch's `(out, in)` layout, so
 q = x W_qᵀ + b_q. For layer ℓ, X is that layer's input, i.e. the post-LayerNorm output of the

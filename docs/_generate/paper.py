@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from varcheck import __version__
-from varcheck.adaptive import head_betas
 from varcheck.checks.render import fmt, fmt_p
-from varcheck.figures_paper import plot_project, plot_train
-from varcheck.projection import ProjectionResult, ProjectionRow, init_sd, project
-from varcheck.training import TrainConfig, TrainResult, train
+from varcheck.paper.beta import head_betas
+from varcheck.paper.figures import plot_project, plot_train
+from varcheck.paper.projection import ProjectionResult, ProjectionRow, init_sd, project
+from varcheck.paper.training import TrainConfig, TrainResult, train
 
 DOCS = Path(__file__).resolve().parents[1]
 FIGURES = DOCS / "figures"
@@ -408,7 +408,7 @@ conditional mean, σ_X⁴ Var(tr A), gives
 relaxed · (1 + (d_k + 1)/d_x). If W_q = W_k = c·u vᵀ (rank one, entry RMS σ), then
 ‖A‖_F² = (d_x d_k σ²)², exactly d_k times the relaxed value.
 
-These formulas are in `varcheck.projection` (`conditional_moments`, `same_token_variance`).
+These formulas are in `varcheck.paper.projection` (`conditional_moments`, `same_token_variance`).
 The tests check them against exact enumeration over every input vector of a three-point
 law, and against Monte Carlo.
 

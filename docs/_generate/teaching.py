@@ -70,10 +70,10 @@ def _softmax_table(result: Any) -> str:
 def build(write_figures: bool) -> dict[str, dict[str, str]]:
     """Compute every generated block: {page: {block name: markdown}}."""
     from varcheck.checks.verify import sweep
-    from varcheck.derive import derive
-    from varcheck.explain import explain
-    from varcheck.render_teaching import render_derive, render_explain, softmax_summary
-    from varcheck.softmax import softmax_study
+    from varcheck.teaching.derive import derive
+    from varcheck.teaching.explain import explain
+    from varcheck.teaching.render import render_derive, render_explain, softmax_summary
+    from varcheck.teaching.softmax import softmax_study
 
     blocks: dict[str, dict[str, str]] = {"theory.md": {}, "anomaly.md": {}, "softmax.md": {}}
 
@@ -112,7 +112,7 @@ def build(write_figures: bool) -> dict[str, dict[str, str]]:
         "markdown",
     )
     if write_figures:
-        from varcheck.figures_teaching import plot_explain
+        from varcheck.teaching.figures import plot_explain
 
         plot_explain(seed_case, str(FIGURES / "explain_2x2.png"))
 
@@ -120,7 +120,7 @@ def build(write_figures: bool) -> dict[str, dict[str, str]]:
     sm = softmax_study("2..512", keys=64, queries=8192, seed=SEED)
     blocks["softmax.md"]["softmax-table"] = _softmax_table(sm) + "\n" + softmax_summary(sm) + "\n"
     if write_figures:
-        from varcheck.figures_teaching import plot_softmax
+        from varcheck.teaching.figures import plot_softmax
 
         plot_softmax(sm, str(FIGURES / "softmax.png"))
     return blocks

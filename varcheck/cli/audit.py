@@ -80,8 +80,8 @@ def command(
     the mean logit for same-token and different-token pairs, the attention entropy, and the β
     that would give unit variance, next to 1/√d_k.
     """
-    from ..audit import audit
-    from ..render_audit import render_audit
+    from ..encoder.heads import audit
+    from ..encoder.render import render_audit
 
     if plot is not None:
         from ..output.figures import check_plot_path
@@ -98,7 +98,7 @@ def command(
         )
     render_audit(result, fmt, stdout_console())
     if plot is not None:
-        from ..figures_audit import plot_audit
+        from ..encoder.figures import plot_audit
 
         plot_audit(result, plot)
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..adaptive import WEIGHTS_FORMAT
+from ..paper.beta import WEIGHTS_FORMAT
 from ._common import EXIT_CODES_HELP, finite_float, format_option, stdout_console
 
 
@@ -48,8 +48,8 @@ def command(weights: str, sigma_x: float | None, seed: int | None, fmt: str) -> 
     agree when W_q and W_k look like independent random matrices; they part when the head's
     query and key directions are aligned.
     """
-    from ..adaptive import beta_report
-    from ..render_paper import render_beta
+    from ..paper.beta import beta_report
+    from ..paper.render import render_beta
 
     report = beta_report(weights, sigma_x=sigma_x, seed=seed)
     render_beta(report, fmt, stdout_console())

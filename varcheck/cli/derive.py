@@ -64,8 +64,8 @@ def command(
     and a simulation with its interval. Where an assumption fails (non-zero mean, correlation,
     variance not 1, infinite moments) the step that breaks is named with the correct value.
     """
-    from ..derive import derive
-    from ..render_teaching import render_derive
+    from ..teaching.derive import derive
+    from ..teaching.render import render_derive
 
     check_exclusive_sampling(ctx, samples)
     result = derive(

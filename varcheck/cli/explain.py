@@ -25,7 +25,7 @@ class ShapeType(click.ParamType):
     name = "NxDxM"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from ..explain import Shape, parse_shape
+        from ..teaching.explain import Shape, parse_shape
 
         if isinstance(value, Shape):
             return value
@@ -138,8 +138,8 @@ def command(
     and the observed value's percentile and p-value by simulation, and how the spread shrinks
     as the shape grows up to the seed thread's 1111×111×1111 experiment.
     """
-    from ..explain import SEED_OBSERVED, SEED_SHAPE, explain
-    from ..render_teaching import render_explain
+    from ..teaching.explain import SEED_OBSERVED, SEED_SHAPE, explain
+    from ..teaching.render import render_explain
 
     if plot is not None:
         from ..output.figures import check_plot_path
@@ -162,7 +162,7 @@ def command(
     )
     render_explain(result, fmt, stdout_console())
     if plot is not None:
-        from ..figures_teaching import plot_explain
+        from ..teaching.figures import plot_explain
 
         plot_explain(result, plot)
     return result.exit_code

@@ -34,7 +34,7 @@ class InitType(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         from ..errors import VarcheckError
-        from ..projection import init_sd
+        from ..paper.projection import init_sd
 
         try:
             init_sd(value, 1, 1)
@@ -176,8 +176,8 @@ def command(
 
     Each row shows the β its prediction recommends and the measured Var(β·q·k).
     """
-    from ..projection import project
-    from ..render_paper import render_project
+    from ..paper.projection import project
+    from ..paper.render import render_project
 
     if blocks is not None and ctx.get_parameter_source("precision") not in (
         click.core.ParameterSource.DEFAULT,
@@ -206,7 +206,7 @@ def command(
         )
     render_project(result, fmt, stdout_console())
     if plot is not None:
-        from ..figures_paper import plot_project
+        from ..paper.figures import plot_project
 
         plot_project(result, plot)
     return result.exit_code

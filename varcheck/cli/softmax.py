@@ -82,8 +82,8 @@ def command(
     which gradients reach the logits, each with its Monte-Carlo standard error. Without scaling
     the softmax saturates as d_k grows; with it, all three stay in a narrow band.
     """
-    from ..render_teaching import render_softmax
-    from ..softmax import softmax_study
+    from ..teaching.render import render_softmax
+    from ..teaching.softmax import softmax_study
 
     if plot is not None:
         from ..output.figures import check_plot_path
@@ -94,7 +94,7 @@ def command(
     )
     render_softmax(result, fmt, stdout_console())
     if plot is not None:
-        from ..figures_teaching import plot_softmax
+        from ..teaching.figures import plot_softmax
 
         plot_softmax(result, plot)
     return result.exit_code

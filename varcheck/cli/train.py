@@ -21,7 +21,7 @@ class SchemesType(click.ParamType):
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
     ) -> tuple[str, ...]:
-        from ..training import BETA_SCHEMES
+        from ..paper.training import BETA_SCHEMES
 
         if isinstance(value, tuple):
             return value
@@ -164,8 +164,8 @@ def command(
     the run records σ_Wq, σ_Wk, the paper's predicted and the measured variance of the logits
     β·q·k, the attention entropy, the weight on the matching item, loss and accuracy.
     """
-    from ..render_paper import render_train
-    from ..training import TrainConfig, train
+    from ..paper.render import render_train
+    from ..paper.training import TrainConfig, train
 
     check_plot_path(plot)
     config = TrainConfig(
@@ -185,7 +185,7 @@ def command(
     result = train(config, schemes=schemes, seed=seed)
     render_train(result, fmt, stdout_console())
     if plot is not None:
-        from ..figures_paper import plot_train
+        from ..paper.figures import plot_train
 
         plot_train(result, plot)
     return 0

@@ -58,10 +58,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._version import __version__
-from .adaptive import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
-from .core.distributions import Distribution, parse_distribution
-from .core.estimation import (
+from .._version import __version__
+from ..core.distributions import Distribution, parse_distribution
+from ..core.estimation import (
     MIN_BLOCKS,
     BlockAccumulator,
     ConfidenceInterval,
@@ -71,8 +70,9 @@ from .core.estimation import (
     t_quantile,
     t_two_sided_p,
 )
-from .core.verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
-from .errors import VarcheckError
+from ..core.verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
+from ..errors import VarcheckError
+from .beta import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
 
 __all__ = [
     "INITS",
@@ -715,7 +715,7 @@ def project(
     >>> round(res.row("rank-one", "different-tokens", "sigma-based").ratio)   # about d_k
     8
     """
-    from .checks.verify import resolve_seed
+    from ..checks.verify import resolve_seed
 
     _check_dims(dx, dk, tokens)
     sd = init_sd(init, dx, dk)

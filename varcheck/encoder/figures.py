@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .output.figures import require_matplotlib, save_figure
+from ..output.figures import require_matplotlib, save_figure
 
 if TYPE_CHECKING:
-    from .audit import AuditResult
+    from .heads import AuditResult
 
 __all__ = ["plot_audit"]
 

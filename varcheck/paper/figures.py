@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from .output.figures import require_matplotlib, save_figure
+from ..output.figures import require_matplotlib, save_figure
 
 if TYPE_CHECKING:
     from .projection import ProjectionResult

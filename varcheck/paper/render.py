@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from .checks.render import VERDICT_STYLE, fmt, fmt_p, records_to_csv, records_to_markdown, to_json
+from ..checks.render import VERDICT_STYLE, fmt, fmt_p, records_to_csv, records_to_markdown, to_json
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .adaptive import BetaReport
+    from .beta import BetaReport
     from .projection import ProjectionResult, ProjectionRow
     from .training import TrainResult
 

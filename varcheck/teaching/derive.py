@@ -22,14 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._version import __version__
-from .core.blocks import BlockPlan
-from .core.distributions import Distribution, parse_distribution
-from .core.estimation import ConfidenceInterval, VarianceEstimate, estimate_variance, t_quantile
-from .core.ranges import MAX_DK
-from .core.theory import DotProductTheory, dot_product_theory
-from .core.verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
-from .errors import VarcheckError
+from .._version import __version__
+from ..core.blocks import BlockPlan
+from ..core.distributions import Distribution, parse_distribution
+from ..core.estimation import ConfidenceInterval, VarianceEstimate, estimate_variance, t_quantile
+from ..core.ranges import MAX_DK
+from ..core.theory import DotProductTheory, dot_product_theory
+from ..core.verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
+from ..errors import VarcheckError
 
 __all__ = ["DeriveStep", "DeriveResult", "derive"]
 
@@ -192,7 +192,7 @@ def _mean_check(
 
 
 def _p(estimate: float, se: float, claim: float, df: int) -> float:
-    from .core.estimation import t_two_sided_p
+    from ..core.estimation import t_two_sided_p
 
     if not (math.isfinite(claim) and math.isfinite(estimate)):
         return math.nan
@@ -309,7 +309,7 @@ def derive(
     >>> res.broken_step, res.correct_var     # 16 * ((1 + 0.25)^2 - 0.25^2)
     (2, 24.0)
     """
-    from .checks.verify import check_sampling_options, resolve_seed
+    from ..checks.verify import check_sampling_options, resolve_seed
 
     dk = _check_dk(dk)
     base = parse_distribution(dist)

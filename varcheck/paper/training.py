@@ -25,15 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._version import __version__
-from .adaptive import (
-    beta_exact,
-    beta_paper,
-    exact_logit_variance,
-    paper_logit_variance,
-    weight_sigma,
-)
-from .errors import VarcheckError
+from .._version import __version__
+from ..errors import VarcheckError
+from .beta import beta_exact, beta_paper, exact_logit_variance, paper_logit_variance, weight_sigma
 from .projection import init_sd
 
 __all__ = [
@@ -413,7 +407,7 @@ def train(
     >>> [s.step for s in res.run("fixed").steps]
     [0, 10, 20]
     """
-    from .checks.verify import resolve_seed
+    from ..checks.verify import resolve_seed
 
     cfg = _check_config(config if config is not None else TrainConfig())
     if not schemes or len(set(schemes)) != len(schemes):

@@ -14,8 +14,8 @@ case d_x s_x² s_q² = d_x s_x² s_k² = 1.
 
 The paper's algorithm re-measures s_q, s_k (:func:`weight_sigma`) after every step and sets
 :func:`beta_paper`; :func:`beta_exact` uses the weights themselves and stays right when W_q and
-W_k share directions (see :mod:`varcheck.projection`). :func:`head_betas` applies both to every
-head of a layer, and :func:`load_weights` reads them from the ``.npz`` file ``varcheck beta``
+W_k share directions (see :mod:`varcheck.paper.projection`). :func:`head_betas` applies both to
+every head of a layer, and :func:`load_weights` reads them from the ``.npz`` file ``varcheck beta``
 takes (:data:`WEIGHTS_FORMAT`).
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import VarcheckError
+from ..errors import VarcheckError
 
 __all__ = [
     "paper_logit_variance",
@@ -321,8 +321,8 @@ def beta_report(
     path: str | Path, *, sigma_x: float | None = None, seed: int | None = None
 ) -> BetaReport:
     """Read a weights file and compute per-head β (``sigma_x`` overrides the file's)."""
-    from ._version import __version__
-    from .checks.verify import resolve_seed
+    from .._version import __version__
+    from ..checks.verify import resolve_seed
 
     weights = load_weights(path)
     if sigma_x is not None:

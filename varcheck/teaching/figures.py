@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .output.figures import require_matplotlib, save_figure
+from ..output.figures import require_matplotlib, save_figure
 
 if TYPE_CHECKING:
     from .explain import ExplainResult

@@ -41,10 +41,10 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ._version import __version__
-from .core.distributions import Distribution, parse_distribution
-from .core.theory import dot_product_theory
-from .errors import VarcheckError
+from .._version import __version__
+from ..core.distributions import Distribution, parse_distribution
+from ..core.theory import dot_product_theory
+from ..errors import VarcheckError
 
 __all__ = [
     "Shape",
@@ -739,7 +739,7 @@ def explain(
     >>> explain(observed=40.0, seed=1, growing=None).raw.verdict
     'rejected'
     """
-    from .checks.verify import resolve_seed
+    from ..checks.verify import resolve_seed
 
     shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
     base = parse_distribution(dist)

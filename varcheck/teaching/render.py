@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from .checks.render import VERDICT_STYLE, fmt, fmt_p, records_to_csv, records_to_markdown, to_json
+from ..checks.render import VERDICT_STYLE, fmt, fmt_p, records_to_csv, records_to_markdown, to_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -82,7 +82,7 @@ def _reading_dict(r: Reading) -> dict[str, Any]:
 
 
 def explain_dict(result: ExplainResult) -> dict[str, Any]:
-    """Everything :func:`varcheck.explain.explain` found, as JSON-ready data."""
+    """Everything :func:`varcheck.teaching.explain.explain` found, as JSON-ready data."""
     mom = result.moments
     out: dict[str, Any] = {
         "command": "explain",

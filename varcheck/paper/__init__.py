@@ -1,0 +1,1 @@
+"""The paper family: projections, the adaptive scale beta, training."""

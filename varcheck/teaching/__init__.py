@@ -1,0 +1,1 @@
+"""The teaching family: explain, softmax, derive, their tables and figures."""
