@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from varcheck.checks.render import fmt
 from varcheck.encoder import bert
 from varcheck.encoder.figures import plot_audit
 from varcheck.encoder.heads import audit, default_sentences
+from varcheck.output.formats import fmt
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "audit.md"

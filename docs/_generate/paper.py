@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from varcheck import __version__
-from varcheck.checks.render import fmt, fmt_p
+from varcheck.output.formats import fmt, fmt_p
 from varcheck.paper.beta import head_betas
 from varcheck.paper.figures import plot_project, plot_train
 from varcheck.paper.projection import ProjectionResult, ProjectionRow, init_sd, project

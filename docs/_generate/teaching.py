@@ -28,7 +28,7 @@ DOCS = ROOT / "docs"
 FIGURES = DOCS / "figures"
 sys.path.insert(0, str(ROOT))
 
-from varcheck.checks.render import fmt  # noqa: E402
+from varcheck.output.formats import fmt  # noqa: E402
 
 SEED = 2020
 

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.verdicts import OUTCOME_RANK
+from ..output.formats import (
+    VERDICT_STYLE,
+    fmt,
+    fmt_p,
+    interval,
+    records_to_csv,
+    records_to_markdown,
+    styled,
+    to_json,
+    write,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -18,117 +25,15 @@ if TYPE_CHECKING:
     from .verify import SweepResult, SweepRow, VerifyResult
 
 __all__ = [
-    "fmt",
-    "json_clean",
-    "to_json",
-    "records_to_csv",
-    "records_to_markdown",
     "sweep_records",
     "sweep_meta",
     "sweep_to_json",
+    "sweep_markdown",
     "render_sweep",
     "render_sweep_table",
-    "FORMATS",
+    "render_verify",
+    "render_check",
 ]
-
-FORMATS = ("table", "json", "csv", "markdown")
-
-VERDICT_STYLE = {
-    "consistent": "green",
-    "rejected": "bold red",
-    "unreliable": "bold yellow",
-    "infinite": "bold magenta",
-    "pass": "green",
-    "fail": "bold red",
-    "inconclusive": "yellow",
-    "interrupted": "bold yellow",
-}
-
-
-def fmt(x: float | None, digits: int = 4) -> str:
-    """A number to ``digits`` significant digits; ``∞`` and ``—`` for infinite and missing."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    if isinstance(x, float) and math.isinf(x):
-        return "∞" if x > 0 else "-∞"
-    if isinstance(x, int):
-        return str(x)
-    if x == 0:
-        return "0"
-    if 1e-3 <= abs(x) < 1e6:
-        decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
-        return f"{x:.{decimals}f}"
-    return f"{x:.{digits - 1}e}"
-
-
-def fmt_p(p: float) -> str:
-    if math.isnan(p):
-        return "—"
-    if p < 1e-4:
-        return "<1e-4"
-    return f"{p:.4f}"
-
-
-def json_clean(obj: Any) -> Any:
-    """Replace non-finite floats by ``None`` (JSON has no inf/nan), recursively."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Mapping):
-        return {k: json_clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [json_clean(v) for v in obj]
-    return obj
-
-
-def to_json(obj: Any) -> str:
-    """Deterministic JSON: floats are written with repr (they round-trip exactly)."""
-    return json.dumps(json_clean(obj), indent=2, allow_nan=False) + "\n"
-
-
-def records_to_csv(records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> str:
-    """CSV with one leading ``#`` comment line carrying the run's metadata (seed, version...)."""
-    buf = io.StringIO()
-    buf.write("# " + " ".join(f"{k}={_meta_value(v)}" for k, v in meta.items()) + "\n")
-    if records:
-        writer = csv.DictWriter(buf, fieldnames=list(records[0]), lineterminator="\n")
-        writer.writeheader()
-        for rec in records:
-            writer.writerow({k: _csv_value(v) for k, v in rec.items()})
-    return buf.getvalue()
-
-
-def _meta_value(v: Any) -> str:
-    return "null" if v is None else str(v).replace(" ", "_")
-
-
-def _csv_value(v: Any) -> Any:
-    if isinstance(v, float):
-        return repr(v) if math.isfinite(v) else ""
-    return "" if v is None else v
-
-
-def records_to_markdown(
-    records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], title: str
-) -> str:
-    lines = [f"**{title}** — " + ", ".join(f"{k}: `{_meta_value(v)}`" for k, v in meta.items()), ""]
-    if records:
-        keys = list(records[0])
-        lines.append("| " + " | ".join(keys) + " |")
-        lines.append("|" + "|".join("---:" if _numeric(records, k) else "---" for k in keys) + "|")
-        for rec in records:
-            lines.append("| " + " | ".join(_md_value(rec[k]) for k in keys) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _numeric(records: Sequence[Mapping[str, Any]], key: str) -> bool:
-    return all(isinstance(r[key], int | float) or r[key] is None for r in records)
-
-
-def _md_value(v: Any) -> str:
-    if isinstance(v, float):
-        return fmt(v, 6)
-    return "—" if v is None else str(v)
-
 
 # --- sweep -------------------------------------------------------------------------------------
 
@@ -208,11 +113,7 @@ def sweep_to_json(result: SweepResult) -> str:
 
 
 def _interval(lo: float, hi: float, *, valid: bool = True) -> str:
-    if not valid:
-        return "(no valid CI)"
-    if math.isnan(lo):
-        return ""
-    return f"[{fmt(lo)}, {fmt(hi)}]"
+    return interval(lo, hi) if valid else "(no valid CI)"
 
 
 def _marginal_only(row: SweepRow, confidence: float) -> bool:
@@ -222,8 +123,7 @@ def _marginal_only(row: SweepRow, confidence: float) -> bool:
 
 def _row_cells(row: SweepRow, confidence: float) -> list[str]:
     est = row.estimate
-    style = VERDICT_STYLE.get(row.verdict, "")
-    verdict = f"[{style}]{row.verdict}[/]" if style else row.verdict
+    verdict = styled(row.verdict)
     if est is None:
         return [
             str(row.dk),
@@ -303,10 +203,9 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
     fit = result.fit
     if fit is not None:
         lo, hi = fit.confidence_interval
-        style = VERDICT_STYLE[fit.verdict]
         console.print(
             f"growth law: Var ∝ d_k^b with b = {fit.slope:.4f} [{lo:.4f}, {hi:.4f}] "
-            f"(theory {fit.expected:g}) [{style}]{fit.verdict}[/]"
+            f"(theory {fit.expected:g}) {styled(fit.verdict)}"
         )
     for note in sweep_notes(result):
         console.print(note)
@@ -348,25 +247,28 @@ def sweep_notes(result: SweepResult) -> list[str]:
     return notes
 
 
+def sweep_markdown(result: SweepResult) -> str:
+    """The rows as a Markdown table, then the growth law in a sentence."""
+    text = records_to_markdown(sweep_records(result), sweep_meta(result), sweep_title(result))
+    fit = _fit_record(result)
+    if fit:
+        text += (
+            f"\nGrowth law: slope {fit['slope']:.4f} [{fit['ci_low']:.4f}, "
+            f"{fit['ci_high']:.4f}], {fit['verdict']}.\n"
+        )
+    return text
+
+
 def render_sweep(result: SweepResult, fmt_name: str, console: Console) -> None:
     """Write a sweep in one of :data:`FORMATS` to ``console``."""
-    if fmt_name == "table":
-        render_sweep_table(result, console)
-        return
-    meta = sweep_meta(result)
-    if fmt_name == "json":
-        text = sweep_to_json(result)
-    elif fmt_name == "csv":
-        text = records_to_csv(sweep_records(result), meta)
-    else:
-        text = records_to_markdown(sweep_records(result), meta, sweep_title(result))
-        fit = _fit_record(result)
-        if fit:
-            text += (
-                f"\nGrowth law: slope {fit['slope']:.4f} [{fit['ci_low']:.4f}, "
-                f"{fit['ci_high']:.4f}], {fit['verdict']}.\n"
-            )
-    console.file.write(text)
+    write(
+        fmt_name,
+        console,
+        table=lambda c: render_sweep_table(result, c),
+        json=lambda: sweep_to_json(result),
+        csv=lambda: records_to_csv(sweep_records(result), sweep_meta(result)),
+        markdown=lambda: sweep_markdown(result),
+    )
 
 
 # --- single claims (assert) and claim files (check) ---------------------------------------------
@@ -464,9 +366,16 @@ def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
 
 
 def render_verify(result: VerifyResult, fmt_name: str, console: Console) -> None:
-    if fmt_name == "json":
-        console.file.write(verify_to_json(result))
-        return
+    """Write one claim's result: JSON, or its paragraph (in every text format)."""
+    write(
+        fmt_name,
+        console,
+        table=lambda c: _print_verify(result, c),
+        json=lambda: verify_to_json(result),
+    )
+
+
+def _print_verify(result: VerifyResult, console: Console) -> None:
     style = VERDICT_STYLE.get(result.outcome, "")
     head, *rest = verify_paragraph(result).splitlines()
     console.print(f"[{style}]{head}[/]" if style else head, highlight=False)
@@ -534,7 +443,6 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     for co in result.claims:
         for i, r in enumerate(co.results):
             lo, hi = r.confidence_interval
-            style = VERDICT_STYLE.get(r.outcome, "")
             first = i == 0
             quantity = "Var(q·k/√d_k)" if co.spec.scaled else "Var(q·k)"
             tol = "" if co.spec.tolerance is None else f" ± {co.spec.tolerance:g}"
@@ -545,15 +453,14 @@ def render_check_table(result: CheckResult, console: Console) -> None:
                 fmt(r.claim_value),
                 f"{fmt(r.estimate)} {_interval(lo, hi, valid=r.outcome != 'unreliable')}",
                 fmt_p(r.p_value),
-                f"[{style}]{r.outcome}[/]" if style else r.outcome,
+                styled(r.outcome),
             )
     console.print(table)
     counts: dict[str, int] = {}
     for co in result.claims:
         counts[co.outcome] = counts.get(co.outcome, 0) + 1
     summary = ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
-    style = VERDICT_STYLE.get(result.outcome, "")
-    console.print(f"{len(result.claims)} claims: {summary} → [{style}]{result.outcome}[/]")
+    console.print(f"{len(result.claims)} claims: {summary} → {styled(result.outcome)}")
     for co in result.claims:
         for r in co.results:
             if r.outcome == "inconclusive" and r.more_samples:
@@ -565,14 +472,8 @@ def render_check_table(result: CheckResult, console: Console) -> None:
         console.print("[bold yellow]Interrupted:[/] the claims above are those finished (partial).")
 
 
-def render_check(result: CheckResult, fmt_name: str, console: Console) -> None:
-    if fmt_name == "table":
-        render_check_table(result, console)
-        return
-    if fmt_name == "json":
-        console.file.write(check_to_json(result))
-        return
-    meta = {
+def check_meta(result: CheckResult) -> dict[str, Any]:
+    return {
         "command": "check",
         "version": result.version,
         "file": result.path,
@@ -581,11 +482,19 @@ def render_check(result: CheckResult, fmt_name: str, console: Console) -> None:
         "family_size": result.family_size,
         "outcome": result.outcome,
     }
-    records = check_records(result)
-    if fmt_name == "csv":
-        console.file.write(records_to_csv(records, meta))
-    else:
-        console.file.write(records_to_markdown(records, meta, f"varcheck check {result.path}"))
+
+
+def render_check(result: CheckResult, fmt_name: str, console: Console) -> None:
+    """Write a claim file's results in one of :data:`FORMATS` to ``console``."""
+    title = f"varcheck check {result.path}"
+    write(
+        fmt_name,
+        console,
+        table=lambda c: render_check_table(result, c),
+        json=lambda: check_to_json(result),
+        csv=lambda: records_to_csv(check_records(result), check_meta(result)),
+        markdown=lambda: records_to_markdown(check_records(result), check_meta(result), title),
+    )
 
 
 def rerun_command(result: CheckResult) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..checks.render import VERDICT_STYLE, fmt, fmt_p, records_to_csv, records_to_markdown, to_json
+from ..output.formats import VERDICT_STYLE, fmt, fmt_p, records_to_csv, records_to_markdown, to_json
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -1,0 +1,166 @@
+"""What every family shares to show a result: the one format switch, numbers, intervals, styles.
+
+Each family renders its own results (``checks/render.py``, ``teaching/render.py``, ...) through
+:func:`write`, so table, JSON, CSV and Markdown are chosen in one place.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "FORMATS",
+    "VERDICT_STYLE",
+    "fmt",
+    "fmt_p",
+    "interval",
+    "json_clean",
+    "records_to_csv",
+    "records_to_markdown",
+    "styled",
+    "to_json",
+    "write",
+]
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+VERDICT_STYLE = {
+    "consistent": "green",
+    "rejected": "bold red",
+    "unreliable": "bold yellow",
+    "infinite": "bold magenta",
+    "pass": "green",
+    "fail": "bold red",
+    "inconclusive": "yellow",
+    "interrupted": "bold yellow",
+}
+
+
+def fmt(x: float | None, digits: int = 4) -> str:
+    """A number to ``digits`` significant digits; ``∞`` and ``—`` for infinite and missing."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if isinstance(x, float) and math.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    if isinstance(x, int):
+        return str(x)
+    if x == 0:
+        return "0"
+    if 1e-3 <= abs(x) < 1e6:
+        decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
+        return f"{x:.{decimals}f}"
+    return f"{x:.{digits - 1}e}"
+
+
+def fmt_p(p: float) -> str:
+    if math.isnan(p):
+        return "—"
+    if p < 1e-4:
+        return "<1e-4"
+    return f"{p:.4f}"
+
+
+def json_clean(obj: Any) -> Any:
+    """Replace non-finite floats by ``None`` (JSON has no inf/nan), recursively."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {k: json_clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_clean(v) for v in obj]
+    return obj
+
+
+def to_json(obj: Any) -> str:
+    """Deterministic JSON: floats are written with repr (they round-trip exactly)."""
+    return json.dumps(json_clean(obj), indent=2, allow_nan=False) + "\n"
+
+
+def records_to_csv(records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> str:
+    """CSV with one leading ``#`` comment line carrying the run's metadata (seed, version...)."""
+    buf = io.StringIO()
+    buf.write("# " + " ".join(f"{k}={_meta_value(v)}" for k, v in meta.items()) + "\n")
+    if records:
+        writer = csv.DictWriter(buf, fieldnames=list(records[0]), lineterminator="\n")
+        writer.writeheader()
+        for rec in records:
+            writer.writerow({k: _csv_value(v) for k, v in rec.items()})
+    return buf.getvalue()
+
+
+def _meta_value(v: Any) -> str:
+    return "null" if v is None else str(v).replace(" ", "_")
+
+
+def _csv_value(v: Any) -> Any:
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ""
+    return "" if v is None else v
+
+
+def records_to_markdown(
+    records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], title: str
+) -> str:
+    lines = [f"**{title}** — " + ", ".join(f"{k}: `{_meta_value(v)}`" for k, v in meta.items()), ""]
+    if records:
+        keys = list(records[0])
+        lines.append("| " + " | ".join(keys) + " |")
+        lines.append("|" + "|".join("---:" if _numeric(records, k) else "---" for k in keys) + "|")
+        for rec in records:
+            lines.append("| " + " | ".join(_md_value(rec[k]) for k in keys) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _numeric(records: Sequence[Mapping[str, Any]], key: str) -> bool:
+    return all(isinstance(r[key], int | float) or r[key] is None for r in records)
+
+
+def _md_value(v: Any) -> str:
+    if isinstance(v, float):
+        return fmt(v, 6)
+    return "—" if v is None else str(v)
+
+
+def styled(word: str, styles: Mapping[str, str] = VERDICT_STYLE) -> str:
+    """``word`` in rich markup with its style from ``styles`` (unstyled when it has none)."""
+    style = styles.get(word, "")
+    return f"[{style}]{word}[/]" if style else word
+
+
+def interval(low: float, high: float, digits: int = 4, sep: str = ", ") -> str:
+    """``[low, high]`` to ``digits`` significant digits; empty when either end is NaN."""
+    if math.isnan(low) or math.isnan(high):
+        return ""
+    return f"[{fmt(low, digits)}{sep}{fmt(high, digits)}]"
+
+
+def write(
+    fmt_name: str,
+    console: Console,
+    *,
+    table: Callable[[Console], None],
+    json: Callable[[], str],
+    csv: Callable[[], str] | None = None,
+    markdown: Callable[[], str] | None = None,
+) -> None:
+    """Write a result in one of :data:`FORMATS`: the one place a format is chosen.
+
+    ``table`` prints through rich; the others return text written as it is (no markup, no
+    wrapping), so pipes and files get exactly the bytes produced. A result without rows (one
+    claim) passes no ``csv``/``markdown`` and prints its table form for them.
+    """
+    if fmt_name not in FORMATS:
+        raise ValueError(f"unknown format {fmt_name!r}; accepted: {', '.join(FORMATS)}")
+    text = {"json": json, "csv": csv, "markdown": markdown}.get(fmt_name)
+    if text is None:
+        table(console)
+        return
+    console.file.write(text())
