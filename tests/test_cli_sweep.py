@@ -182,11 +182,16 @@ def test_progress_reporter_draws_on_a_terminal_only_after_the_delay() -> None:
     assert shown._progress is None  # closed on exit
 
 
-def test_cli_minimum_budget_matches_the_api() -> None:
-    from varcheck.checks.verify import MIN_SAMPLES
-    from varcheck.cli._common import MIN_SAMPLES as CLI_MIN
+@pytest.mark.parametrize("command", [("sweep", "--dk", "4"), ("check", "examples/claims.toml")])
+def test_cli_minimum_budget_matches_the_api(run_cli, command) -> None:
+    """Guards against a command line bound on --samples other than the API's MIN_SAMPLES (it
+    was a copied constant in one command and a literal in another): one product fewer is
+    refused with exit 2, naming the bound."""
+    from varcheck.core.options import MIN_SAMPLES
 
-    assert CLI_MIN == MIN_SAMPLES
+    res = run_cli(*command, "--samples", str(MIN_SAMPLES - 1))
+    assert res.exit_code == 2
+    assert str(MIN_SAMPLES) in res.output
 
 
 def test_unreliable_rows_print_no_interval(run_cli) -> None:

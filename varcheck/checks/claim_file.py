@@ -31,23 +31,20 @@ from typing import Any
 
 from .._version import __version__
 from ..core.distributions import Distribution
+from ..core.options import (
+    confidence_from,
+    entry_laws,
+    resolve_seed,
+    sampling_effort,
+    valid_rho,
+    valid_tolerance,
+)
 from ..core.ranges import resolve_dks
 from ..core.theory import dot_product_theory
 from ..core.verdicts import OUTCOME_EXIT, OUTCOME_RANK, PASS
 from ..errors import VarcheckError
 from .claims import Claim, parse_claim
-from .verify import (
-    ClaimTest,
-    VerifyResult,
-    _check_rho,
-    _confidence_from,
-    _resolve_dists,
-    check_sampling_options,
-    check_tolerance,
-    claimed_value,
-    resolve_seed,
-    run_claim_tests,
-)
+from .verify import ClaimTest, VerifyResult, claimed_value, run_claim_tests
 
 __all__ = ["ClaimSpec", "CheckFile", "ClaimOutcome", "CheckResult", "load_check_file", "check"]
 
@@ -196,8 +193,8 @@ def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> C
             raise VarcheckError(
                 f"dk must be an integer, a range string or a list, got {dk_value!r}"
             )
-        q, k = _resolve_dists(table.get("dist"), table.get("q_dist"), table.get("k_dist"))
-        rho = _check_rho(_number(table.get("rho", 0.0), "rho", where), q, k)
+        q, k = entry_laws(table.get("dist"), table.get("q_dist"), table.get("k_dist"))
+        rho = valid_rho(_number(table.get("rho", 0.0), "rho", where), q, k)
         claim_value = table["claim"]
         if isinstance(claim_value, bool) or not isinstance(claim_value, str | int | float):
             raise VarcheckError(
@@ -208,7 +205,7 @@ def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> C
         if not isinstance(scaled, bool):
             raise VarcheckError(f"scaled must be true or false, got {scaled!r}")
         tol = table.get("tolerance")
-        tolerance = check_tolerance(None if tol is None else _number(tol, "tolerance", where))
+        tolerance = valid_tolerance(None if tol is None else _number(tol, "tolerance", where))
         description = table.get("description", "")
         if not isinstance(description, str):
             raise VarcheckError(f"description must be a string, got {description!r}")
@@ -287,14 +284,14 @@ def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise VarcheckError(f"{path}: [defaults] seed must be a whole number >= 0, got {seed!r}")
     try:
-        confidence = _confidence_from(defaults.get("confidence"), defaults.get("alpha"))
+        confidence = confidence_from(defaults.get("confidence"), defaults.get("alpha"))
         samples = defaults.get("samples")
         if samples is not None and "precision" in defaults:
             raise VarcheckError(
                 "give samples or precision, not both (samples fixes the number of products)"
             )
         precision = None if samples is not None else defaults.get("precision", 0.01)
-        confidence, precision, samples, max_seconds = check_sampling_options(
+        confidence, precision, samples, max_seconds = sampling_effort(
             confidence, precision, samples, defaults.get("max_seconds")
         )
     except VarcheckError as exc:
@@ -343,7 +340,7 @@ def check(
         prec, samp = precision, None
     else:
         prec, samp = spec_file.precision, spec_file.samples
-    conf, prec, samp, max_s = check_sampling_options(
+    conf, prec, samp, max_s = sampling_effort(
         conf, prec, samp, spec_file.max_seconds if max_seconds is None else max_seconds
     )
     seed = resolve_seed(spec_file.seed if seed is None else seed)

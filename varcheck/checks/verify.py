@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import math
-import numbers
-import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._version import __version__
-from ..core.distributions import Distribution, parse_distribution
+from ..core.distributions import Distribution
 from ..core.estimation import ConfidenceInterval, VarianceEstimate, estimate_variance
+from ..core.options import (
+    confidence_from,
+    entry_laws,
+    resolve_seed,
+    sampling_effort,
+    valid_rho,
+    valid_tolerance,
+)
 from ..core.parallel import Runner, check_workers, open_runner
 from ..core.ranges import resolve_dks
 from ..core.shared_blocks import SHARED_STREAM, can_share, estimate_shared
@@ -42,14 +48,10 @@ __all__ = [
     "verify",
     "run_claim_tests",
     "resolve_seed",
-    "check_sampling_options",
+    "sampling_effort",
 ]
 
 ProgressCallback = Callable[[int, int, float], None]
-
-#: Fewest products a fixed budget may ask for: enough for MIN_BLOCKS (200) blocks, below which
-#: the interval's own standard error is too noisy (93-94% coverage at 100-300 products).
-MIN_SAMPLES = 1000
 
 #: Products drawn for a row whose interval cannot be valid (infinite fourth moment).
 UNRELIABLE_SAMPLES = 1_000_000
@@ -161,74 +163,6 @@ class SweepResult:
         if verdicts & {UNRELIABLE, INFINITE}:
             return 4
         return 0
-
-
-def resolve_seed(seed: int | None) -> int:
-    """The seed to use: the one given, or a fresh one drawn from the OS (to be reported)."""
-    if seed is None:
-        return secrets.randbelow(2**32)
-    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
-        seed = int(seed)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise VarcheckError(f"seed must be a whole number >= 0, got {seed!r}")
-    return seed
-
-
-def check_sampling_options(
-    confidence: float,
-    precision: float | None,
-    samples: int | float | None,
-    max_seconds: float | None,
-) -> tuple[float, float | None, int | None, float | None]:
-    """Validate the sampling options shared by every command; returns the cleaned values."""
-    if isinstance(confidence, numbers.Real) and not isinstance(confidence, bool):
-        confidence = float(confidence)
-    if isinstance(samples, numbers.Integral) and not isinstance(samples, bool):
-        samples = int(samples)
-    if isinstance(precision, numbers.Real) and not isinstance(precision, bool):
-        precision = float(precision)
-    if not (isinstance(confidence, float) and 0.0 < confidence < 1.0):
-        raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
-    if samples is not None:
-        if isinstance(samples, float):
-            if not (math.isfinite(samples) and samples.is_integer()):
-                raise VarcheckError(
-                    f"samples must be a whole number >= {MIN_SAMPLES}, got {samples!r}"
-                )
-            samples = int(samples)
-        if not isinstance(samples, int) or isinstance(samples, bool) or samples < MIN_SAMPLES:
-            raise VarcheckError(f"samples must be a whole number >= {MIN_SAMPLES}, got {samples!r}")
-        precision = None
-    elif precision is None or not (
-        isinstance(precision, int | float) and math.isfinite(precision) and 0.0 < precision < 1.0
-    ):
-        raise VarcheckError(f"precision must be in (0, 1), got {precision!r}")
-    if max_seconds is not None and not (
-        isinstance(max_seconds, int | float) and math.isfinite(max_seconds) and max_seconds > 0
-    ):
-        raise VarcheckError(f"max_seconds must be > 0, got {max_seconds!r}")
-    return float(confidence), precision, samples, max_seconds
-
-
-def _resolve_dists(
-    dist: str | Distribution | None,
-    q_dist: str | Distribution | None,
-    k_dist: str | Distribution | None,
-) -> tuple[Distribution, Distribution]:
-    base = parse_distribution(dist) if dist is not None else parse_distribution("normal")
-    q = parse_distribution(q_dist) if q_dist is not None else base
-    k = parse_distribution(k_dist) if k_dist is not None else base
-    return q, k
-
-
-def _check_rho(rho: float, q: Distribution, k: Distribution) -> float:
-    if isinstance(rho, bool) or not isinstance(rho, int | float) or not -1.0 <= rho <= 1.0:
-        raise VarcheckError(f"rho must be in [-1, 1], got {rho!r}")
-    if rho != 0.0 and not (q.is_normal and k.is_normal):
-        raise VarcheckError(
-            f"rho={rho!r} needs normal entries for q and k (got q ~ {q.spec}, k ~ {k.spec})"
-        )
-    return float(rho)
 
 
 def claimed_value(
@@ -453,10 +387,10 @@ def sweep(
     0
     """
     dks = resolve_dks(dk)
-    q, k = _resolve_dists(dist, q_dist, k_dist)
-    rho = _check_rho(rho, q, k)
+    q, k = entry_laws(dist, q_dist, k_dist)
+    rho = valid_rho(rho, q, k)
     claim_obj = parse_claim(claim)
-    confidence, precision, samples, max_seconds = check_sampling_options(
+    confidence, precision, samples, max_seconds = sampling_effort(
         confidence, precision, samples, max_seconds
     )
     seed = resolve_seed(seed)
@@ -619,18 +553,6 @@ class ClaimTest:
     stream: tuple[int, ...]
 
 
-def check_tolerance(tolerance: float | None) -> float | None:
-    if tolerance is None:
-        return None
-    if (
-        isinstance(tolerance, bool)
-        or not isinstance(tolerance, int | float)
-        or not (0.0 < tolerance < 1.0)
-    ):
-        raise VarcheckError(f"tolerance must be in (0, 1), got {tolerance!r}")
-    return float(tolerance)
-
-
 def run_claim_tests(
     tests: list[ClaimTest],
     *,
@@ -729,18 +651,6 @@ def run_claim_tests(
     return results
 
 
-def _confidence_from(confidence: float | None, alpha: float | None) -> float:
-    if alpha is None:
-        return 0.95 if confidence is None else confidence
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 < alpha < 1.0:
-        raise VarcheckError(f"alpha must be in (0, 1), got {alpha!r}")
-    if confidence is not None and not math.isclose(confidence, 1.0 - alpha):
-        raise VarcheckError(
-            f"confidence={confidence!r} and alpha={alpha!r} disagree; give one of them"
-        )
-    return 1.0 - alpha
-
-
 def verify(
     dk: int,
     *,
@@ -807,12 +717,12 @@ def verify(
     dks = resolve_dks(dk)
     if len(dks) != 1:
         raise VarcheckError(f"verify takes one d_k, got {dk!r}; use sweep for several")
-    q, k = _resolve_dists(dist, q_dist, k_dist)
-    rho = _check_rho(rho, q, k)
+    q, k = entry_laws(dist, q_dist, k_dist)
+    rho = valid_rho(rho, q, k)
     claim_obj = parse_claim(claim)
-    tolerance = check_tolerance(tolerance)
-    confidence = _confidence_from(confidence, alpha)
-    confidence, precision, samples, max_seconds = check_sampling_options(
+    tolerance = valid_tolerance(tolerance)
+    confidence = confidence_from(confidence, alpha)
+    confidence, precision, samples, max_seconds = sampling_effort(
         confidence, precision, samples, max_seconds
     )
     seed = resolve_seed(seed)

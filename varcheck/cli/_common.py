@@ -12,10 +12,9 @@ import click
 
 from ..checks.claims import Claim, parse_claim
 from ..core.distributions import Distribution, parse_distribution
+from ..core.options import MIN_SAMPLES
 from ..core.ranges import parse_dk
 from ..errors import VarcheckError
-
-MIN_SAMPLES = 1000  # = varcheck.checks.verify.MIN_SAMPLES; a test keeps the two in step
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 all consistent (or pass), 1 some claim rejected (fail), 2 bad usage or input, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..core.options import MIN_SAMPLES
 from ._common import (
     EXIT_CODES_HELP,
     CountType,
@@ -52,7 +53,7 @@ that a file of true claims fails at most 1 - confidence. The exit code is the wo
 )
 @click.option(
     "--samples",
-    type=CountType(1000),
+    type=CountType(MIN_SAMPLES),
     default=None,
     help="Fixed number of products per test instead of --precision.",
 )

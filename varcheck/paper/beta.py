@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.options import resolve_seed
 from ..errors import VarcheckError
 
 __all__ = [
@@ -322,7 +323,6 @@ def beta_report(
 ) -> BetaReport:
     """Read a weights file and compute per-head β (``sigma_x`` overrides the file's)."""
     from .._version import __version__
-    from ..checks.verify import resolve_seed
 
     weights = load_weights(path)
     if sigma_x is not None:

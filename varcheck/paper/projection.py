@@ -70,6 +70,7 @@ from ..core.estimation import (
     t_quantile,
     t_two_sided_p,
 )
+from ..core.options import resolve_seed
 from ..core.verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
 from ..errors import VarcheckError
 from .beta import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
@@ -715,7 +716,6 @@ def project(
     >>> round(res.row("rank-one", "different-tokens", "sigma-based").ratio)   # about d_k
     8
     """
-    from ..checks.verify import resolve_seed
 
     _check_dims(dx, dk, tokens)
     sd = init_sd(init, dx, dk)

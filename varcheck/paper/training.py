@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._version import __version__
+from ..core.options import resolve_seed
 from ..errors import VarcheckError
 from .beta import beta_exact, beta_paper, exact_logit_variance, paper_logit_variance, weight_sigma
 from .projection import init_sd
@@ -407,7 +408,6 @@ def train(
     >>> [s.step for s in res.run("fixed").steps]
     [0, 10, 20]
     """
-    from ..checks.verify import resolve_seed
 
     cfg = _check_config(config if config is not None else TrainConfig())
     if not schemes or len(set(schemes)) != len(schemes):

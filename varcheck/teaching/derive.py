@@ -26,6 +26,7 @@ from .._version import __version__
 from ..core.blocks import BlockPlan
 from ..core.distributions import Distribution, parse_distribution
 from ..core.estimation import ConfidenceInterval, VarianceEstimate, estimate_variance, t_quantile
+from ..core.options import resolve_seed, sampling_effort, valid_rho
 from ..core.ranges import MAX_DK
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
@@ -245,16 +246,6 @@ def _degenerate(theory: DotProductTheory) -> bool:
     return theory.estimable and theory.var > 0 and theory.mu4 == theory.var**2
 
 
-def _check_rho(rho: float, q: Distribution, k: Distribution) -> float:
-    if isinstance(rho, bool) or not isinstance(rho, int | float) or not -1.0 <= rho <= 1.0:
-        raise VarcheckError(f"rho must be in [-1, 1], got {rho!r}")
-    if rho != 0.0 and not (q.is_normal and k.is_normal):
-        raise VarcheckError(
-            f"rho={rho!r} needs normal entries for q and k (got q ~ {q.spec}, k ~ {k.spec})"
-        )
-    return float(rho)
-
-
 def _check_dk(dk: int) -> int:
     if isinstance(dk, bool) or not isinstance(dk, int) or not 1 <= dk <= MAX_DK:
         raise VarcheckError(f"dk must be a whole number in 1..{MAX_DK}, got {dk!r}")
@@ -309,14 +300,13 @@ def derive(
     >>> res.broken_step, res.correct_var     # 16 * ((1 + 0.25)^2 - 0.25^2)
     (2, 24.0)
     """
-    from ..checks.verify import check_sampling_options, resolve_seed
 
     dk = _check_dk(dk)
     base = parse_distribution(dist)
     q = parse_distribution(q_dist) if q_dist is not None else base
     k = parse_distribution(k_dist) if k_dist is not None else base
-    rho = _check_rho(rho, q, k)
-    confidence, precision, samples, max_seconds = check_sampling_options(
+    rho = valid_rho(rho, q, k)
+    confidence, precision, samples, max_seconds = sampling_effort(
         confidence, precision, samples, max_seconds
     )
     seed = resolve_seed(seed)

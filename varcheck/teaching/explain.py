@@ -43,6 +43,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
+from ..core.options import resolve_seed
 from ..core.theory import dot_product_theory
 from ..errors import VarcheckError
 
@@ -739,7 +740,6 @@ def explain(
     >>> explain(observed=40.0, seed=1, growing=None).raw.verdict
     'rejected'
     """
-    from ..checks.verify import resolve_seed
 
     shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
     base = parse_distribution(dist)

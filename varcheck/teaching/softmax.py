@@ -23,6 +23,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
+from ..core.options import resolve_seed
 from ..core.ranges import resolve_dks
 from ..core.theory import dot_product_theory
 from ..errors import VarcheckError
@@ -294,7 +295,6 @@ def softmax_study(
     >>> [round(r.scaled.max_weight, 2) for r in res.rows]
     [0.11, 0.11]
     """
-    from ..checks.verify import resolve_seed
 
     dks = resolve_dks(dk)
     keys = _check_keys(keys)
