@@ -8,18 +8,16 @@ import math
 import numpy as np
 import pytest
 
-from varcheck.errors import VarcheckError
-from varcheck.paper.beta import (
+from varcheck.core.logit_variance import (
     beta_exact,
     beta_for,
     beta_paper,
-    beta_report,
     exact_logit_variance,
-    head_betas,
-    load_weights,
     paper_logit_variance,
     weight_sigma,
 )
+from varcheck.errors import VarcheckError
+from varcheck.paper.beta import beta_report, head_betas, load_weights
 
 
 @pytest.mark.parametrize(("dx", "dk"), [(1, 1), (8, 3), (64, 16)])

@@ -53,8 +53,8 @@ _LAZY = {
     "TrainResult": "paper.training",
     "audit": "encoder.heads",
     "AuditResult": "encoder.heads",
-    "beta_paper": "paper.beta",
-    "beta_exact": "paper.beta",
+    "beta_paper": "core.logit_variance",
+    "beta_exact": "core.logit_variance",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -38,8 +38,8 @@ import numpy as np
 
 from .._version import __version__
 from ..core.estimation import ConfidenceInterval
+from ..core.logit_variance import beta_for, exact_logit_variance, paper_logit_variance
 from ..errors import VarcheckError
-from ..paper.beta import beta_for, exact_logit_variance, paper_logit_variance
 
 __all__ = [
     "HeadAudit",
@@ -492,7 +492,7 @@ def audit(
 
     Examples
     --------
-    >>> from varcheck.audit import audit
+    >>> from varcheck import audit
     >>> res = audit("all-MiniLM-L6-v2", sentences=["A short test."], layers="0")  # doctest: +SKIP
     >>> len(res.rows)  # doctest: +SKIP
     12

@@ -70,10 +70,10 @@ from ..core.estimation import (
     t_quantile,
     t_two_sided_p,
 )
+from ..core.logit_variance import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
 from ..core.options import resolve_seed
 from ..core.verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
 from ..errors import VarcheckError
-from .beta import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
 
 __all__ = [
     "INITS",

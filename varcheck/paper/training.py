@@ -26,9 +26,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._version import __version__
+from ..core.logit_variance import (
+    beta_exact,
+    beta_paper,
+    exact_logit_variance,
+    paper_logit_variance,
+    weight_sigma,
+)
 from ..core.options import resolve_seed
 from ..errors import VarcheckError
-from .beta import beta_exact, beta_paper, exact_logit_variance, paper_logit_variance, weight_sigma
 from .projection import init_sd
 
 __all__ = [

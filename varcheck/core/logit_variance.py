@@ -1,0 +1,73 @@
+"""Variance of attention logits from projections Q = X W_q, K = X W_k, and the β that scales it.
+
+For q = x W_q and k = x' W_k with x, x' different tokens whose entries are independent, mean 0
+and variance s_x², the logit q·k = x A x'ᵀ with A = W_q W_kᵀ has Var(q·k | W) = s_x⁴ ‖W_q W_kᵀ‖_F²
+(exact, given the weights); averaged over weights with i.i.d. entries of variance s_q², s_k²,
+Var(q·k) = (d_x s_x² s_q²)(d_x s_x² s_k²) d_k (the σ-based formula). β = 1 / sqrt(Var) gives the
+logits unit variance. The paper family and the encoder audit both use these formulas.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import VarcheckError
+
+__all__ = [
+    "paper_logit_variance",
+    "exact_logit_variance",
+    "beta_paper",
+    "beta_exact",
+    "beta_for",
+    "weight_sigma",
+]
+
+
+def paper_logit_variance(
+    sigma_x: float, sigma_wq: float, sigma_wk: float, dx: int, dk: int
+) -> float:
+    """The σ-based prediction (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k."""
+    return (dx * sigma_x**2 * sigma_wq**2) * (dx * sigma_x**2 * sigma_wk**2) * dk
+
+
+def exact_logit_variance(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> float:
+    """Var(q·k | W) = σ_X⁴ ‖W_q W_kᵀ‖_F² for different tokens with i.i.d. zero-mean entries.
+
+    Parameters
+    ----------
+    w_q, w_k : ndarray, shape (d_x, d_k)
+        Projection matrices (columns are the head's query/key directions).
+    sigma_x : float
+        Standard deviation of the input entries.
+    """
+    w_q = np.asarray(w_q, dtype=float)
+    w_k = np.asarray(w_k, dtype=float)
+    if w_q.ndim != 2 or w_q.shape != w_k.shape:
+        raise VarcheckError(
+            f"W_q and W_k must be matrices of one shape (d_x, d_k), got {w_q.shape} and {w_k.shape}"
+        )
+    # ‖W_q W_kᵀ‖_F² = trace((W_qᵀ W_q)(W_kᵀ W_k)): d_k × d_k products instead of d_x × d_x
+    gram = (w_q.T @ w_q) * (w_k.T @ w_k)
+    return float(sigma_x**4 * gram.sum())
+
+
+def beta_for(variance: float) -> float:
+    """The β that gives logits of this variance unit variance (``nan`` if it is not > 0)."""
+    return 1.0 / math.sqrt(variance) if variance > 0 and math.isfinite(variance) else math.nan
+
+
+def beta_paper(sigma_x: float, sigma_wq: float, sigma_wk: float, dx: int, dk: int) -> float:
+    """β from measured standard deviations (the paper's algorithm)."""
+    return beta_for(paper_logit_variance(sigma_x, sigma_wq, sigma_wk, dx, dk))
+
+
+def beta_exact(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> float:
+    """β from the weights themselves: 1 / (σ_X² ‖W_q W_kᵀ‖_F)."""
+    return beta_for(exact_logit_variance(w_q, w_k, sigma_x))
+
+
+def weight_sigma(w: np.ndarray) -> float:
+    """The measured σ_W of a weight matrix: the standard deviation of its entries (ddof 0)."""
+    return float(np.std(np.asarray(w, dtype=float)))
