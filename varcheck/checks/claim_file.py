@@ -41,7 +41,7 @@ from ..core.options import (
 )
 from ..core.ranges import resolve_dks
 from ..core.theory import dot_product_theory
-from ..core.verdicts import OUTCOME_EXIT, OUTCOME_RANK, PASS
+from ..core.verdicts import OUTCOME_RANK, PASS, exit_code
 from ..errors import VarcheckError
 from .claims import Claim, parse_claim
 from .verify import ClaimTest, VerifyResult, claimed_value, run_claim_tests
@@ -141,7 +141,7 @@ class CheckResult:
     @property
     def exit_code(self) -> int:
         """The worst outcome: 1 fail, 4 no valid test, 3 inconclusive, 0 pass; 130 interrupted."""
-        return 130 if self.interrupted else OUTCOME_EXIT[self.outcome]
+        return exit_code([self.outcome], interrupted=self.interrupted)
 
 
 def _claim_lines(text: str) -> list[int]:

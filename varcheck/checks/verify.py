@@ -26,15 +26,16 @@ from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.verdicts import (
     CONSISTENT,
     INFINITE,
-    OUTCOME_EXIT,
     PASS,
     REJECTED,
     UNRELIABLE,
     Decision,
     GrowthFit,
     decide,
+    exit_code,
     fit_growth,
     holm_adjust,
+    judge,
 )
 from ..errors import VarcheckError
 from .claims import Claim, claim_context, parse_claim
@@ -155,14 +156,7 @@ class SweepResult:
     @property
     def exit_code(self) -> int:
         """0 all consistent, 1 a row rejected, 4 a row without a valid test, 130 interrupted."""
-        if self.interrupted:
-            return 130
-        verdicts = {r.verdict for r in self.rows}
-        if REJECTED in verdicts:
-            return 1
-        if verdicts & {UNRELIABLE, INFINITE}:
-            return 4
-        return 0
+        return exit_code((r.verdict for r in self.rows), interrupted=self.interrupted)
 
 
 def claimed_value(
@@ -443,16 +437,16 @@ def _judge(
     for th, c, est in zip(theories, claims, estimates, strict=False):
         ok = est is not None and th.estimable and c is not None
         p_values.append(est.p_value(c) if ok else math.nan)  # type: ignore[union-attr, arg-type]
-    adjusted = holm_adjust(p_values)
-    alpha = 1.0 - confidence
+    adjusted, verdicts = judge(
+        p_values,
+        alpha=1.0 - confidence,
+        finite=[est is not None for est in estimates],
+        valid=[th.estimable for th in theories],
+    )
     rows = []
-    for th, c, est, p, padj in zip(theories, claims, estimates, p_values, adjusted, strict=False):
-        if est is None:
-            verdict = INFINITE
-        elif not th.estimable:
-            verdict = UNRELIABLE
-        else:
-            verdict = REJECTED if padj < alpha else CONSISTENT
+    for th, c, est, p, padj, verdict in zip(
+        theories, claims, estimates, p_values, adjusted, verdicts, strict=False
+    ):
         rows.append(
             SweepRow(
                 dk=th.dk,
@@ -536,7 +530,7 @@ class VerifyResult:
     @property
     def exit_code(self) -> int:
         """0 pass, 1 fail, 3 inconclusive, 4 no valid test (infinite moments)."""
-        return OUTCOME_EXIT[self.outcome]
+        return exit_code([self.outcome])
 
 
 @dataclass(frozen=True)

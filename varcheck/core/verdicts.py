@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -15,6 +15,11 @@ __all__ = [
     "FAIL",
     "INCONCLUSIVE",
     "OUTCOME_EXIT",
+    "OUTCOME_RANK",
+    "EXIT_INTERRUPTED",
+    "exit_code",
+    "verdict_of",
+    "judge",
     "Decision",
     "decide",
     "CONSISTENT",
@@ -39,6 +44,60 @@ INCONCLUSIVE = "inconclusive"
 #: exit status of each outcome; the worst (highest rank) wins for a set of claims
 OUTCOME_EXIT = {PASS: 0, INCONCLUSIVE: 3, UNRELIABLE: 4, INFINITE: 4, FAIL: 1}
 OUTCOME_RANK = {PASS: 0, INCONCLUSIVE: 1, UNRELIABLE: 2, INFINITE: 2, FAIL: 3}
+#: the exit status of a run stopped by Ctrl-C (128 + SIGINT)
+EXIT_INTERRUPTED = 130
+
+# A row's verdict ranks and exits like the claim outcome it amounts to: consistent as pass,
+# rejected as fail. One ladder serves every command.
+_EXIT = {**OUTCOME_EXIT, CONSISTENT: OUTCOME_EXIT[PASS], REJECTED: OUTCOME_EXIT[FAIL]}
+_RANK = {**OUTCOME_RANK, CONSISTENT: OUTCOME_RANK[PASS], REJECTED: OUTCOME_RANK[FAIL]}
+
+
+def exit_code(verdicts: Iterable[str], *, interrupted: bool = False) -> int:
+    """The exit status of a run from its verdicts or outcomes: the worst one decides.
+
+    0 when all are consistent or pass (or there are none), 1 when one is rejected or fails,
+    3 when the worst is inconclusive, 4 when one has no valid test (unreliable, infinite) and
+    none is rejected; 130 when the run was interrupted, whatever it found.
+
+    Examples
+    --------
+    >>> exit_code(["consistent", "unreliable", "rejected"]), exit_code(["pass", "inconclusive"])
+    (1, 3)
+    """
+    if interrupted:
+        return EXIT_INTERRUPTED
+    worst = max(verdicts, key=_RANK.__getitem__, default=PASS)
+    return _EXIT[worst]
+
+
+def verdict_of(p_adjusted: float, alpha: float, *, finite: bool = True, valid: bool = True) -> str:
+    """A row's verdict: infinite, unreliable (no valid interval), or the test at ``alpha``."""
+    if not finite:
+        return INFINITE
+    if not valid:
+        return UNRELIABLE
+    return REJECTED if p_adjusted < alpha else CONSISTENT
+
+
+def judge(
+    p_values: Sequence[float],
+    *,
+    alpha: float,
+    finite: Sequence[bool],
+    valid: Sequence[bool],
+) -> tuple[list[float], list[str]]:
+    """Holm-adjust a family of rows' p-values and give each row its verdict.
+
+    Rows without a test carry a NaN p-value (left out of the adjustment); ``finite`` and
+    ``valid`` say why: no estimate exists, or no valid interval.
+    """
+    adjusted = holm_adjust(p_values)
+    verdicts = [
+        verdict_of(p, alpha, finite=f, valid=v)
+        for p, f, v in zip(adjusted, finite, valid, strict=True)
+    ]
+    return adjusted, verdicts
 
 
 @dataclass(frozen=True)
