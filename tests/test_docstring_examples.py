@@ -7,6 +7,7 @@ import importlib
 
 import pytest
 
+
 def _modules_with_examples() -> list[str]:
     """Every module of the package whose docstrings hold an example (``>>>``)."""
     import inspect

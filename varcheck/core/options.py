@@ -23,6 +23,9 @@ __all__ = [
     "entry_laws",
     "resolve_seed",
     "sampling_effort",
+    "valid_confidence",
+    "valid_count",
+    "valid_positive",
     "valid_rho",
     "valid_tolerance",
 ]
@@ -45,40 +48,78 @@ def resolve_seed(seed: int | None) -> int:
     return seed
 
 
+def valid_confidence(confidence: float) -> float:
+    """A confidence level in (0, 1), as a float."""
+    if isinstance(confidence, numbers.Real) and not isinstance(confidence, bool):
+        confidence = float(confidence)
+    if not (isinstance(confidence, float) and 0.0 < confidence < 1.0):
+        raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
+    return confidence
+
+
+def valid_count(
+    name: str, value: object, least: int, most: int | None = None, *, whole_floats: bool = False
+) -> int:
+    """``value`` as a whole number in ``least..most`` (no upper bound when ``most`` is None).
+
+    With ``whole_floats`` a float holding a whole number (``1e6``) is accepted as that number.
+    """
+    bound = f">= {least}" if most is None else f"in {least}..{most}"
+    if whole_floats and isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if (
+        not isinstance(value, numbers.Integral)
+        or isinstance(value, bool)
+        or value < least
+        or (most is not None and value > most)
+    ):
+        raise VarcheckError(f"{name} must be a whole number {bound}, got {value!r}")
+    return int(value)
+
+
+def valid_positive(name: str, value: object) -> float:
+    """``value`` as a finite float > 0."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (math.isfinite(value) and value > 0)
+    ):
+        raise VarcheckError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
 def sampling_effort(
     confidence: float,
     precision: float | None,
-    samples: int | float | None,
+    fixed: int | float | None,
     max_seconds: float | None,
+    *,
+    name: str = "samples",
+    least: int = MIN_SAMPLES,
+    most: int | None = None,
+    whole_floats: bool = True,
 ) -> tuple[float, float | None, int | None, float | None]:
-    """Validate the sampling options shared by every command; returns the cleaned values."""
-    if isinstance(confidence, numbers.Real) and not isinstance(confidence, bool):
-        confidence = float(confidence)
-    if isinstance(samples, numbers.Integral) and not isinstance(samples, bool):
-        samples = int(samples)
-    if isinstance(precision, numbers.Real) and not isinstance(precision, bool):
-        precision = float(precision)
-    if not (isinstance(confidence, float) and 0.0 < confidence < 1.0):
-        raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
-    if samples is not None:
-        if isinstance(samples, float):
-            if not (math.isfinite(samples) and samples.is_integer()):
-                raise VarcheckError(
-                    f"samples must be a whole number >= {MIN_SAMPLES}, got {samples!r}"
-                )
-            samples = int(samples)
-        if not isinstance(samples, int) or isinstance(samples, bool) or samples < MIN_SAMPLES:
-            raise VarcheckError(f"samples must be a whole number >= {MIN_SAMPLES}, got {samples!r}")
+    """Validate the sampling effort: a confidence, and a precision or a fixed budget ``fixed``.
+
+    Returns ``(confidence, precision, fixed, max_seconds)`` cleaned; ``precision`` is None when
+    a fixed budget is given. ``name``, ``least``, ``most`` and ``whole_floats`` describe the
+    budget (``samples`` products by default; ``project`` counts ``blocks``).
+    """
+    confidence = valid_confidence(confidence)
+    if fixed is not None:
+        fixed = valid_count(name, fixed, least, most, whole_floats=whole_floats)
         precision = None
-    elif precision is None or not (
-        isinstance(precision, int | float) and math.isfinite(precision) and 0.0 < precision < 1.0
+    elif isinstance(precision, bool) or not (
+        isinstance(precision, numbers.Real) and math.isfinite(precision) and 0 < precision < 1
     ):
         raise VarcheckError(f"precision must be in (0, 1), got {precision!r}")
+    else:
+        precision = float(precision)
     if max_seconds is not None and not (
         isinstance(max_seconds, int | float) and math.isfinite(max_seconds) and max_seconds > 0
     ):
         raise VarcheckError(f"max_seconds must be > 0, got {max_seconds!r}")
-    return float(confidence), precision, samples, max_seconds
+    return confidence, precision, fixed, max_seconds
 
 
 def entry_laws(

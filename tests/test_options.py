@@ -1,0 +1,77 @@
+"""The one place options are validated (varcheck.core.options): accepted values and messages."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from varcheck.core.options import (
+    MIN_SAMPLES,
+    sampling_effort,
+    valid_confidence,
+    valid_count,
+    valid_positive,
+)
+from varcheck.errors import VarcheckError
+
+
+@pytest.mark.parametrize(
+    ("value", "least", "most", "whole_floats", "expected"),
+    [
+        (5, 1, 10, False, 5),
+        (np.int64(7), 1, None, False, 7),
+        (1e6, 1000, None, True, 1_000_000),
+        (10, 1, 10, False, 10),
+        (1, 1, 10, False, 1),
+    ],
+)
+def test_valid_count_accepts(value, least, most, whole_floats, expected) -> None:
+    got = valid_count("n", value, least, most, whole_floats=whole_floats)
+    assert got == expected and type(got) is int
+
+
+@pytest.mark.parametrize(
+    ("value", "least", "most", "whole_floats", "message"),
+    [
+        (0, 1, 10, False, "n must be a whole number in 1..10, got 0"),
+        (11, 1, 10, False, "n must be a whole number in 1..10, got 11"),
+        (True, 0, None, False, "n must be a whole number >= 0, got True"),
+        (2.0, 1, None, False, "n must be a whole number >= 1, got 2.0"),
+        (2.5, 1, None, True, "n must be a whole number >= 1, got 2.5"),
+        (math.inf, 1, None, True, "n must be a whole number >= 1, got inf"),
+        ("3", 1, None, True, "n must be a whole number >= 1, got '3'"),
+    ],
+)
+def test_valid_count_refuses_naming_the_value(value, least, most, whole_floats, message) -> None:
+    """Guards against a silently rounded or reinterpreted count: every refusal names the value
+    and the accepted range."""
+    with pytest.raises(VarcheckError) as err:
+        valid_count("n", value, least, most, whole_floats=whole_floats)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, math.inf, math.nan, True, "1"])
+def test_valid_positive_refuses(value) -> None:
+    with pytest.raises(VarcheckError, match="must be a finite number > 0"):
+        valid_positive("sigma_x", value)
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0, -0.5, 1.5, math.nan, True, "0.95"])
+def test_valid_confidence_refuses(value) -> None:
+    with pytest.raises(VarcheckError, match=r"confidence must be in \(0, 1\)"):
+        valid_confidence(value)
+
+
+def test_sampling_effort_fixed_budget_drops_precision() -> None:
+    assert sampling_effort(0.9, 0.01, 2e3, None) == (0.9, None, 2000, None)
+    assert sampling_effort(np.float64(0.95), 0.05, None, 3) == (0.95, 0.05, None, 3)
+
+
+def test_sampling_effort_names_its_budget() -> None:
+    """The budget's name and bounds come from the caller (project counts blocks, ints only)."""
+    with pytest.raises(VarcheckError, match=r"^blocks must be a whole number in 2..64, got 1000.0$"):
+        sampling_effort(0.95, None, 1e3, None, name="blocks", least=2, most=64, whole_floats=False)
+    with pytest.raises(VarcheckError, match=f"samples must be a whole number >= {MIN_SAMPLES}"):
+        sampling_effort(0.95, None, MIN_SAMPLES - 1, None)
