@@ -355,8 +355,9 @@ def sweep(
         Fixed number of q·k products per row instead of a target precision.
     max_seconds : float, optional
         Wall-time cap per row; rows drawn from shared blocks (zero-mean entries, sampling to a
-        precision, see :mod:`varcheck.core.shared_blocks`) share a cap of ``max_seconds`` times
-    their number. seed : int, optional
+        precision, see :mod:`varcheck.core.shared_blocks`) share a cap of ``max_seconds``
+        times their number.
+    seed : int, optional
         Root seed; drawn and reported when not given.
     progress : callable, optional
         ``progress(row_index, n_rows, fraction_of_row_done)``.

