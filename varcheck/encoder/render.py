@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..output.formats import fmt, records_to_csv, records_to_markdown, to_json
+from ..output.formats import fmt, records_to_csv, records_to_markdown, to_json, write
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -18,6 +18,7 @@ __all__ = [
     "summary_records",
     "audit_to_json",
     "audit_title",
+    "audit_markdown",
     "render_audit_table",
     "render_audit",
 ]
@@ -146,6 +147,7 @@ def _table(title: str, caption: str, columns: list[str]):  # noqa: ANN202
 
 
 def _interval(row: HeadAudit) -> str:
+    # bare "lo–hi": output.formats.interval would add brackets the audit's tables never had
     lo, hi = row.scaled_var_ci
     return "" if math.isnan(lo) else f"{fmt(lo, 3)}–{fmt(hi, 3)}"
 
@@ -237,17 +239,19 @@ def render_audit_table(result: AuditResult, console: Console) -> None:
     )
 
 
+def audit_markdown(result: AuditResult) -> str:
+    """The per-head records as a Markdown table, then the per-layer summary as another."""
+    text = records_to_markdown(audit_records(result), audit_meta(result), audit_title(result))
+    return text + "\n" + records_to_markdown(summary_records(result), {}, "Per layer")
+
+
 def render_audit(result: AuditResult, fmt_name: str, console: Console) -> None:
-    """Write an audit in one of ``table``, ``json``, ``csv``, ``markdown`` to ``console``."""
-    if fmt_name == "table":
-        render_audit_table(result, console)
-        return
-    meta = audit_meta(result)
-    if fmt_name == "json":
-        text = audit_to_json(result)
-    elif fmt_name == "csv":
-        text = records_to_csv(audit_records(result), meta)
-    else:
-        text = records_to_markdown(audit_records(result), meta, audit_title(result))
-        text += "\n" + records_to_markdown(summary_records(result), {}, "Per layer")
-    console.file.write(text)
+    """Write an audit in one of :data:`~varcheck.output.formats.FORMATS` to ``console``."""
+    write(
+        fmt_name,
+        console,
+        table=lambda c: render_audit_table(result, c),
+        json=lambda: audit_to_json(result),
+        csv=lambda: records_to_csv(audit_records(result), audit_meta(result)),
+        markdown=lambda: audit_markdown(result),
+    )
