@@ -37,7 +37,7 @@ def _whole_sweep(task: dict[str, Any]) -> dict[str, Any]:
     A call takes about 0.1 s at 1%, so one timing would be at the mercy of whatever else the
     machine does in that moment: the two settings alternate and the median is reported.
     """
-    from varcheck.checks.verify import sweep
+    from varcheck.checks.sweep import sweep
 
     repeats = 7 if task["precision"] >= 0.01 else 3
     times: dict[str, list[float]] = {"one_worker": [], "all_cores": []}
@@ -65,7 +65,7 @@ def _whole_sweep(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def _varcheck_rows(task: dict[str, Any]) -> dict[str, Any]:
-    from varcheck.checks.verify import sweep
+    from varcheck.checks.sweep import sweep
 
     sweep([2], precision=0.2, seed=0)  # warm-up: lazy imports, first-call costs
     whole = _whole_sweep(task)
@@ -124,7 +124,7 @@ def main() -> None:
     if kind == "varcheck":
         out = _varcheck_rows(task)
     elif kind == "varcheck-whole":
-        from varcheck.checks.verify import sweep
+        from varcheck.checks.sweep import sweep
 
         sweep([2], precision=0.2, seed=0)  # warm-up, as in _varcheck_rows
         out = {"whole": _whole_sweep(task)}

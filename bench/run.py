@@ -433,7 +433,7 @@ def render(r: dict[str, Any]) -> str:
         "same law here, so every two distinct rows make a product), serves d_k = 512 once, "
         "256 twice, ..., 2 256 times, and the products are "
         "summed through Gram matrices without being formed. So the time for the whole sweep "
-        "is one call, `varcheck.checks.verify.sweep([2, ..., 512])` in a warm process (start-up "
+        "is one call, `varcheck.checks.sweep.sweep([2, ..., 512])` in a warm process (start-up "
         "excluded, OPENBLAS_NUM_THREADS=1 as the CLI sets it), which stops when its slowest "
         "row reaches the width (the others end up narrower); it is the median of several "
         "calls, 1 worker and all cores alternating, half of them before the baselines run and "

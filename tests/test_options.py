@@ -71,7 +71,8 @@ def test_sampling_effort_fixed_budget_drops_precision() -> None:
 
 def test_sampling_effort_names_its_budget() -> None:
     """The budget's name and bounds come from the caller (project counts blocks, ints only)."""
-    with pytest.raises(VarcheckError, match=r"^blocks must be a whole number in 2..64, got 1000.0$"):
+    refusal = r"^blocks must be a whole number in 2..64, got 1000.0$"
+    with pytest.raises(VarcheckError, match=refusal):
         sampling_effort(0.95, None, 1e3, None, name="blocks", least=2, most=64, whole_floats=False)
     with pytest.raises(VarcheckError, match=f"samples must be a whole number >= {MIN_SAMPLES}"):
         sampling_effort(0.95, None, MIN_SAMPLES - 1, None)

@@ -20,10 +20,10 @@ from ._version import __version__
 # Every name loads on first use: `import varcheck` costs nothing, and the command line can set
 # up the process (BLAS threads) before numpy is imported.
 _LAZY = {
-    "sweep": "checks.verify",
+    "sweep": "checks.sweep",
     "verify": "checks.verify",
-    "SweepResult": "checks.verify",
-    "SweepRow": "checks.verify",
+    "SweepResult": "checks.sweep",
+    "SweepRow": "checks.sweep",
     "VerifyResult": "checks.verify",
     "check": "checks.claim_file",
     "CheckResult": "checks.claim_file",

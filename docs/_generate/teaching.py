@@ -69,7 +69,7 @@ def _softmax_table(result: Any) -> str:
 
 def build(write_figures: bool) -> dict[str, dict[str, str]]:
     """Compute every generated block: {page: {block name: markdown}}."""
-    from varcheck.checks.verify import sweep
+    from varcheck.checks.sweep import sweep
     from varcheck.teaching.derive import derive
     from varcheck.teaching.explain import explain
     from varcheck.teaching.render import render_derive, render_explain, softmax_summary

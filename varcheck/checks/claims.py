@@ -14,10 +14,15 @@ import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import VarcheckError
 
-__all__ = ["Claim", "parse_claim", "CLAIM_NAMES"]
+if TYPE_CHECKING:
+    from ..core.distributions import Distribution
+    from ..core.theory import DotProductTheory
+
+__all__ = ["Claim", "parse_claim", "claimed_value", "CLAIM_NAMES"]
 
 CLAIM_NAMES: tuple[str, ...] = (
     "dk",
@@ -189,3 +194,23 @@ def claim_context(dk: int, rho: float, theory: float, q, k) -> dict[str, float]:
         ctx[f"mu4_{suffix}"] = dist.mu4
         ctx[f"kurt_{suffix}"] = dist.kurtosis
     return ctx
+
+
+def claimed_value(
+    claim: Claim,
+    theory: DotProductTheory,
+    q: Distribution,
+    k: Distribution,
+    *,
+    scaled: bool = False,
+) -> float | None:
+    """Evaluate a claim for one setting; ``None`` when it has no finite value there."""
+    if not theory.var_finite:
+        return None
+    exact = theory.scaled_var if scaled else theory.var
+    value = claim.evaluate(claim_context(theory.dk, theory.rho, exact, q, k))
+    if value <= 0:
+        raise VarcheckError(
+            f"claim {claim.text!r} is {value!r} at d_k={theory.dk}; a variance claim must be > 0"
+        )
+    return value

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from .claim_file import CheckResult
-    from .verify import SweepResult, SweepRow, VerifyResult
+    from .sweep import SweepResult, SweepRow
+    from .verify import VerifyResult
 
 __all__ = [
     "sweep_records",

@@ -6,19 +6,19 @@ import click
 
 from ..checks.claims import Claim
 from ..core.distributions import Distribution
-from ._common import (
-    EXIT_CODES_HELP,
-    ClaimType,
-    DkType,
-    ProgressReporter,
-    check_exclusive_sampling,
+from . import EXIT_CODES_HELP
+from .console import ProgressReporter, stdout_console
+from .options import (
+    SAMPLES_REASON,
     dist_options,
+    dk_range_option,
+    exclusive,
     format_option,
     parallel_options,
     plot_option,
     sampling_options,
-    stdout_console,
 )
+from .types import CLAIM
 
 
 @click.command(
@@ -34,18 +34,11 @@ Examples:
 """
     + EXIT_CODES_HELP,
 )
-@click.option(
-    "--dk",
-    "dks",
-    type=DkType(),
-    default="2..512",
-    show_default=True,
-    help="d_k values: A..B doubles, A..B:S steps by S, commas mix (2,3,10..40:10).",
-)
+@dk_range_option
 @dist_options
 @click.option(
     "--claim",
-    type=ClaimType(),
+    type=CLAIM,
     default="theory",
     show_default=True,
     help="Claimed Var(q·k): 'theory' (exact for the chosen distributions), 'dk' (the "
@@ -81,10 +74,10 @@ def command(
     scaled variance Var(q·k/√d_k) and a verdict. Verdicts control the family-wise error over all
     rows (Holm), so a true claim shows any rejection at most 1 − confidence of the time.
     """
-    from ..checks import verify as api
+    from ..checks import sweep as api
     from ..checks.render import render_sweep
 
-    check_exclusive_sampling(ctx, samples)
+    exclusive(ctx, "precision", "samples", SAMPLES_REASON)
     if plot is not None:
         from ..output.figures import check_plot_path
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import VarcheckError
 
 if TYPE_CHECKING:
-    from ..checks.verify import SweepResult
+    from ..checks.sweep import SweepResult
 
 __all__ = [
     "check_output_path",
