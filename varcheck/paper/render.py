@@ -5,7 +5,16 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..output.formats import VERDICT_STYLE, fmt, fmt_p, records_to_csv, records_to_markdown, to_json
+from ..output.formats import (
+    fmt,
+    fmt_p,
+    interval,
+    records_to_csv,
+    records_to_markdown,
+    styled,
+    to_json,
+    write,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -39,14 +48,6 @@ CLAIM_LABEL = {
 def _conf(confidence: float) -> str:
     pct = confidence * 100
     return f"{pct:.0f}%" if pct == round(pct) else f"{confidence:.4g}"
-
-
-def _interval(lo: float, hi: float) -> str:
-    return "" if math.isnan(lo) else f"[{fmt(lo)}, {fmt(hi)}]"
-
-
-def _emit(text: str, console: Console) -> None:
-    console.file.write(text)
 
 
 # --- project -----------------------------------------------------------------------------------
@@ -143,11 +144,6 @@ _CLAIM_SHORT = {
 }
 
 
-def _verdict_cell(verdict: str) -> str:
-    style = VERDICT_STYLE.get(verdict, "")
-    return f"[{style}]{verdict}[/]" if style else verdict
-
-
 def _project_var_cells(row: ProjectionRow) -> list[str]:
     est = row.estimate
     head = [
@@ -158,14 +154,14 @@ def _project_var_cells(row: ProjectionRow) -> list[str]:
         fmt(row.predicted_var),
     ]
     if est is None:
-        return [*head, "—", "", "—", _verdict_cell(row.verdict)]
+        return [*head, "—", "", "—", styled(row.verdict)]
     capped = "*" if est.stop_reason == "max-seconds" else ""
     return [
         *head,
-        f"{fmt(est.var)} {_interval(*est.confidence_interval)}{capped}",
+        f"{fmt(est.var)} {interval(*est.confidence_interval)}{capped}",
         fmt(row.ratio, 3),
         fmt_p(row.p_adjusted),
-        _verdict_cell(row.verdict),
+        styled(row.verdict),
     ]
 
 
@@ -327,24 +323,27 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
 
 def render_project(result: ProjectionResult, fmt_name: str, console: Console) -> None:
     """Write a project result as table, json, csv or markdown."""
-    if fmt_name == "table":
-        render_project_table(result, console)
-        return
-    meta = project_meta(result)
-    if fmt_name == "json":
-        text = to_json(
-            {
-                **meta,
-                "rows": project_records(result),
-                "sections": _section_records(result),
-                "exit_code": result.exit_code,
-            }
-        )
-    elif fmt_name == "csv":
-        text = records_to_csv(project_records(result), meta)
-    else:
-        text = records_to_markdown(project_records(result), meta, project_title(result))
-    _emit(text, console)
+    write(
+        fmt_name,
+        console,
+        table=lambda c: render_project_table(result, c),
+        json=lambda: _project_json(result),
+        csv=lambda: records_to_csv(project_records(result), project_meta(result)),
+        markdown=lambda: records_to_markdown(
+            project_records(result), project_meta(result), project_title(result)
+        ),
+    )
+
+
+def _project_json(result: ProjectionResult) -> str:
+    return to_json(
+        {
+            **project_meta(result),
+            "rows": project_records(result),
+            "sections": _section_records(result),
+            "exit_code": result.exit_code,
+        }
+    )
 
 
 # --- beta --------------------------------------------------------------------------------------
@@ -380,25 +379,31 @@ def beta_records(report: BetaReport) -> list[dict[str, Any]]:
     ]
 
 
-def render_beta(report: BetaReport, fmt_name: str, console: Console) -> None:
-    """Write per-head β as table, json, csv or markdown."""
-    meta = beta_meta(report)
+def beta_title(report: BetaReport) -> str:
     h0 = report.heads[0]
-    title = (
+    return (
         f"Recommended β per head for {report.path}: d_x = {h0.dx}, d_k = {h0.dk}, "
         f"σ_X = {fmt(report.sigma_x)} ({report.sigma_x_source})"
     )
-    if fmt_name == "json":
-        _emit(to_json({**meta, "rows": beta_records(report)}), console)
-        return
-    if fmt_name == "csv":
-        _emit(records_to_csv(beta_records(report), meta), console)
-        return
-    if fmt_name == "markdown":
-        _emit(records_to_markdown(beta_records(report), meta, title), console)
-        return
+
+
+def render_beta(report: BetaReport, fmt_name: str, console: Console) -> None:
+    """Write per-head β as table, json, csv or markdown."""
+    write(
+        fmt_name,
+        console,
+        table=lambda c: render_beta_table(report, c),
+        json=lambda: to_json({**beta_meta(report), "rows": beta_records(report)}),
+        csv=lambda: records_to_csv(beta_records(report), beta_meta(report)),
+        markdown=lambda: records_to_markdown(
+            beta_records(report), beta_meta(report), beta_title(report)
+        ),
+    )
+
+
+def render_beta_table(report: BetaReport, console: Console) -> None:
     table = _table(
-        title,
+        beta_title(report),
         (
             f"seed {report.seed} (nothing is drawn) · β_paper = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² "
             "σ_Wk²) d_k] · β_exact = 1/(σ_X² ‖W_q W_kᵀ‖_F), exact for different tokens with "
@@ -526,19 +531,21 @@ def train_title(result: TrainResult) -> str:
 
 def render_train(result: TrainResult, fmt_name: str, console: Console) -> None:
     """Write a training result as tables over steps, json, csv or markdown."""
-    meta = train_meta(result)
-    if fmt_name == "json":
-        _emit(
-            to_json({**meta, "rows": train_records(result), "summary": train_summary(result)}),
-            console,
-        )
-        return
-    if fmt_name == "csv":
-        _emit(records_to_csv(train_records(result), meta), console)
-        return
-    if fmt_name == "markdown":
-        _emit(records_to_markdown(train_records(result), meta, train_title(result)), console)
-        return
+    write(
+        fmt_name,
+        console,
+        table=lambda c: render_train_tables(result, c),
+        json=lambda: to_json(
+            {**train_meta(result), "rows": train_records(result), "summary": train_summary(result)}
+        ),
+        csv=lambda: records_to_csv(train_records(result), train_meta(result)),
+        markdown=lambda: records_to_markdown(
+            train_records(result), train_meta(result), train_title(result)
+        ),
+    )
+
+
+def render_train_tables(result: TrainResult, console: Console) -> None:
     console.print(f"[bold]{train_title(result)}[/]")
     for run in result.runs:
         table = _table(
