@@ -72,7 +72,7 @@ from ..core.estimation import (
 )
 from ..core.logit_variance import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
 from ..core.options import resolve_seed
-from ..core.verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
+from ..core.verdicts import REJECTED, exit_code, judge
 from ..errors import VarcheckError
 
 __all__ = [
@@ -580,15 +580,12 @@ class ProjectionResult:
     def exit_code(self) -> int:
         """0 every check consistent, 1 a check rejected, 4 a row without a valid test.
 
-        Findings (the paper's formula where it is not exact) are reported but do not count: a
-        default run, whose constructed heads are there to make the σ-based value miss, exits 0
-        unless one of varcheck's own derived predictions is contradicted.
+        A rejected finding (the paper's formula where it is not exact) is reported but does
+        not count: a default run, whose constructed heads are there to make the σ-based value
+        miss, exits 0 unless one of varcheck's own derived predictions is contradicted. A
+        finding without a valid test (unreliable, infinite) counts like any other row.
         """
-        if any(r.role == CHECK and r.verdict == REJECTED for r in self.rows):
-            return 1
-        if {r.verdict for r in self.rows} & {UNRELIABLE, INFINITE}:
-            return 4
-        return 0
+        return exit_code(r.verdict for r in self.rows if r.role == CHECK or r.verdict != REJECTED)
 
     @property
     def findings(self) -> tuple[ProjectionRow, ...]:
@@ -842,34 +839,30 @@ def _judge(
     estimates: dict[tuple[str, str], MonteCarloVariance | None],
     confidence: float,
 ) -> list[ProjectionRow]:
-    p_values = []
-    for pr in preds:
-        est = estimates[(pr.section, pr.case)]
-        ok = est is not None and pr.estimable and math.isfinite(pr.var)
-        p_values.append(est.p_value(pr.var) if ok else math.nan)  # type: ignore[union-attr]
-    adjusted = holm_adjust(p_values)
-    rows = []
-    for pr, p, padj in zip(preds, p_values, adjusted, strict=True):
-        est = estimates[(pr.section, pr.case)]
-        if est is None or not math.isfinite(pr.var):
-            verdict = INFINITE
-        elif not pr.estimable:
-            verdict = UNRELIABLE
-        else:
-            verdict = REJECTED if padj < 1.0 - confidence else CONSISTENT
-        rows.append(
-            ProjectionRow(
-                section=pr.section,
-                case=pr.case,
-                claim=pr.claim,
-                role=pr.role,
-                predicted_var=pr.var,
-                predicted_mean=pr.mean,
-                beta=beta_for(pr.var),
-                estimate=est,
-                p_value=p,
-                p_adjusted=padj,
-                verdict=verdict,
-            )
+    """One row per prediction: its p-value, Holm-adjusted over all rows, and its verdict."""
+    ests = [estimates[(pr.section, pr.case)] for pr in preds]
+    finite = [
+        est is not None and math.isfinite(pr.var) for pr, est in zip(preds, ests, strict=True)
+    ]
+    valid = [pr.estimable for pr in preds]
+    p_values = [
+        est.p_value(pr.var) if f and v else math.nan  # type: ignore[union-attr]
+        for pr, est, f, v in zip(preds, ests, finite, valid, strict=True)
+    ]
+    adjusted, verdicts = judge(p_values, alpha=1.0 - confidence, finite=finite, valid=valid)
+    return [
+        ProjectionRow(
+            section=pr.section,
+            case=pr.case,
+            claim=pr.claim,
+            role=pr.role,
+            predicted_var=pr.var,
+            predicted_mean=pr.mean,
+            beta=beta_for(pr.var),
+            estimate=est,
+            p_value=p,
+            p_adjusted=padj,
+            verdict=verdict,
         )
-    return rows
+        for pr, est, p, padj, verdict in zip(preds, ests, p_values, adjusted, verdicts, strict=True)
+    ]
