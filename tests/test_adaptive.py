@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -78,6 +79,22 @@ def test_head_betas_two_and_three_dimensional() -> None:
 def test_head_betas_refuses_bad_arrays(w_q, w_k, fragment: str) -> None:
     with pytest.raises(VarcheckError, match=fragment):
         head_betas(w_q, w_k)
+
+
+@pytest.mark.parametrize(
+    ("sigma_x", "message"),
+    [
+        (0.0, "sigma_x must be a finite number > 0, got 0.0"),
+        (-1, "sigma_x must be a finite number > 0, got -1"),
+        (math.nan, "sigma_x must be a finite number > 0, got nan"),
+        (False, "sigma_x must be a finite number > 0, got False"),
+        ("1", "sigma_x must be a finite number > 0, got '1'"),
+    ],
+)
+def test_head_betas_refuses_sigma_x_word_for_word(sigma_x, message: str) -> None:
+    w = np.ones((3, 4))
+    with pytest.raises(VarcheckError, match=f"^{re.escape(message)}$"):
+        head_betas(w, w, sigma_x)
 
 
 def test_head_betas_refuses_weights_whose_variance_overflows() -> None:

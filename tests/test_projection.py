@@ -259,6 +259,40 @@ def test_project_is_reproducible_and_validates() -> None:
         project(4, 4, precision=2.0)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dx": 0}, "dx must be a whole number in 1..4096, got 0"),
+        ({"dk": 4097}, "dk must be a whole number in 1..4096, got 4097"),
+        ({"dx": True}, "dx must be a whole number in 1..4096, got True"),
+        ({"tokens": 1}, "tokens must be a whole number in 2..256, got 1"),
+        ({"tokens": 16.0}, "tokens must be a whole number in 2..256, got 16.0"),
+        ({"sigma_x": 0.0}, "sigma_x must be a finite number > 0, got 0.0"),
+        ({"sigma_x": math.inf}, "sigma_x must be a finite number > 0, got inf"),
+        ({"sigma_x": True}, "sigma_x must be a finite number > 0, got True"),
+        ({"confidence": 1}, "confidence must be in (0, 1), got 1"),
+        ({"confidence": 0.0}, "confidence must be in (0, 1), got 0.0"),
+        ({"blocks": 1}, "blocks must be a whole number in 2..1048576, got 1"),
+        ({"blocks": 100.0}, "blocks must be a whole number in 2..1048576, got 100.0"),
+        ({"blocks": 2**20 + 1}, "blocks must be a whole number in 2..1048576, got 1048577"),
+        ({"precision": None}, "precision must be in (0, 1), got None"),
+        ({"precision": 1.0}, "precision must be in (0, 1), got 1.0"),
+        ({"max_seconds": 0}, "max_seconds must be > 0, got 0"),
+    ],
+)
+def test_project_refusals_word_for_word(kwargs: dict, message: str) -> None:
+    args = {"dx": 4, "dk": 4, "seed": 0, **kwargs}
+    with pytest.raises(VarcheckError, match=f"^{re.escape(message)}$"):
+        project(**args)
+
+
+def test_project_takes_numpy_whole_numbers_as_ints() -> None:
+    a = project(np.int64(8), np.int64(4), tokens=np.int32(4), blocks=np.int64(64), seed=3)
+    b = project(8, 4, tokens=4, blocks=64, seed=3)
+    assert a == b
+    assert all(type(v) is int for v in (a.dx, a.dk, a.tokens, a.blocks))
+
+
 # --- the command -------------------------------------------------------------------------------
 
 ROW_KEYS = {

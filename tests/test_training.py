@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -117,6 +118,34 @@ def test_train_is_reproducible() -> None:
 def test_train_validates(config: TrainConfig, fragment: str) -> None:
     with pytest.raises(VarcheckError, match=fragment):
         train(config, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (TrainConfig(steps=0), "steps must be a whole number in 1..100000, got 0"),
+        (TrainConfig(dx=1), "dx must be a whole number in 2..4096, got 1"),
+        (TrainConfig(batch=True), "batch must be a whole number in 1..100000, got True"),
+        (TrainConfig(every=2.0), "every must be a whole number in 1..100000, got 2.0"),
+        (TrainConfig(eval_size=8), "eval_size must be a whole number in 16..1000000, got 8"),
+        (
+            TrainConfig(memory=8, keys=4),
+            "keys must be a whole number >= memory (8) so that the keys of a sequence can be "
+            "distinct, got 4",
+        ),
+        (TrainConfig(lr=2.0), "lr must be in (0, 1], got 2.0"),
+    ],
+)
+def test_train_refusals_word_for_word(config: TrainConfig, message: str) -> None:
+    with pytest.raises(VarcheckError, match=f"^{re.escape(message)}$"):
+        train(config, seed=0)
+
+
+def test_train_takes_numpy_whole_numbers_as_ints() -> None:
+    cfg = TrainConfig(steps=np.int64(4), every=np.int64(2), eval_size=np.int64(32))
+    res = train(cfg, schemes=("fixed",), seed=1)
+    assert res == train(TrainConfig(steps=4, every=2, eval_size=32), schemes=("fixed",), seed=1)
+    assert type(res.config.steps) is int
 
 
 def test_train_refuses_unknown_schemes() -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.logit_variance import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
-from ..core.options import resolve_seed
+from ..core.options import resolve_seed, valid_positive
 from ..errors import VarcheckError
 
 __all__ = [
@@ -124,10 +124,7 @@ def head_betas(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> tuple[
     >>> [round(h.beta_paper * 4, 2) for h in head_betas(w, w[::-1])]   # ≈ 1/√d_k = 1/4
     [1.0, 1.0]
     """
-    if isinstance(sigma_x, bool) or not (
-        isinstance(sigma_x, int | float) and math.isfinite(sigma_x) and sigma_x > 0
-    ):
-        raise VarcheckError(f"sigma_x must be a finite number > 0, got {sigma_x!r}")
+    sigma_x = valid_positive("sigma_x", sigma_x)
     wq, wk = _as_heads(w_q, "w_q"), _as_heads(w_k, "w_k")
     if wq.shape != wk.shape:
         raise VarcheckError(f"w_q and w_k must have one shape, got {wq.shape} and {wk.shape}")

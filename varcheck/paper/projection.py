@@ -71,7 +71,7 @@ from ..core.estimation import (
     t_two_sided_p,
 )
 from ..core.logit_variance import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
-from ..core.options import resolve_seed
+from ..core.options import resolve_seed, sampling_effort, valid_count, valid_positive
 from ..core.verdicts import REJECTED, exit_code, judge
 from ..errors import VarcheckError
 
@@ -191,15 +191,12 @@ def input_law(x_dist: str | Distribution = "normal", sigma_x: float | None = Non
             "zero-mean inputs (as the paper does), so give a distribution with mean 0"
         )
     if sigma_x is not None:
-        if isinstance(sigma_x, bool) or not (
-            isinstance(sigma_x, int | float) and math.isfinite(sigma_x) and sigma_x > 0
-        ):
-            raise VarcheckError(f"sigma_x must be a finite number > 0, got {sigma_x!r}")
+        sigma_x = valid_positive("sigma_x", sigma_x)
         if not math.isfinite(dist.var):
             raise VarcheckError(
                 f"sigma_x cannot rescale x_dist {dist.spec!r}: its variance is infinite"
             )
-    sigma = float(sigma_x) if sigma_x is not None else dist.sd
+    sigma = sigma_x if sigma_x is not None else dist.sd
     if math.isfinite(dist.var) and math.isfinite(dist.mu4):
         mu4 = dist.kurtosis * sigma**4
     else:
@@ -602,40 +599,31 @@ class ProjectionResult:
 # --- the experiment ----------------------------------------------------------------------------
 
 
-def _check_dims(dx: int, dk: int, tokens: int) -> None:
-    for name, value, lo, hi in (
-        ("dx", dx, 1, 4096),
-        ("dk", dk, 1, 4096),
-        ("tokens", tokens, 2, 256),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise VarcheckError(f"{name} must be a whole number in {lo}..{hi}, got {value!r}")
+def _check_dims(dx: int, dk: int, tokens: int) -> tuple[int, int, int]:
+    return (
+        valid_count("dx", dx, 1, 4096),
+        valid_count("dk", dk, 1, 4096),
+        valid_count("tokens", tokens, 2, 256),
+    )
 
 
 def _check_budget(
     confidence: float, precision: float | None, blocks: int | None, max_seconds: float | None
 ) -> tuple[float, float | None, int | None, float | None]:
+    # kept here rather than core.options.valid_confidence, whose message shows the value as a
+    # float (1.0 for 1) and which accepts any real number
     if not (isinstance(confidence, int | float) and 0.0 < confidence < 1.0):
         raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
-    if blocks is not None:
-        if (
-            isinstance(blocks, bool)
-            or not isinstance(blocks, int)
-            or not 2 <= blocks <= _MAX_BLOCKS
-        ):
-            raise VarcheckError(
-                f"blocks must be a whole number in 2..{_MAX_BLOCKS}, got {blocks!r}"
-            )
-        precision = None
-    elif precision is None or not (
-        isinstance(precision, int | float) and math.isfinite(precision) and 0.0 < precision < 1.0
-    ):
-        raise VarcheckError(f"precision must be in (0, 1), got {precision!r}")
-    if max_seconds is not None and not (
-        isinstance(max_seconds, int | float) and math.isfinite(max_seconds) and max_seconds > 0
-    ):
-        raise VarcheckError(f"max_seconds must be > 0, got {max_seconds!r}")
-    return float(confidence), precision, blocks, max_seconds
+    return sampling_effort(
+        confidence,
+        precision,
+        blocks,
+        max_seconds,
+        name="blocks",
+        least=2,
+        most=_MAX_BLOCKS,
+        whole_floats=False,
+    )
 
 
 @dataclass(frozen=True)
@@ -714,7 +702,7 @@ def project(
     8
     """
 
-    _check_dims(dx, dk, tokens)
+    dx, dk, tokens = _check_dims(dx, dk, tokens)
     sd = init_sd(init, dx, dk)
     x = input_law(x_dist, sigma_x)
     # Hall's correction needs the skewness of (q·k)^2 to exist: E[x^12] for the same-token

@@ -20,6 +20,7 @@ weights' scale.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -33,7 +34,7 @@ from ..core.logit_variance import (
     paper_logit_variance,
     weight_sigma,
 )
-from ..core.options import resolve_seed
+from ..core.options import resolve_seed, valid_count
 from ..errors import VarcheckError
 from .projection import init_sd
 
@@ -372,9 +373,9 @@ def _check_config(cfg: TrainConfig) -> TrainConfig:
         "eval_size": (cfg.eval_size, 16, 1_000_000),
         "every": (cfg.every, 1, 100_000),
     }
-    for name, (value, lo, hi) in ints.items():
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise VarcheckError(f"{name} must be a whole number in {lo}..{hi}, got {value!r}")
+    cfg = dataclasses.replace(
+        cfg, **{name: valid_count(name, value, lo, hi) for name, (value, lo, hi) in ints.items()}
+    )
     if isinstance(cfg.keys, bool) or not isinstance(cfg.keys, int) or cfg.keys < cfg.memory:
         raise VarcheckError(
             f"keys must be a whole number >= memory ({cfg.memory}) so that the keys of a "
