@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -11,8 +12,15 @@ import numpy as np
 import pytest
 from bert_weights import random_bert_weights
 
+from varcheck.core.estimation import ConfidenceInterval
 from varcheck.encoder import bert
-from varcheck.encoder.heads import audit, default_sentences, parse_layers, read_text_file
+from varcheck.encoder.heads import (
+    HeadAudit,
+    audit,
+    default_sentences,
+    parse_layers,
+    read_text_file,
+)
 from varcheck.errors import VarcheckError
 
 HAVE_MODELS_EXTRA = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers"))
@@ -90,6 +98,51 @@ def test_default_text_is_a_few_dozen_sentences():
     lines = default_sentences()
     assert 30 <= len(lines) <= 80
     assert all(line.endswith(".") for line in lines)
+
+
+def _head(low, high, scaled=1.5, dk=4):
+    """A hand-made HeadAudit whose scaled variance is ``scaled`` with interval [low, high]."""
+    fields = {f.name: 1.0 for f in dataclasses.fields(HeadAudit)}
+    fields.update(layer=0, head=0, dk=dk, measured_var=scaled * dk)
+    return HeadAudit(**{**fields, "scaled_var_ci": ConfidenceInterval(low, high)})
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "check"),
+    [
+        (0.5, 1.5, "holds"),
+        (1.0, 1.0, "holds"),
+        (1.0, 2.0, "holds"),
+        (0.2, 0.999, "below"),
+        (1.001, 3.0, "above"),
+        (math.nan, math.nan, "none"),
+    ],
+)
+def test_scale_check_places_the_interval_against_one(low, high, check):
+    assert _head(low, high).scale_check == check
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "cell"),
+    [
+        (0.5, 2.5, "[green]1.50[/]"),
+        (0.1, 0.9, "[yellow]1.50[/]"),
+        (1.1, 1.9, "[bold red]1.50[/]"),
+        (math.nan, math.nan, "1.50"),
+    ],
+)
+def test_table_colours_the_scaled_variance_by_scale_check(low, high, cell):
+    from varcheck.encoder.render import _scaled_cell
+
+    assert _scaled_cell(_head(low, high)) == cell
+
+
+def test_scale_check_is_not_a_field_of_the_json():
+    """A property, so the records (JSON, CSV, Markdown) keep their fields."""
+    from varcheck.encoder.render import _record
+
+    assert "scale_check" not in {f.name for f in dataclasses.fields(HeadAudit)}
+    assert "scale_check" not in _record(_head(0.5, 1.5))
 
 
 def test_masked_softmax_ignores_padding():

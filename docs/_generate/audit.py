@@ -126,9 +126,9 @@ def grid(result, value) -> str:  # noqa: ANN001
 
 
 def scaled_cell(row) -> str:  # noqa: ANN001
+    """The scaled variance, bold unless its interval holds 1."""
     text = fmt(row.measured_scaled_var, 3)
-    lo, hi = row.scaled_var_ci
-    return text if lo <= 1 <= hi else f"**{text}**"
+    return text if row.scale_check == "holds" else f"**{text}**"
 
 
 def main() -> None:
@@ -151,10 +151,10 @@ def main() -> None:
     rows = result.rows
     summaries = result.summaries
     late = [r for r in rows if r.layer >= 1]
-    late_above = sum(r.scaled_var_ci.low > 1 for r in late)
+    late_above = sum(r.scale_check == "above" for r in late)
     first = [r for r in rows if r.layer == 0]
-    first_above = sum(r.scaled_var_ci.low > 1 for r in first)
-    first_below = sum(r.scaled_var_ci.high < 1 for r in first)
+    first_above = sum(r.scale_check == "above" for r in first)
+    first_below = sum(r.scale_check == "below" for r in first)
     sink = max(rows, key=lambda r: r.measured_scaled_var)
     worst_paper = min(rows, key=lambda r: r.predicted_var_paper / r.measured_var)
     scaled_all = np.array([r.measured_scaled_var for r in rows])
@@ -288,7 +288,7 @@ Per layer (ratios are geometric means over the layer's heads of predicted / meas
 Var(q·k/√d_k) per head (1 would mean 1/√d_k gives unit variance; bold: the
 {result.confidence:.0%} jackknife interval excludes 1):
 
-{grid(result, lambda r: f"**{fmt(r.measured_scaled_var, 3)}**" if not (r.scaled_var_ci.low <= 1 <= r.scaled_var_ci.high) else fmt(r.measured_scaled_var, 3))}
+{grid(result, scaled_cell)}
 
 The β each head would need for unit-variance logits, as a multiple of 1/√d_k
 (β_unit·√d_k = 1/√(scaled Var); below 1 means a higher temperature than the default):

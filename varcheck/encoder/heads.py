@@ -122,6 +122,20 @@ class HeadAudit:
         return self.measured_var / self.dk
 
     @property
+    def scale_check(self) -> str:
+        """Does the interval for ``measured_scaled_var`` hold 1 (1/√d_k right)?
+
+        ``"holds"`` when it does, ``"below"`` or ``"above"`` when it lies wholly on one side of
+        1, ``"none"`` when there is no interval (a single sequence).
+        """
+        lo, hi = self.scaled_var_ci
+        if math.isnan(lo):
+            return "none"
+        if lo <= 1.0 <= hi:
+            return "holds"
+        return "below" if hi < 1.0 else "above"
+
+    @property
     def row_scaled_var(self) -> float:
         """Within-query variance of q·k/√d_k."""
         return self.row_var / self.dk

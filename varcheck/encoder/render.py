@@ -21,7 +21,12 @@ __all__ = [
     "audit_markdown",
     "render_audit_table",
     "render_audit",
+    "SCALE_STYLE",
 ]
+
+#: The table's colour for a head's scaled variance, by :attr:`HeadAudit.scale_check`; a head
+#: without an interval (``"none"``) is not coloured.
+SCALE_STYLE = {"holds": "green", "below": "yellow", "above": "bold red"}
 
 
 def audit_meta(result: AuditResult) -> dict[str, Any]:
@@ -121,12 +126,9 @@ def audit_title(result: AuditResult) -> str:
 
 
 def _scaled_cell(row: HeadAudit) -> str:
-    lo, hi = row.scaled_var_ci
     text = fmt(row.measured_scaled_var, 3)
-    if math.isnan(lo):
-        return text
-    style = "green" if lo <= 1.0 <= hi else ("yellow" if hi < 1.0 else "bold red")
-    return f"[{style}]{text}[/]"
+    style = SCALE_STYLE.get(row.scale_check)
+    return f"[{style}]{text}[/]" if style else text
 
 
 def _table(title: str, caption: str, columns: list[str]):  # noqa: ANN202
