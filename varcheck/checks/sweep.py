@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from ..core.options import entry_laws, resolve_seed, sampling_effort, valid_rho
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.verdicts import CONSISTENT, REJECTED, GrowthFit, exit_code, fit_growth, judge
-from .claims import claimed_value, parse_claim
+from .claims import Claim, claimed_value, parse_claim
 from .settings import ProgressCallback, estimate_settings
 
 __all__ = ["SweepRow", "SweepResult", "sweep"]
@@ -145,15 +146,13 @@ def sweep(
     ----------
     dk : int, str or iterable of int
         Values of d_k, or a spec such as ``"2..512"`` (see :func:`varcheck.parse_dk`).
-    dist : str or Distribution, optional
-        Entry distribution for both q and k (default ``normal``).
-    q_dist, k_dist : str or Distribution, optional
-        Override ``dist`` for q or k.
+    dist, q_dist, k_dist : str or Distribution, optional
+        Entry law of q and k (default ``normal``); ``q_dist``/``k_dist`` override it for one.
     rho : float
         Correlation of q_i with k_i (normal entries).
     claim : str
-        ``"theory"`` (the exact formula for these distributions), ``"dk"`` (the textbook
-        Var = d_k) or any claim expression (see :func:`varcheck.parse_claim`).
+        ``"theory"`` (the exact formula for these laws), ``"dk"`` (the textbook Var = d_k) or
+        any claim expression (see :func:`varcheck.parse_claim`).
     confidence : float
         Level of each row's interval; verdicts control the family-wise error at
         ``1 - confidence`` over all rows (Holm).
@@ -162,20 +161,15 @@ def sweep(
     samples : int, optional
         Fixed number of q·k products per row instead of a target precision.
     max_seconds : float, optional
-        Wall-time cap per row; rows drawn from shared blocks (zero-mean entries, sampling to a
-        precision, see :mod:`varcheck.core.shared_blocks`) share a cap of ``max_seconds``
-        times their number.
+        Wall-time cap per row (rows drawn from shared blocks share ``max_seconds`` times their
+        number, see :mod:`varcheck.core.shared_blocks`).
     seed : int, optional
         Root seed; drawn and reported when not given.
     progress : callable, optional
         ``progress(row_index, n_rows, fraction_of_row_done)``.
-    workers : int, optional
-        Threads drawing chunks (default: all cores); results do not depend on it. With more
-        than one, set ``OPENBLAS_NUM_THREADS=1`` before numpy is imported (the command line
-        does) so that the BLAS's own threads do not compete with the workers.
-    scheduler : str, optional
-        ``"local"`` or a Dask scheduler address to run chunks on a Dask cluster
-        (``varcheck[dask]``); same numbers as a local run.
+    workers, scheduler : optional
+        Where chunks run, as in :func:`varcheck.core.parallel.open_runner`; results do not
+        depend on them.
 
     Returns
     -------
@@ -189,6 +183,38 @@ def sweep(
     >>> res.exit_code
     0
     """
+    dks, claim_obj, fields = _sweep_iv(
+        dk, dist, q_dist, k_dist, rho, claim, confidence, precision, samples, max_seconds, seed
+    )
+    q, k = fields["q_dist"], fields["k_dist"]
+    theories = [dot_product_theory(d, q, k, fields["rho"]) for d in dks]
+    claims = [claimed_value(claim_obj, th, q, k) for th in theories]
+    estimates, interrupted, cov = estimate_settings(
+        [(q, k, th, (th.dk,)) for th in theories],
+        **{n: fields[n] for n in ("seed", "confidence", "precision", "samples", "max_seconds")},
+        progress=progress,
+        workers=workers,
+        scheduler=scheduler,
+    )
+    rows = _judge(theories[: len(estimates)], claims, estimates, fields["confidence"])
+    fit = _growth_fit(rows, cov, fields["confidence"])
+    return SweepResult(rows=tuple(rows), fit=fit, interrupted=interrupted, **fields)
+
+
+def _sweep_iv(
+    dk: int | str | Iterable[int],
+    dist: str | Distribution | None,
+    q_dist: str | Distribution | None,
+    k_dist: str | Distribution | None,
+    rho: float,
+    claim: str,
+    confidence: float,
+    precision: float | None,
+    samples: int | None,
+    max_seconds: float | None,
+    seed: int | None,
+) -> tuple[list[int], Claim, dict[str, Any]]:
+    """Validate :func:`sweep`'s arguments once: the d_k, the claim, and the result's fields."""
     dks = resolve_dks(dk)
     q, k = entry_laws(dist, q_dist, k_dist)
     rho = valid_rho(rho, q, k)
@@ -196,43 +222,29 @@ def sweep(
     confidence, precision, samples, max_seconds = sampling_effort(
         confidence, precision, samples, max_seconds
     )
-    seed = resolve_seed(seed)
+    fields = {
+        "q_dist": q,
+        "k_dist": k,
+        "rho": rho,
+        "claim": claim_obj.text,
+        "confidence": confidence,
+        "precision": precision,
+        "samples": samples,
+        "max_seconds": max_seconds,
+        "seed": resolve_seed(seed),
+    }
+    return dks, claim_obj, fields
 
-    theories = [dot_product_theory(d, q, k, rho) for d in dks]
-    claims = [claimed_value(claim_obj, th, q, k) for th in theories]
-    estimates, interrupted, cov = estimate_settings(
-        [(q, k, th, (th.dk,)) for th in theories],
-        seed=seed,
-        confidence=confidence,
-        precision=precision,
-        samples=samples,
-        max_seconds=max_seconds,
-        progress=progress,
-        workers=workers,
-        scheduler=scheduler,
-    )
-    rows = _judge(theories[: len(estimates)], claims, estimates, confidence)
+
+def _growth_fit(rows: list[SweepRow], cov: np.ndarray, confidence: float) -> GrowthFit | None:
+    """The growth law over the rows that have a valid test."""
     fitted = [i for i, r in enumerate(rows) if r.verdict in (CONSISTENT, REJECTED)]
-    fit = fit_growth(
+    return fit_growth(
         [rows[i].dk for i in fitted],
         [rows[i].estimate.var for i in fitted],  # type: ignore[union-attr]
         [rows[i].estimate.se for i in fitted],  # type: ignore[union-attr]
         confidence=confidence,
         covariance=cov[np.ix_(fitted, fitted)],
-    )
-    return SweepResult(
-        rows=tuple(rows),
-        fit=fit,
-        q_dist=q,
-        k_dist=k,
-        rho=rho,
-        claim=claim_obj.text,
-        confidence=confidence,
-        seed=seed,
-        precision=precision,
-        samples=samples,
-        max_seconds=max_seconds,
-        interrupted=interrupted,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .._version import __version__
 from ..core.distributions import Distribution
@@ -18,7 +19,7 @@ from ..core.options import (
     valid_tolerance,
 )
 from ..core.ranges import resolve_dks
-from ..core.theory import dot_product_theory
+from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.verdicts import (
     INFINITE,
     PASS,
@@ -139,7 +140,6 @@ def run_claim_tests(
     On Ctrl-C (``KeyboardInterrupt``) the tests finished so far are judged and returned: the
     list is then shorter than ``tests``.
     """
-    alpha = 1.0 - confidence
     prepared = []
     for t in tests:
         th = dot_product_theory(t.dk, t.q, t.k, t.rho)
@@ -158,65 +158,93 @@ def run_claim_tests(
     )
     # after Ctrl-C, judge what finished: the caller sees fewer results than tests
     prepared = prepared[: len(estimates)]
+    p_used = _claim_p_values(prepared, estimates, adjust)
+    effort = {"confidence": confidence, "seed": seed, "precision": precision}
+    return [
+        _verify_result(t, th, value, est, p, requested_samples=samples, **effort)
+        for (t, th, value), est, p in zip(prepared, estimates, p_used, strict=True)
+    ]
+
+
+def _claim_p_values(
+    prepared: list[tuple[ClaimTest, DotProductTheory, float | None]],
+    estimates: list[VarianceEstimate | None],
+    adjust: bool,
+) -> list[float]:
+    """Each test's p-value (NaN without a valid interval), Holm-adjusted when ``adjust``."""
     p_raw = []
     for (t, th, value), est in zip(prepared, estimates, strict=True):
         ok = est is not None and th.estimable and value is not None
         raw_claim = value * t.dk if (ok and t.scaled) else value
         p_raw.append(est.p_value(raw_claim) if ok else math.nan)  # type: ignore[union-attr]
-    p_used = holm_adjust(p_raw) if adjust else p_raw
-    results = []
-    for (t, th, value), est, p in zip(prepared, estimates, p_used, strict=True):
-        factor = 1.0 / t.dk if t.scaled else 1.0
-        theory_value = th.var * factor
-        if est is None:
-            outcome = Decision(INFINITE, "Var(q·k) is infinite: there is nothing to estimate")
-            point, interval = math.nan, ConfidenceInterval(math.nan, math.nan)
-        else:
-            point, interval = est.scaled(factor)
-            if not th.estimable:
-                outcome = Decision(
-                    UNRELIABLE,
-                    "E[(q·k)^4] is infinite, so no interval for the variance can be trusted"
-                    if th.status == "infinite-fourth-moment"
-                    else f"the kurtosis of q·k is {th.kurtosis:.3g}: the variance estimate "
-                    "converges too slowly for any affordable interval to be trusted",
-                )
-            else:
-                outcome = decide(
-                    point,
-                    interval,
-                    value,
-                    p_value=p,
-                    alpha=alpha,
-                    tolerance=t.tolerance,
-                    samples=est.samples,
-                )
-        results.append(
-            VerifyResult(
-                dk=t.dk,
-                q_dist=t.q,
-                k_dist=t.k,
-                rho=t.rho,
-                claim=t.claim.text,
-                claim_value=value,
-                scaled=t.scaled,
-                tolerance=t.tolerance,
-                theory_value=theory_value,
-                estimate=point,
-                confidence_interval=interval,
-                p_value=p,
-                outcome=outcome.outcome,
-                reason=outcome.reason,
-                more_samples=outcome.more_samples,
-                samples=0 if est is None else est.samples,
-                confidence=confidence,
-                seed=seed,
-                raw=est,
-                precision=precision,
-                requested_samples=samples,
-            )
+    return holm_adjust(p_raw) if adjust else p_raw
+
+
+def _decision(
+    th: DotProductTheory,
+    value: float | None,
+    est: VarianceEstimate | None,
+    p: float,
+    alpha: float,
+    tolerance: float | None,
+    factor: float,
+) -> tuple[float, ConfidenceInterval, Decision]:
+    """The point estimate, interval and decision of one claim test (on the claim's scale)."""
+    if est is None:
+        nothing = Decision(INFINITE, "Var(q·k) is infinite: there is nothing to estimate")
+        return math.nan, ConfidenceInterval(math.nan, math.nan), nothing
+    point, interval = est.scaled(factor)
+    if not th.estimable:
+        why = (
+            "E[(q·k)^4] is infinite, so no interval for the variance can be trusted"
+            if th.status == "infinite-fourth-moment"
+            else f"the kurtosis of q·k is {th.kurtosis:.3g}: the variance estimate "
+            "converges too slowly for any affordable interval to be trusted"
         )
-    return results
+        return point, interval, Decision(UNRELIABLE, why)
+    decision = decide(
+        point, interval, value, p_value=p, alpha=alpha, tolerance=tolerance, samples=est.samples
+    )
+    return point, interval, decision
+
+
+def _verify_result(
+    t: ClaimTest,
+    th: DotProductTheory,
+    value: float | None,
+    est: VarianceEstimate | None,
+    p: float,
+    *,
+    confidence: float,
+    seed: int,
+    precision: float | None,
+    requested_samples: int | None,
+) -> VerifyResult:
+    factor = 1.0 / t.dk if t.scaled else 1.0
+    point, interval, outcome = _decision(th, value, est, p, 1.0 - confidence, t.tolerance, factor)
+    return VerifyResult(
+        dk=t.dk,
+        q_dist=t.q,
+        k_dist=t.k,
+        rho=t.rho,
+        claim=t.claim.text,
+        claim_value=value,
+        scaled=t.scaled,
+        tolerance=t.tolerance,
+        theory_value=th.var * factor,
+        estimate=point,
+        confidence_interval=interval,
+        p_value=p,
+        outcome=outcome.outcome,
+        reason=outcome.reason,
+        more_samples=outcome.more_samples,
+        samples=0 if est is None else est.samples,
+        confidence=confidence,
+        seed=seed,
+        raw=est,
+        precision=precision,
+        requested_samples=requested_samples,
+    )
 
 
 def verify(
@@ -257,14 +285,12 @@ def verify(
         within claim × (1 ± tolerance).
     confidence, alpha : float, optional
         Interval level, or its complement (give one; default 0.95).
-    precision, samples, max_seconds
-        Sampling effort, as in :func:`sweep`.
+    precision, samples, max_seconds, workers, scheduler
+        Sampling effort and where chunks run, as in :func:`sweep`.
     seed : int, optional
         Root seed; drawn and reported when not given.
     progress : callable, optional
         Called with the fraction done.
-    workers, scheduler
-        Where chunks run, as in :func:`sweep`.
 
     Returns
     -------
@@ -275,25 +301,58 @@ def verify(
     >>> r = verify(64, claim="dk", seed=1)
     >>> r.outcome, r.exit_code
     ('pass', 0)
-    >>> verify(64, claim="1", scaled=True, seed=1).outcome
-    'pass'
     >>> verify(64, claim="dk", dist="normal:mean=0.5", seed=1).outcome   # Var is 1.5 dk
     'fail'
     >>> verify(64, claim="dk", tolerance=0.02, seed=1).outcome
     'pass'
     """
+    test, effort = _verify_iv(
+        dk,
+        claim,
+        (dist, q_dist, k_dist, rho),
+        scaled,
+        tolerance,
+        alpha,
+        (confidence, precision, samples, max_seconds),
+    )
+    results = run_claim_tests(
+        [test],
+        **effort,
+        seed=resolve_seed(seed),
+        progress=None if progress is None else (lambda _i, _n, f: progress(f)),
+        adjust=False,
+        workers=workers,
+        scheduler=scheduler,
+    )
+    if not results:
+        raise KeyboardInterrupt
+    return results[0]
+
+
+def _verify_iv(
+    dk: int,
+    claim: str | float,
+    setting: tuple[Any, Any, Any, float],
+    scaled: bool,
+    tolerance: float | None,
+    alpha: float | None,
+    effort: tuple[float | None, float | None, int | None, float | None],
+) -> tuple[ClaimTest, dict[str, Any]]:
+    """Validate :func:`verify`'s arguments once, in the order the checks have always run.
+
+    ``setting`` is ``(dist, q_dist, k_dist, rho)``, ``effort`` is ``(confidence, precision,
+    samples, max_seconds)``; returns the test and the cleaned effort.
+    """
     dks = resolve_dks(dk)
     if len(dks) != 1:
         raise VarcheckError(f"verify takes one d_k, got {dk!r}; use sweep for several")
-    q, k = entry_laws(dist, q_dist, k_dist)
-    rho = valid_rho(rho, q, k)
+    q, k = entry_laws(*setting[:3])
+    rho = valid_rho(setting[3], q, k)
     claim_obj = parse_claim(claim)
     tolerance = valid_tolerance(tolerance)
-    confidence = confidence_from(confidence, alpha)
-    confidence, precision, samples, max_seconds = sampling_effort(
-        confidence, precision, samples, max_seconds
-    )
-    seed = resolve_seed(seed)
+    confidence = confidence_from(effort[0], alpha)
+    names = ("confidence", "precision", "samples", "max_seconds")
+    cleaned = dict(zip(names, sampling_effort(confidence, *effort[1:]), strict=True))
     test = ClaimTest(
         dk=dks[0],
         q=q,
@@ -304,18 +363,4 @@ def verify(
         tolerance=tolerance,
         stream=(dks[0],),
     )
-    results = run_claim_tests(
-        [test],
-        seed=seed,
-        confidence=confidence,
-        precision=precision,
-        samples=samples,
-        max_seconds=max_seconds,
-        progress=None if progress is None else (lambda _i, _n, f: progress(f)),
-        adjust=False,
-        workers=workers,
-        scheduler=scheduler,
-    )
-    if not results:
-        raise KeyboardInterrupt
-    return results[0]
+    return test, cleaned
