@@ -55,6 +55,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -599,22 +600,46 @@ class ProjectionResult:
 # --- the experiment ----------------------------------------------------------------------------
 
 
-def _check_dims(dx: int, dk: int, tokens: int) -> tuple[int, int, int]:
-    return (
-        valid_count("dx", dx, 1, 4096),
-        valid_count("dk", dk, 1, 4096),
-        valid_count("tokens", tokens, 2, 256),
-    )
+class _Options(NamedTuple):
+    """A run's cleaned options, named as the fields of :class:`ProjectionResult`."""
+
+    dx: int
+    dk: int
+    tokens: int
+    init: str
+    init_sd: float
+    x: InputLaw
+    confidence: float
+    precision: float | None
+    blocks: int | None
+    max_seconds: float | None
+    seed: int
 
 
-def _check_budget(
-    confidence: float, precision: float | None, blocks: int | None, max_seconds: float | None
-) -> tuple[float, float | None, int | None, float | None]:
+def _project_iv(
+    dx: int,
+    dk: int,
+    tokens: int,
+    init: str,
+    x_dist: str | Distribution,
+    sigma_x: float | None,
+    confidence: float,
+    precision: float | None,
+    blocks: int | None,
+    max_seconds: float | None,
+    seed: int | None,
+) -> _Options:
+    """Validate :func:`project`'s options once, in this order, and return them cleaned."""
+    dx = valid_count("dx", dx, 1, 4096)
+    dk = valid_count("dk", dk, 1, 4096)
+    tokens = valid_count("tokens", tokens, 2, 256)
+    sd = init_sd(init, dx, dk)
+    x = input_law(x_dist, sigma_x)
     # kept here rather than core.options.valid_confidence, whose message shows the value as a
     # float (1.0 for 1) and which accepts any real number
     if not (isinstance(confidence, int | float) and 0.0 < confidence < 1.0):
         raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
-    return sampling_effort(
+    confidence, precision, blocks, max_seconds = sampling_effort(
         confidence,
         precision,
         blocks,
@@ -624,6 +649,8 @@ def _check_budget(
         most=_MAX_BLOCKS,
         whole_floats=False,
     )
+    seed = resolve_seed(seed)
+    return _Options(dx, dk, tokens, init, sd, x, confidence, precision, blocks, max_seconds, seed)
 
 
 @dataclass(frozen=True)
@@ -701,26 +728,26 @@ def project(
     >>> round(res.row("rank-one", "different-tokens", "sigma-based").ratio)   # about d_k
     8
     """
-
-    dx, dk, tokens = _check_dims(dx, dk, tokens)
-    sd = init_sd(init, dx, dk)
-    x = input_law(x_dist, sigma_x)
-    # Hall's correction needs the skewness of (q·k)^2 to exist: E[x^12] for the same-token
-    # quadratic form; otherwise the log-scale interval
-    method = "hall" if x.dist.max_moment >= 12 else "log"
-    confidence, precision, blocks, max_seconds = _check_budget(
-        confidence, precision, blocks, max_seconds
+    options = _project_iv(
+        dx, dk, tokens, init, x_dist, sigma_x, confidence, precision, blocks, max_seconds, seed
     )
-    seed = resolve_seed(seed)
-    s = x.sigma
+    weights = _fixed_weights(options, constructed)
+    sections, preds = _predictions(options, weights)
+    estimates = _estimate_sections(options, sections, weights, progress)
+    rows = _judge(preds, estimates, options.confidence)
+    return ProjectionResult(rows=tuple(rows), sections=tuple(sections), **options._asdict())
 
-    relaxed = paper_logit_variance(s, sd, sd, dx, dk)
-    same = same_token_variance(dx, dk, s, x.kurtosis, sd, sd)
-    weights: list[tuple[str, str, np.ndarray, np.ndarray]] = []
-    w_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_WEIGHT_STREAM,)))
-    w_q = w_rng.standard_normal((dx, dk)) * sd
-    w_k = w_rng.standard_normal((dx, dk)) * sd
-    weights.append(("fixed-draw", "one draw of W_q, W_k from the init", w_q, w_k))
+
+#: A fixed weight setting: name, description, W_q, W_k.
+_Weights = tuple[str, str, np.ndarray, np.ndarray]
+
+
+def _fixed_weights(o: _Options, constructed: bool) -> list[_Weights]:
+    """One draw of W_q, W_k from the init, and with ``constructed`` the two aligned heads."""
+    w_rng = np.random.default_rng(np.random.SeedSequence(o.seed, spawn_key=(_WEIGHT_STREAM,)))
+    w_q = w_rng.standard_normal((o.dx, o.dk)) * o.init_sd
+    w_k = w_rng.standard_normal((o.dx, o.dk)) * o.init_sd
+    weights: list[_Weights] = [("fixed-draw", "one draw of W_q, W_k from the init", w_q, w_k)]
     if constructed:
         weights.append(
             ("aligned", "constructed: W_k = W_q (the draw above)", *aligned_weights(w_q))
@@ -729,10 +756,19 @@ def project(
             (
                 "rank-one",
                 "constructed: W_q = W_k = c·u vᵀ, entry RMS = init σ",
-                *rank_one_weights(w_rng, dx, dk, sd),
+                *rank_one_weights(w_rng, o.dx, o.dk, o.init_sd),
             )
         )
+    return weights
 
+
+def _predictions(
+    o: _Options, weights: list[_Weights]
+) -> tuple[list[ProjectionSection], list[_Prediction]]:
+    """The weight settings (random weights first, then ``weights``) and every prediction."""
+    x, s, sd, dx, dk = o.x, o.x.sigma, o.init_sd, o.dx, o.dk
+    relaxed = paper_logit_variance(s, sd, sd, dx, dk)
+    same = same_token_variance(dx, dk, s, x.kurtosis, sd, sd)
     sections = [
         ProjectionSection("random-weights", "fresh W_q, W_k from the init for every block", sd, sd)
     ]
@@ -771,16 +807,29 @@ def project(
             ),
             _Prediction(name, "same-token", "exact", same_var, same_mean, x.estimable_same),
         ]
+    return sections, preds
 
+
+def _estimate_sections(
+    o: _Options,
+    sections: list[ProjectionSection],
+    weights: list[_Weights],
+    progress: Callable[[int, int, float], None] | None,
+) -> dict[tuple[str, str], MonteCarloVariance | None]:
+    """Monte Carlo for each weight setting: one estimate per (section, case), None if infinite."""
+    x, tokens = o.x, o.tokens
+    # Hall's correction needs the skewness of (q·k)^2 to exist: E[x^12] for the same-token
+    # quadratic form; otherwise the log-scale interval
+    method = "hall" if x.dist.max_moment >= 12 else "log"
     estimates: dict[tuple[str, str], MonteCarloVariance | None] = {}
     budget = dict(
-        confidence=confidence, precision=precision, blocks=blocks, max_seconds=max_seconds
+        confidence=o.confidence, precision=o.precision, blocks=o.blocks, max_seconds=o.max_seconds
     )
     per_block = {"different-tokens": tokens * (tokens - 1), "same-token": tokens}
     # cases whose variance is infinite are not estimated (nothing to estimate)
     finite_cases = {
-        "different-tokens": math.isfinite(s),
-        "same-token": math.isfinite(s) and math.isfinite(x.mu4),
+        "different-tokens": math.isfinite(x.sigma),
+        "same-token": math.isfinite(x.sigma) and math.isfinite(x.mu4),
     }
     cases = {c: per_block[c] for c, ok in finite_cases.items() if ok}
     n_sections = len(sections)
@@ -791,35 +840,21 @@ def project(
             estimates.update({(sec.name, c): None for c in per_block})
             continue
         if sec.name == "random-weights":
-            draw = _random_weights_draw(x, dx, dk, sd, tokens)
-            size = 2 * dx * dk + tokens * (dx + 2 * dk + tokens)
+            draw = _random_weights_draw(x, o.dx, o.dk, o.init_sd, tokens)
+            size = 2 * o.dx * o.dk + tokens * (o.dx + 2 * o.dk + tokens)
         else:
             _, _, wq, wk = weights[index - 1]
             draw = _fixed_weights_draw(x, wq, wk, tokens)
-            size = tokens * (dx + 2 * dk + tokens)
+            size = tokens * (o.dx + 2 * o.dk + tokens)
         per_chunk = max(1, min(4096, _CHUNK_ELEMENTS // size))
-        res = _run_blocks(draw, cases, per_chunk, seed=seed, stream=index, method=method, **budget)
+        res = _run_blocks(
+            draw, cases, per_chunk, seed=o.seed, stream=index, method=method, **budget
+        )
         for c in per_block:
             estimates[(sec.name, c)] = res.get(c)
     if progress is not None:
         progress(n_sections - 1, n_sections, 1.0)
-
-    rows = _judge(preds, estimates, confidence)
-    return ProjectionResult(
-        rows=tuple(rows),
-        sections=tuple(sections),
-        dx=dx,
-        dk=dk,
-        init=init,
-        init_sd=sd,
-        x=x,
-        tokens=tokens,
-        confidence=confidence,
-        precision=precision,
-        blocks=blocks,
-        max_seconds=max_seconds,
-        seed=seed,
-    )
+    return estimates
 
 
 def _judge(
