@@ -275,6 +275,45 @@ def test_audit_on_tiny_checkpoint_is_batch_independent(tmp_path):
         assert a.entropy == pytest.approx(b.entropy, rel=1e-5)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"text_file": "t.txt", "sentences": ["a"]}, "give text_file or sentences, not both"),
+        ({"max_length": 2}, "max_length must be a whole number >= 3, got 2"),
+        ({"max_length": 16.0}, "max_length must be a whole number >= 3, got 16.0"),
+        ({"max_length": True}, "max_length must be a whole number >= 3, got True"),
+        ({"batch_size": 0}, "batch_size must be a whole number >= 1, got 0"),
+        ({"batch_size": "8"}, "batch_size must be a whole number >= 1, got '8'"),
+        ({"confidence": 1.0}, "confidence must be in (0, 1), got 1.0"),
+        ({"confidence": 0}, "confidence must be in (0, 1), got 0.0"),  # ints echo as floats
+        ({"confidence": "0.9"}, "confidence must be in (0, 1), got '0.9'"),
+        ({"sentences": "one string"}, "sentences must be a sequence of strings, not one string"),
+        ({"sentences": [" ", ""]}, "sentences has no non-empty sentence"),
+    ],
+)
+def test_audit_refuses_bad_arguments_before_loading(kwargs, message):
+    """Every argument is checked before the checkpoint is looked for (here it does not exist)."""
+    with pytest.raises(VarcheckError) as info:
+        audit("no/such/checkpoint", **kwargs)
+    assert str(info.value) == message
+
+
+@needs_extra
+def test_audit_takes_numpy_numbers(tmp_path):
+    folder = _tiny_checkpoint(tmp_path)
+    text = ["the cat sat on the mat .", "a dog ran far away ."]
+    plain = audit(folder, sentences=text, max_length=8, batch_size=1, confidence=0.9)
+    numpy = audit(
+        folder,
+        sentences=text,
+        max_length=np.int64(8),
+        batch_size=np.int32(1),
+        confidence=np.float64(0.9),
+    )
+    assert numpy.max_length == 8 and type(numpy.confidence) is float
+    assert [r.scaled_var_ci for r in numpy.rows] == [r.scaled_var_ci for r in plain.rows]
+
+
 # --- the real model ------------------------------------------------------------------------------
 
 

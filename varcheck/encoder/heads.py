@@ -39,6 +39,7 @@ import numpy as np
 from .._version import __version__
 from ..core.estimation import ConfidenceInterval
 from ..core.logit_variance import beta_for, exact_logit_variance, paper_logit_variance
+from ..core.options import valid_confidence, valid_count
 from ..errors import VarcheckError
 
 __all__ = [
@@ -345,21 +346,30 @@ def default_sentences() -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _check_audit_args(
+def _audit_iv(
     text_file: str | os.PathLike[str] | None,
     sentences: Sequence[str] | None,
     max_length: int,
     batch_size: int,
     confidence: float,
-) -> tuple[list[str], str]:
+) -> tuple[list[str], str, int, int, float]:
+    """Validate :func:`audit`'s arguments once, before any file is read.
+
+    Returns the sequences, how the text is named in the result, and the cleaned ``max_length``,
+    ``batch_size`` and ``confidence``.
+    """
     if text_file is not None and sentences is not None:
         raise VarcheckError("give text_file or sentences, not both")
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 3:
-        raise VarcheckError(f"max_length must be a whole number >= 3, got {max_length!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise VarcheckError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
-    if not (isinstance(confidence, int | float) and 0.0 < confidence < 1.0):
-        raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
+    max_length = valid_count("max_length", max_length, 3)
+    batch_size = valid_count("batch_size", batch_size, 1)
+    confidence = valid_confidence(confidence)
+    return (*_sequences(text_file, sentences), max_length, batch_size, confidence)
+
+
+def _sequences(
+    text_file: str | os.PathLike[str] | None, sentences: Sequence[str] | None
+) -> tuple[list[str], str]:
+    """The sequences to audit and the name of their text (a file, the sentences given, built-in)."""
     if text_file is not None:
         return read_text_file(text_file), str(text_file)
     if sentences is not None:
@@ -514,7 +524,9 @@ def audit(
     """
     from . import bert
 
-    seqs, text_name = _check_audit_args(text_file, sentences, max_length, batch_size, confidence)
+    seqs, text_name, max_length, batch_size, confidence = _audit_iv(
+        text_file, sentences, max_length, batch_size, confidence
+    )
     ckpt = bert.load_checkpoint(model)
     cfg = ckpt.config
     chosen = parse_layers(layers, cfg.num_layers)
@@ -572,7 +584,7 @@ def audit(
         num_heads=heads,
         dk=dk,
         mean_log_tokens=float((counts * np.log(counts)).sum() / counts.sum()),
-        confidence=float(confidence),
+        confidence=confidence,
         seconds=time.perf_counter() - start,
         truncated=truncated,
     )
