@@ -11,6 +11,7 @@ import pytest
 
 from varcheck.errors import VarcheckError
 from varcheck.paper.training import (
+    LookupBatch,
     TrainConfig,
     init_params,
     loss_and_grads,
@@ -18,6 +19,19 @@ from varcheck.paper.training import (
     scheme_beta,
     train,
 )
+
+
+def test_lookup_batch_holds_the_matching_item() -> None:
+    cfg = TrainConfig(dx=6, dk=4, dv=3, memory=5, keys=9, values=4)
+    task = make_task(cfg, seed=2)
+    b = task.sample(np.random.default_rng(3), 7)
+    assert isinstance(b, LookupBatch)
+    assert b.query.shape == (7, 6) and b.items.shape == (7, 5, 6)
+    # the matching item and the query share the key embedding, so their difference is the
+    # target's value embedding minus the query's decoy value embedding
+    diff = b.items[np.arange(7), b.match] - b.query
+    for d, target in zip(diff, b.target, strict=True):
+        assert np.isclose(task.val_emb[target] - task.val_emb, d).all(axis=1).any()
 
 
 @pytest.mark.parametrize("beta", [0.3, 1.7])

@@ -45,7 +45,7 @@ __all__ = [
     "TrainRun",
     "TrainResult",
     "Params",
-    "Batch",
+    "LookupBatch",
     "init_params",
     "make_task",
     "loss_and_grads",
@@ -192,7 +192,7 @@ class Params:
 
 
 @dataclass(frozen=True)
-class Batch:
+class LookupBatch:
     """Inputs and targets: ``query`` (B, d_x), ``items`` (B, M, d_x), ``target`` (B,) value ids,
     ``match`` (B,) index of the item whose key equals the query's."""
 
@@ -208,7 +208,7 @@ class _Task:
     val_emb: np.ndarray
     config: TrainConfig = field(repr=False)
 
-    def sample(self, rng: np.random.Generator, size: int) -> Batch:
+    def sample(self, rng: np.random.Generator, size: int) -> LookupBatch:
         cfg = self.config
         # distinct keys per sequence: the first `memory` of a random permutation of the keys
         keys = np.argsort(rng.random((size, cfg.keys)), axis=1)[:, : cfg.memory]
@@ -218,7 +218,7 @@ class _Task:
         rows = np.arange(size)
         items = self.key_emb[keys] + self.val_emb[vals]
         query = self.key_emb[keys[rows, match]] + self.val_emb[decoy]
-        return Batch(query=query, items=items, target=vals[rows, match], match=match)
+        return LookupBatch(query=query, items=items, target=vals[rows, match], match=match)
 
 
 def _rng(seed: int, *key: int) -> np.random.Generator:
@@ -261,7 +261,7 @@ class _Forward:
     loss: float
 
 
-def _forward(p: Params, b: Batch, beta: float) -> _Forward:
+def _forward(p: Params, b: LookupBatch, beta: float) -> _Forward:
     q = b.query @ p.w_q
     k = b.items @ p.w_k
     v = b.items @ p.w_v
@@ -274,7 +274,7 @@ def _forward(p: Params, b: Batch, beta: float) -> _Forward:
     return _Forward(q, k, v, logits, attn, out, probs, loss)
 
 
-def loss_and_grads(p: Params, b: Batch, beta: float) -> tuple[float, dict[str, np.ndarray]]:
+def loss_and_grads(p: Params, b: LookupBatch, beta: float) -> tuple[float, dict[str, np.ndarray]]:
     """Cross-entropy of the batch and its gradient with respect to each weight matrix.
 
     β is treated as a constant (the adaptive schemes set it between steps).
@@ -312,7 +312,7 @@ def scheme_beta(scheme: str, p: Params, sigma_x: float, dk: int) -> float:
     raise VarcheckError(f"beta scheme {scheme!r} is not accepted; use {', '.join(BETA_SCHEMES)}")
 
 
-def _measure(step: int, p: Params, ev: Batch, beta: float, sigma_x: float) -> TrainStep:
+def _measure(step: int, p: Params, ev: LookupBatch, beta: float, sigma_x: float) -> TrainStep:
     f = _forward(p, ev, beta)
     dx, dk = p.w_q.shape
     swq, swk = weight_sigma(p.w_q), weight_sigma(p.w_k)
@@ -334,7 +334,9 @@ def _measure(step: int, p: Params, ev: Batch, beta: float, sigma_x: float) -> Tr
     )
 
 
-def _run(scheme: str, cfg: TrainConfig, seed: int, task: _Task, p0: Params, ev: Batch) -> TrainRun:
+def _run(
+    scheme: str, cfg: TrainConfig, seed: int, task: _Task, p0: Params, ev: LookupBatch
+) -> TrainRun:
     p = p0.copy()
     batch_rng = _rng(seed, _STREAM_BATCH)  # same batches for every scheme
     m = {k: np.zeros_like(v) for k, v in p.arrays().items()}
