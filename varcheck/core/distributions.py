@@ -500,6 +500,33 @@ def _raw_t(
 
 
 def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
+    obj = _scipy_family(name)
+    _check_scipy_params(spec, name, obj, params)
+    mean, sd = _check_affine(spec, params)
+    shape_kwargs = {k: v for k, v in params.items() if k not in ("mean", "sd")}
+    m, v, mu3, mu4 = _scipy_moments(spec, name, obj, shape_kwargs, rescaled="sd" in params)
+    max_moment = _scipy_max_moment(name, shape_kwargs, v, mu4)
+    canon_params = tuple(shape_kwargs.items())
+    base = name + (
+        ":" + ",".join(f"{kk}={_fmt(vv)}" for kk, vv in canon_params) if canon_params else ""
+    )
+    law = Distribution(
+        spec=base,
+        family=name,
+        mean=m,
+        var=v,
+        mu3=mu3,
+        mu4=mu4,
+        params=canon_params,
+        max_moment=max_moment,
+    )
+    if mean is None and sd is None:
+        return law
+    return _rescaled(spec, law, mean, sd)
+
+
+def _scipy_family(name: str) -> Any:
+    """The scipy.stats continuous distribution ``scipy.NAME``, or an error naming the closest."""
     import scipy.stats
 
     short = name[len("scipy.") :]
@@ -516,6 +543,10 @@ def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
             f"unknown distribution {name!r}{hint}; scipy.NAME must name a continuous "
             "scipy.stats distribution (e.g. scipy.gamma, scipy.lognorm, scipy.beta)"
         )
+    return obj
+
+
+def _check_scipy_params(spec: str, name: str, obj: Any, params: dict[str, float]) -> None:
     shapes = [s.strip() for s in obj.shapes.split(",")] if obj.shapes else []
     accepted = tuple(shapes) + ("loc", "scale", "mean", "sd")
     unknown = [k for k in params if k not in accepted]
@@ -531,8 +562,12 @@ def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
         )
     if "scale" in params and params["scale"] <= 0:
         raise VarcheckError(f"distribution {spec!r}: scale={_fmt(params['scale'])} must be > 0")
-    mean, sd = _check_affine(spec, params)
-    shape_kwargs = {k: v for k, v in params.items() if k not in ("mean", "sd")}
+
+
+def _scipy_moments(
+    spec: str, name: str, obj: Any, shape_kwargs: dict[str, float], *, rescaled: bool
+) -> tuple[float, float, float, float]:
+    """Mean, variance, third and fourth central moments of a scipy law (inf where divergent)."""
     given = ", ".join(f"{k}={_fmt(v)}" for k, v in shape_kwargs.items())
     try:
         import warnings
@@ -553,7 +588,7 @@ def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
     # moments) are then infinite, the mean undefined.
     v = v if math.isfinite(v) and v >= 0 else math.inf
     lo, hi = SD_RANGE
-    if math.isfinite(v) and not lo * lo <= v <= hi * hi and "sd" not in params:
+    if math.isfinite(v) and not lo * lo <= v <= hi * hi and not rescaled:
         raise VarcheckError(
             f"distribution {spec!r}: its sd {math.sqrt(v):.3g} is outside the accepted range "
             f"[{lo:g}, {hi:g}] (give sd= to rescale it)"
@@ -561,22 +596,12 @@ def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
     mu3 = s * v**1.5 if math.isfinite(s) and math.isfinite(v) else math.inf
     mu4 = (k + 3.0) * v * v if math.isfinite(k) and math.isfinite(v) else math.inf
     m = m if math.isfinite(m) else math.nan
-    max_moment = _scipy_max_moment(name, shape_kwargs, v, mu4)
-    canon_params = tuple(shape_kwargs.items())
-    base = name + (
-        ":" + ",".join(f"{kk}={_fmt(vv)}" for kk, vv in canon_params) if canon_params else ""
-    )
-    if mean is None and sd is None:
-        return Distribution(
-            spec=base,
-            family=name,
-            mean=m,
-            var=v,
-            mu3=mu3,
-            mu4=mu4,
-            params=canon_params,
-            max_moment=max_moment,
-        )
+    return m, v, mu3, mu4
+
+
+def _rescaled(spec: str, law: Distribution, mean: float | None, sd: float | None) -> Distribution:
+    """``law`` moved to ``mean`` and scaled to ``sd`` (either may be None: kept as it is)."""
+    name, m, v = law.family, law.mean, law.var
     if sd is not None and not math.isfinite(v):
         raise VarcheckError(
             f"distribution {spec!r}: sd= is impossible, {name} with these parameters has "
@@ -592,20 +617,18 @@ def _make_scipy(spec: str, name: str, params: dict[str, float]) -> Distribution:
     extra = ([f"mean={_fmt(mean)}"] if mean is not None else []) + (
         [f"sd={_fmt(sd)}"] if sd is not None else []
     )
-    canon = base + ("," if canon_params else ":") + ",".join(extra)
-    new_var = v * factor * factor
     return Distribution(
-        spec=canon,
+        spec=law.spec + ("," if law.params else ":") + ",".join(extra),
         family=name,
         mean=new_mean,
-        var=new_var,
-        mu3=mu3 * factor**3 if math.isfinite(mu3) else math.inf,
-        mu4=mu4 * factor**4 if math.isfinite(mu4) else math.inf,
-        params=canon_params
+        var=v * factor * factor,
+        mu3=law.mu3 * factor**3 if math.isfinite(law.mu3) else math.inf,
+        mu4=law.mu4 * factor**4 if math.isfinite(law.mu4) else math.inf,
+        params=law.params
         + tuple((kk, vv) for kk, vv in (("mean", mean), ("sd", sd)) if vv is not None),
         loc=new_mean - factor * m,
         scale=factor,
-        max_moment=max_moment,
+        max_moment=law.max_moment,
     )
 
 
