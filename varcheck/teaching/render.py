@@ -5,7 +5,16 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..output.formats import VERDICT_STYLE, fmt, fmt_p, records_to_csv, records_to_markdown, to_json
+from ..output.formats import (
+    fmt,
+    fmt_p,
+    interval,
+    records_to_csv,
+    records_to_markdown,
+    styled,
+    to_json,
+    write,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,23 +40,12 @@ __all__ = [
 STATUS_STYLE = {"holds": "green", "breaks": "bold red", "inherits": "yellow"}
 
 
-def _styled(word: str, styles: dict[str, str] = VERDICT_STYLE) -> str:
-    style = styles.get(word, "")
-    return f"[{style}]{word}[/]" if style else word
-
-
 def _pm(value: float, se: float, digits: int = 4) -> str:
     if math.isnan(value):
         return "—"
     if math.isnan(se) or se == 0:
         return fmt(value, digits)
     return f"{fmt(value, digits)} ± {fmt(se, 2)}"
-
-
-def _interval(lo: float, hi: float) -> str:
-    if math.isnan(lo) or math.isnan(hi):
-        return ""
-    return f"[{fmt(lo)}, {fmt(hi)}]"
 
 
 def _conf(confidence: float) -> str:
@@ -247,7 +245,7 @@ def explain_account(result: ExplainResult) -> list[str]:
 
 
 def _quantile_cell(q: Any) -> str:
-    return f"{fmt(q.value)} {_interval(q.low, q.high)}".strip()
+    return f"{fmt(q.value)} {interval(q.low, q.high)}".strip()
 
 
 def _render_explain_table(result: ExplainResult, console: Console) -> None:
@@ -325,7 +323,7 @@ def _render_explain_table(result: ExplainResult, console: Console) -> None:
             ),
         )
         table.add_row("p-value (two-sided)", *both(lambda r: fmt_p(r.p_value)))
-        table.add_row(f"verdict (level {conf})", *both(lambda r: _styled(r.verdict)))
+        table.add_row(f"verdict (level {conf})", *both(lambda r: styled(r.verdict)))
     console.print(table)
     if result.growing:
         from rich.box import SIMPLE_HEAD
@@ -386,7 +384,7 @@ def _explain_markdown(result: ExplainResult) -> str:
         pct = "—" if math.isnan(r.percentile) else f"{r.percentile:.1f}%"
         lines.append(
             f"| {label} | {fmt(r.theory_var)} | {fmt(r.expected)} | {fmt(r.sd)} | "
-            f"{fmt(med.value)} | {_interval(lo, hi)} | {pct} | {fmt_p(r.p_value)} | "
+            f"{fmt(med.value)} | {interval(lo, hi)} | {pct} | {fmt_p(r.p_value)} | "
             f"{r.verdict} |"
         )
     text = "\n".join(lines) + "\n"
@@ -403,16 +401,14 @@ def _explain_markdown(result: ExplainResult) -> str:
 
 def render_explain(result: ExplainResult, fmt_name: str, console: Console) -> None:
     """Write an explain result as ``table``, ``json``, ``csv`` (growing shapes) or ``markdown``."""
-    if fmt_name == "table":
-        _render_explain_table(result, console)
-        return
-    if fmt_name == "json":
-        text = to_json(explain_dict(result))
-    elif fmt_name == "csv":
-        text = records_to_csv(_growing_records(result), _explain_meta(result))
-    else:
-        text = _explain_markdown(result)
-    console.file.write(text)
+    write(
+        fmt_name,
+        console,
+        table=lambda c: _render_explain_table(result, c),
+        json=lambda: to_json(explain_dict(result)),
+        csv=lambda: records_to_csv(_growing_records(result), _explain_meta(result)),
+        markdown=lambda: _explain_markdown(result),
+    )
 
 
 # --- softmax -----------------------------------------------------------------------------------
@@ -543,23 +539,24 @@ def _render_softmax_table(result: SoftmaxResult, console: Console) -> None:
 
 def render_softmax(result: SoftmaxResult, fmt_name: str, console: Console) -> None:
     """Write a softmax study in one of table, json, csv, markdown."""
-    if fmt_name == "table":
-        _render_softmax_table(result, console)
-        return
-    if fmt_name == "json":
-        text = to_json(softmax_dict(result))
-    elif fmt_name == "csv":
-        text = records_to_csv(softmax_records(result), _softmax_meta(result))
-    else:
-        text = records_to_markdown(
-            softmax_records(result),
-            _softmax_meta(result),
-            f"softmax over {result.keys} keys, raw and scaled",
-        )
-        summary = softmax_summary(result)
-        if summary:
-            text += "\n" + summary + "\n"
-    console.file.write(text)
+    write(
+        fmt_name,
+        console,
+        table=lambda c: _render_softmax_table(result, c),
+        json=lambda: to_json(softmax_dict(result)),
+        csv=lambda: records_to_csv(softmax_records(result), _softmax_meta(result)),
+        markdown=lambda: _softmax_markdown(result),
+    )
+
+
+def _softmax_markdown(result: SoftmaxResult) -> str:
+    text = records_to_markdown(
+        softmax_records(result),
+        _softmax_meta(result),
+        f"softmax over {result.keys} keys, raw and scaled",
+    )
+    summary = softmax_summary(result)
+    return text + "\n" + summary + "\n" if summary else text
 
 
 # --- derive ------------------------------------------------------------------------------------
@@ -710,15 +707,15 @@ def _render_derive_table(result: DeriveResult, console: Console) -> None:
     table.add_column("check", no_wrap=True)
     for s in result.steps:
         lo, hi = s.confidence_interval
-        mc = fmt(s.estimate) if math.isnan(lo) else f"{fmt(s.estimate)}\n{_interval(lo, hi)}"
+        mc = fmt(s.estimate) if math.isnan(lo) else f"{fmt(s.estimate)}\n{interval(lo, hi)}"
         table.add_row(
-            f"{s.number} {escape(s.quantity)}\n" + _styled(s.status, STATUS_STYLE),
+            f"{s.number} {escape(s.quantity)}\n" + styled(s.status, STATUS_STYLE),
             escape(s.formula),
             fmt(s.value),
             escape(s.textbook),
             escape(mc),
             fmt_p(s.p_adjusted),
-            _styled(s.verdict),
+            styled(s.verdict),
             end_section=True,
         )
     console.print(table)
@@ -728,35 +725,35 @@ def _render_derive_table(result: DeriveResult, console: Console) -> None:
 
 def render_derive(result: DeriveResult, fmt_name: str, console: Console) -> None:
     """Write a derivation in one of table, json, csv, markdown."""
-    if fmt_name == "table":
-        _render_derive_table(result, console)
-        return
-    if fmt_name == "json":
-        text = to_json(derive_dict(result))
-    elif fmt_name == "csv":
-        text = records_to_csv(derive_records(result), _derive_meta(result))
-    else:
-        recs = [
-            {
-                key: rec[key]
-                for key in (
-                    "step",
-                    "quantity",
-                    "formula",
-                    "value",
-                    "textbook",
-                    "estimate",
-                    "ci_low",
-                    "ci_high",
-                    "p_adjusted",
-                    "verdict",
-                    "status",
-                )
-            }
-            for rec in derive_records(result)
-        ]
-        text = records_to_markdown(
-            recs, _derive_meta(result), f"Var(q·k) = d_k step by step, d_k = {result.dk}"
-        )
-        text += "\n" + "\n".join("- " + n for n in derive_notes(result, markup=False)) + "\n"
-    console.file.write(text)
+    write(
+        fmt_name,
+        console,
+        table=lambda c: _render_derive_table(result, c),
+        json=lambda: to_json(derive_dict(result)),
+        csv=lambda: records_to_csv(derive_records(result), _derive_meta(result)),
+        markdown=lambda: _derive_markdown(result),
+    )
+
+
+#: The columns of the Markdown form of a derivation (the CSV and JSON forms have them all).
+_DERIVE_MARKDOWN_KEYS = (
+    "step",
+    "quantity",
+    "formula",
+    "value",
+    "textbook",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "p_adjusted",
+    "verdict",
+    "status",
+)
+
+
+def _derive_markdown(result: DeriveResult) -> str:
+    recs = [{key: rec[key] for key in _DERIVE_MARKDOWN_KEYS} for rec in derive_records(result)]
+    text = records_to_markdown(
+        recs, _derive_meta(result), f"Var(q·k) = d_k step by step, d_k = {result.dk}"
+    )
+    return text + "\n" + "\n".join("- " + n for n in derive_notes(result, markup=False)) + "\n"
