@@ -21,6 +21,7 @@ from varcheck.encoder.heads import (
     parse_layers,
     read_text_file,
 )
+from varcheck.encoder.render import _record, _scaled_cell
 from varcheck.errors import VarcheckError
 
 HAVE_MODELS_EXTRA = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers"))
@@ -132,15 +133,11 @@ def test_scale_check_places_the_interval_against_one(low, high, check):
     ],
 )
 def test_table_colours_the_scaled_variance_by_scale_check(low, high, cell):
-    from varcheck.encoder.render import _scaled_cell
-
     assert _scaled_cell(_head(low, high)) == cell
 
 
 def test_scale_check_is_not_a_field_of_the_json():
     """A property, so the records (JSON, CSV, Markdown) keep their fields."""
-    from varcheck.encoder.render import _record
-
     assert "scale_check" not in {f.name for f in dataclasses.fields(HeadAudit)}
     assert "scale_check" not in _record(_head(0.5, 1.5))
 

@@ -37,10 +37,11 @@ from pathlib import Path
 import numpy as np
 
 from .._version import __version__
-from ..core.estimation import ConfidenceInterval
+from ..core.estimation import ConfidenceInterval, t_quantile
 from ..core.logit_variance import beta_for, exact_logit_variance, paper_logit_variance
 from ..core.options import valid_confidence, valid_count
 from ..errors import VarcheckError
+from . import bert
 
 __all__ = [
     "HeadAudit",
@@ -457,8 +458,6 @@ def _jackknife_ci(
     n = counts.size
     if n < 2:
         return [ConfidenceInterval(math.nan, math.nan)] * s1.shape[1]
-    from ..core.estimation import t_quantile
-
     c_tot = counts.sum()
     t1, t2 = s1.sum(axis=0), s2.sum(axis=0)
     c_loo = (c_tot - counts)[:, None]
@@ -522,8 +521,6 @@ def audit(
     >>> len(res.rows)  # doctest: +SKIP
     12
     """
-    from . import bert
-
     seqs, text_name, max_length, batch_size, confidence = _audit_iv(
         text_file, sentences, max_length, batch_size, confidence
     )
