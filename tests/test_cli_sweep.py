@@ -167,7 +167,7 @@ def test_help_has_examples_and_exit_codes(run_cli) -> None:
 
 
 def test_progress_reporter_draws_on_a_terminal_only_after_the_delay() -> None:
-    from varcheck.cli._common import ProgressReporter
+    from varcheck.cli.console import ProgressReporter
 
     quiet = ProgressReporter("x", enabled=False)
     quiet(0, 2, 0.5)

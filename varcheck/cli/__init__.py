@@ -17,9 +17,15 @@ import click  # noqa: E402
 
 from .._version import __version__  # noqa: E402
 from ..errors import VarcheckError  # noqa: E402
-from ._common import EXIT_CODES_HELP  # noqa: E402
 
-__all__ = ["cli", "main"]
+__all__ = ["EXIT_CODES_HELP", "cli", "main"]
+
+#: the exit statuses, closing every command's help (core.verdicts.exit_code sets 0-4 and 130)
+EXIT_CODES_HELP = (
+    "Exit codes: 0 all consistent (or pass), 1 some claim rejected (fail), 2 bad usage or input, "
+    "3 inconclusive, 4 no valid test for some row (infinite variance or infinite fourth moment), "
+    "130 interrupted (partial results are printed), 141 output pipe closed (e.g. | head)."
+)
 
 #: command name -> module in this package defining a click command named ``command``.
 #: Modules are imported only when their command runs (start-up stays light).

@@ -7,18 +7,17 @@ import click
 from ..checks.claims import Claim
 from ..core.distributions import Distribution
 from ..core.ranges import MAX_DK
-from ._common import (
-    EXIT_CODES_HELP,
-    ClaimType,
-    ProgressReporter,
-    check_exclusive_sampling,
+from . import EXIT_CODES_HELP
+from .console import ProgressReporter, stdout_console
+from .options import (
+    SAMPLES_REASON,
     dist_options,
-    finite_float,
+    exclusive,
     format_option,
     parallel_options,
     sampling_options,
-    stdout_console,
 )
+from .types import CLAIM, FiniteFloat
 
 
 @click.command(
@@ -43,7 +42,7 @@ number of further products that would settle it).
 @dist_options
 @click.option(
     "--claim",
-    type=ClaimType(),
+    type=CLAIM,
     required=True,
     help="Claimed variance: a number or an expression in dk, rho, theory and the entry "
     "moments (mean_q, var_q, sd_q, mu4_q, kurt_q and the same for k).",
@@ -51,7 +50,7 @@ number of further products that would settle it).
 @click.option("--scaled", is_flag=True, help="The claim is about Var(q·k/√d_k).")
 @click.option(
     "--tolerance",
-    type=finite_float(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
+    type=FiniteFloat(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
     default=None,
     help="Relative tolerance for an equivalence test.",
 )
@@ -82,7 +81,7 @@ def command(
     from ..checks import verify as api
     from ..checks.render import render_verify
 
-    check_exclusive_sampling(ctx, samples)
+    exclusive(ctx, "precision", "samples", SAMPLES_REASON)
     with ProgressReporter("assert") as progress:
         result = api.verify(
             dk,

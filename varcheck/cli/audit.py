@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ._common import EXIT_CODES_HELP, ProgressReporter, finite_float, format_option, stdout_console
+from . import EXIT_CODES_HELP
+from .console import ProgressReporter, stdout_console
+from .options import confidence_option, format_option
 
 
 @click.command(
@@ -44,12 +46,8 @@ pair of real tokens of every line is used, so there is no --seed.
     show_default=True,
     help="Tokens per sequence ([CLS] and [SEP] included); longer lines are cut.",
 )
-@click.option(
-    "--confidence",
-    type=finite_float(0.0, 1.0, what="a number in (0, 1)"),
-    default=0.95,
-    show_default=True,
-    help="Level of the jackknife interval (over sequences) on each head's scaled variance.",
+@confidence_option(
+    0.95, "Level of the jackknife interval (over sequences) on each head's scaled variance."
 )
 @format_option()
 @click.option(

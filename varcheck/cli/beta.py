@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from ..paper.beta import WEIGHTS_FORMAT
-from ._common import EXIT_CODES_HELP, finite_float, format_option, stdout_console
+from . import EXIT_CODES_HELP
+from .console import stdout_console
+from .options import format_option, positive_option, seed_option
 
 
 @click.command(
@@ -26,18 +28,11 @@ Examples:
     + " beta itself tests nothing: it exits 0, or 2 for an unreadable or malformed file.",
 )
 @click.argument("weights", type=click.Path(dir_okay=True))
-@click.option(
+@positive_option(
     "--sigma-x",
-    type=finite_float(0.0, None, what="a number > 0"),
-    default=None,
-    help="Standard deviation of the input entries (overrides the file's sigma_x; default 1).",
+    "Standard deviation of the input entries (overrides the file's sigma_x; default 1).",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Recorded in the output like every command's seed (beta draws nothing).",
-)
+@seed_option("Recorded in the output like every command's seed (beta draws nothing).")
 @format_option()
 def command(weights: str, sigma_x: float | None, seed: int | None, fmt: str) -> int:
     """Recommend β per head from projection weights W_q, W_k.

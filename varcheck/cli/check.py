@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import click
 
-from ..core.options import MIN_SAMPLES
-from ._common import (
-    EXIT_CODES_HELP,
-    CountType,
-    ProgressReporter,
-    finite_float,
+from . import EXIT_CODES_HELP
+from .console import ProgressReporter, stdout_console
+from .options import (
+    confidence_option,
+    exclusive,
     format_option,
     parallel_options,
-    stdout_console,
+    positive_option,
+    precision_option,
+    samples_option,
+    seed_option,
 )
 
 
@@ -45,36 +47,13 @@ that a file of true claims fails at most 1 - confidence. The exit code is the wo
     + EXIT_CODES_HELP,
 )
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option(
-    "--precision",
-    type=finite_float(0.0, 1.0, what="a number in (0, 1), e.g. 0.01"),
-    default=None,
-    help="Target relative half-width (overrides the file; default 0.01).",
+@precision_option(
+    None, "Target relative half-width (overrides the file; default 0.01).", example=0.01
 )
-@click.option(
-    "--samples",
-    type=CountType(MIN_SAMPLES),
-    default=None,
-    help="Fixed number of products per test instead of --precision.",
-)
-@click.option(
-    "--max-seconds",
-    type=finite_float(0.0, None, what="a number > 0"),
-    default=None,
-    help="Wall-time cap per test.",
-)
-@click.option(
-    "--confidence",
-    type=finite_float(0.0, 1.0, what="a number in (0, 1)"),
-    default=None,
-    help="Confidence level (overrides the file; default 0.95).",
-)
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Root seed (overrides the file; drawn and shown when neither gives one).",
-)
+@samples_option("Fixed number of products per test instead of --precision.")
+@positive_option("--max-seconds", "Wall-time cap per test.")
+@confidence_option(None, "Confidence level (overrides the file; default 0.95).")
+@seed_option("Root seed (overrides the file; drawn and shown when neither gives one).")
 @parallel_options
 @format_option()
 @click.option(
@@ -84,7 +63,9 @@ that a file of true claims fails at most 1 - confidence. The exit code is the wo
     default=None,
     help="Also write a JUnit XML report (one test case per claim) to this path.",
 )
+@click.pass_context
 def command(
+    ctx: click.Context,
     file: str,
     precision: float | None,
     samples: int | None,
@@ -102,8 +83,7 @@ def command(
     from ..errors import VarcheckError
     from ..output.figures import check_output_path
 
-    if precision is not None and samples is not None:
-        raise click.UsageError("--precision and --samples cannot be used together")
+    exclusive(ctx, "precision", "samples")
     spec = load_check_file(file)
     if junit is not None:
         import os

@@ -5,14 +5,9 @@ from __future__ import annotations
 import click
 
 from ..core.distributions import Distribution
-from ._common import (
-    EXIT_CODES_HELP,
-    check_exclusive_sampling,
-    dist_options,
-    format_option,
-    sampling_options,
-    stdout_console,
-)
+from . import EXIT_CODES_HELP
+from .console import stdout_console
+from .options import SAMPLES_REASON, dist_options, exclusive, format_option, sampling_options
 
 
 @click.command(
@@ -67,7 +62,7 @@ def command(
     from ..teaching.derive import derive
     from ..teaching.render import render_derive
 
-    check_exclusive_sampling(ctx, samples)
+    exclusive(ctx, "precision", "samples", SAMPLES_REASON)
     result = derive(
         dk,
         dist=dist,

@@ -8,31 +8,17 @@ from typing import Any
 import click
 
 from ..core.distributions import Distribution
-from ..errors import VarcheckError
-from ._common import (
-    EXIT_CODES_HELP,
-    CountType,
-    DistType,
-    finite_float,
-    format_option,
-    plot_option,
-    seed_option,
-    stdout_console,
-)
+from . import EXIT_CODES_HELP
+from .console import stdout_console
+from .options import confidence_option, dist_option, format_option, plot_option, seed_option
+from .types import CountType, ParsedType, as_number
 
 
-class ShapeType(click.ParamType):
-    name = "NxDxM"
+def _shape(value: Any) -> Any:
+    """NxDxM read by the explain module (imported only when a shape is given)."""
+    from ..teaching.explain import Shape, parse_shape
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from ..teaching.explain import Shape, parse_shape
-
-        if isinstance(value, Shape):
-            return value
-        try:
-            return parse_shape(value)
-        except VarcheckError as exc:
-            self.fail(str(exc), param, ctx)
+    return value if isinstance(value, Shape) else parse_shape(value)
 
 
 class ObservedType(click.ParamType):
@@ -45,10 +31,7 @@ class ObservedType(click.ParamType):
             return value
         if str(value).strip().lower() == "none":
             return "none"
-        try:
-            number = float(value)
-        except ValueError:
-            self.fail(f"{value!r} is not a number; accepted: a variance >= 0, or none", param, ctx)
+        number = as_number(self, value, "accepted: a variance >= 0, or none", param, ctx)
         if not math.isfinite(number) or number < 0:
             self.fail(f"{value!r} is out of range; accepted: a finite variance >= 0", param, ctx)
         return number
@@ -74,7 +57,7 @@ reject it.
 )
 @click.option(
     "--shape",
-    type=ShapeType(),
+    type=ParsedType("NxDxM", _shape),
     default=None,
     help="NxDxM: A is N×D, B is D×M (default 2x2x2, the seed's experiment).",
 )
@@ -91,16 +74,14 @@ reject it.
     show_default=True,
     help="Delta degrees of freedom of np.var (numpy's default is 0).",
 )
-@click.option(
+@dist_option(
     "--dist",
-    type=DistType(),
-    default="normal",
-    show_default=True,
-    help="Entry distribution of A and B: normal, uniform, rademacher, laplace, t:df=D, "
+    "Entry distribution of A and B: normal, uniform, rademacher, laplace, t:df=D, "
     "scipy.NAME:...; every spec takes mean= and sd=.",
+    "normal",
 )
-@click.option("--a-dist", type=DistType(), default=None, help="Entry distribution of A only.")
-@click.option("--b-dist", type=DistType(), default=None, help="Entry distribution of B only.")
+@dist_option("--a-dist", "Entry distribution of A only.")
+@dist_option("--b-dist", "Entry distribution of B only.")
 @click.option(
     "--replicates",
     type=CountType(),
@@ -108,14 +89,8 @@ reject it.
     help="Simulated experiments for quantiles and p-values (default up to 100000; large "
     "shapes use a gamma law with the exact mean and sd).",
 )
-@click.option(
-    "--confidence",
-    type=finite_float(0.0, 1.0, what="a number in (0, 1)"),
-    default=0.95,
-    show_default=True,
-    help="A reading is rejected when its p-value is below 1 - confidence.",
-)
-@seed_option
+@confidence_option(0.95, "A reading is rejected when its p-value is below 1 - confidence.")
+@seed_option()
 @format_option()
 @plot_option("the distribution of np.var")
 def command(

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from ..core.distributions import Distribution
-from ._common import (
-    EXIT_CODES_HELP,
-    DistType,
-    ProgressReporter,
-    finite_float,
+from . import EXIT_CODES_HELP
+from .console import ProgressReporter, stdout_console
+from .options import (
+    confidence_option,
+    dist_option,
+    exclusive,
     format_option,
     plot_option,
+    positive_option,
+    precision_option,
     seed_option,
-    stdout_console,
 )
+from .types import INIT
 
 
 def check_plot_path(plot: str | None) -> None:
@@ -25,22 +26,6 @@ def check_plot_path(plot: str | None) -> None:
         from ..output.figures import check_plot_path as check
 
         check(plot)
-
-
-class InitType(click.ParamType):
-    """xavier, kaiming, lecun or normal:SD."""
-
-    name = "INIT"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from ..errors import VarcheckError
-        from ..paper.projection import init_sd
-
-        try:
-            init_sd(value, 1, 1)
-        except VarcheckError as exc:
-            self.fail(str(exc), param, ctx)
-        return str(value)
 
 
 @click.command(
@@ -79,25 +64,20 @@ constructed heads), but they do not set the exit status: a default run exits 0.
 )
 @click.option(
     "--init",
-    type=InitType(),
+    type=INIT,
     default="xavier",
     show_default=True,
     help="Weight init (normal entries): xavier σ²=2/(d_x+d_k), kaiming σ²=2/d_x, "
     "lecun σ²=1/d_x, or normal:SD.",
 )
-@click.option(
-    "--sigma-x",
-    type=finite_float(0.0, None, what="a number > 0"),
-    default=None,
-    help="Standard deviation of the input entries (rescales --x-dist; default its sd).",
+@positive_option(
+    "--sigma-x", "Standard deviation of the input entries (rescales --x-dist; default its sd)."
 )
-@click.option(
+@dist_option(
     "--x-dist",
-    type=DistType(),
-    default="normal",
-    show_default=True,
-    help="Law of the input entries, mean 0: normal, uniform, rademacher, laplace, "
+    "Law of the input entries, mean 0: normal, uniform, rademacher, laplace, "
     "t:df=D, scipy.NAME:... (the same-token variance depends on its kurtosis).",
+    "normal",
 )
 @click.option(
     "--constructed/--no-constructed",
@@ -112,33 +92,18 @@ constructed heads), but they do not set the exit status: a default run exits 0.
     show_default=True,
     help="Input rows per independent block.",
 )
-@click.option(
-    "--precision",
-    type=finite_float(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
-    default=0.02,
-    show_default=True,
-    help="Target relative half-width of every variance interval.",
-)
+@precision_option(0.02, "Target relative half-width of every variance interval.")
 @click.option(
     "--blocks",
     type=click.IntRange(2, 1 << 20),
     default=None,
     help="Fixed number of independent blocks per weight setting instead of --precision.",
 )
-@click.option(
-    "--max-seconds",
-    type=finite_float(0.0, None, what="a number > 0"),
-    default=None,
-    help="Wall-time cap per weight setting; rows report the precision reached.",
+@positive_option(
+    "--max-seconds", "Wall-time cap per weight setting; rows report the precision reached."
 )
-@click.option(
-    "--confidence",
-    type=finite_float(0.0, 1.0, what="a number in (0, 1)"),
-    default=0.95,
-    show_default=True,
-    help="Confidence level of the intervals.",
-)
-@seed_option
+@confidence_option()
+@seed_option()
 @format_option()
 @plot_option("Monte Carlo over prediction per row")
 @click.pass_context
@@ -179,14 +144,12 @@ def command(
     from ..paper.projection import project
     from ..paper.render import render_project
 
-    if blocks is not None and ctx.get_parameter_source("precision") not in (
-        click.core.ParameterSource.DEFAULT,
-        None,
-    ):
-        raise click.UsageError(
-            "--precision and --blocks cannot be used together: --blocks fixes the number of "
-            "blocks, --precision targets a width"
-        )
+    exclusive(
+        ctx,
+        "precision",
+        "blocks",
+        "--blocks fixes the number of blocks, --precision targets a width",
+    )
     check_plot_path(plot)
     with ProgressReporter("project setting") as progress:
         result = project(

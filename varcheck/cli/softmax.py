@@ -5,16 +5,10 @@ from __future__ import annotations
 import click
 
 from ..core.distributions import Distribution
-from ._common import (
-    EXIT_CODES_HELP,
-    CountType,
-    DistType,
-    DkType,
-    format_option,
-    plot_option,
-    seed_option,
-    stdout_console,
-)
+from . import EXIT_CODES_HELP
+from .console import stdout_console
+from .options import dist_option, dk_range_option, format_option, plot_option, seed_option
+from .types import CountType
 
 
 @click.command(
@@ -29,14 +23,7 @@ Examples:
 """
     + EXIT_CODES_HELP,
 )
-@click.option(
-    "--dk",
-    "dks",
-    type=DkType(),
-    default="2..512",
-    show_default=True,
-    help="d_k values: A..B doubles, A..B:S steps by S, commas mix (2,3,10..40:10).",
-)
+@dk_range_option
 @click.option(
     "--keys",
     type=click.IntRange(min=2, max=100_000),
@@ -51,17 +38,15 @@ Examples:
     show_default=True,
     help="Queries simulated per d_k (blocks of 32 share their keys; >= 960).",
 )
-@click.option(
+@dist_option(
     "--dist",
-    type=DistType(),
-    default="normal",
-    show_default=True,
-    help="Entry distribution of q and k: normal, uniform, rademacher, laplace, t:df=D, "
+    "Entry distribution of q and k: normal, uniform, rademacher, laplace, t:df=D, "
     "scipy.NAME:...; every spec takes mean= and sd=.",
+    "normal",
 )
-@click.option("--q-dist", type=DistType(), default=None, help="Entry distribution of q only.")
-@click.option("--k-dist", type=DistType(), default=None, help="Entry distribution of k only.")
-@seed_option
+@dist_option("--q-dist", "Entry distribution of q only.")
+@dist_option("--k-dist", "Entry distribution of k only.")
+@seed_option()
 @format_option()
 @plot_option("entropy, max weight and Jacobian against d_k")
 def command(

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import click
 
-from ._common import (
-    EXIT_CODES_HELP,
-    finite_float,
-    format_option,
-    plot_option,
-    seed_option,
-    stdout_console,
-)
-from .project import InitType, check_plot_path
+from . import EXIT_CODES_HELP
+from .console import stdout_console
+from .options import format_option, plot_option, seed_option
+from .project import check_plot_path
+from .types import INIT, FiniteFloat
 
 
 class SchemesType(click.ParamType):
@@ -59,7 +55,7 @@ Examples:
 )
 @click.option(
     "--lr",
-    type=finite_float(0.0, 1.0 + 1e-12, what="a number in (0, 1]"),
+    type=FiniteFloat(0.0, 1.0 + 1e-12, what="a number in (0, 1]"),
     default=0.01,
     show_default=True,
     help="Adam learning rate.",
@@ -129,13 +125,13 @@ Examples:
 )
 @click.option(
     "--init",
-    type=InitType(),
+    type=INIT,
     default="lecun",
     show_default=True,
     help="Init of W_q, W_k: lecun (σ²=1/d_x: β = 1/√d_k is right at step 0), xavier, "
     "kaiming or normal:SD.",
 )
-@seed_option
+@seed_option()
 @format_option()
 @plot_option("σ_W, logit variance, entropy and accuracy over steps")
 def command(

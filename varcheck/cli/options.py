@@ -1,0 +1,215 @@
+"""The options several commands share, declared once, and the check of options that conflict.
+
+Every option shows its default in the help unless the default is None (nothing to show).
+Options whose help differs between commands take the help text as an argument: the help pages
+are part of the interface (golden files).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..core.options import MIN_SAMPLES
+from .types import DISTRIBUTION, DK_RANGE, CountType, FiniteFloat
+
+__all__ = [
+    "SAMPLES_REASON",
+    "confidence_option",
+    "dist_option",
+    "dist_options",
+    "dk_range_option",
+    "exclusive",
+    "format_option",
+    "parallel_options",
+    "plot_option",
+    "positive_option",
+    "precision_option",
+    "samples_option",
+    "sampling_options",
+    "seed_option",
+    "stack",
+]
+
+#: a decorator adding options to a click command function
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def stack(*decorators: Decorator) -> Decorator:
+    """One decorator applying ``decorators`` so that their options appear in the order given."""
+
+    def apply(f: Callable[..., Any]) -> Callable[..., Any]:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+
+    return apply
+
+
+def option(*decls: str, kind: Any, default: Any, text: str, **extra: Any) -> Decorator:
+    """``click.option`` whose default is shown in the help unless it is None."""
+    return click.option(
+        *decls, type=kind, default=default, show_default=default is not None, help=text, **extra
+    )
+
+
+def dist_option(flag: str, text: str, default: str | None = None) -> Decorator:
+    """An entry distribution option (``--dist``, ``--q-dist``, ``--a-dist``...)."""
+    return option(flag, kind=DISTRIBUTION, default=default, text=text)
+
+
+#: --dist, --q-dist, --k-dist, --rho
+dist_options = stack(
+    dist_option(
+        "--dist",
+        "Entry distribution for q and k: normal, uniform, rademacher, laplace, "
+        "t:df=D, or scipy.NAME:shape=...; every spec takes mean= and sd=.",
+        "normal",
+    ),
+    dist_option("--q-dist", "Distribution of q's entries (overrides --dist for q)."),
+    dist_option("--k-dist", "Distribution of k's entries (overrides --dist for k)."),
+    option(
+        "--rho",
+        kind=FiniteFloat(-1.0, 1.0, what="a number in [-1, 1]", closed=True),
+        default=0.0,
+        text="Correlation of q_i with k_i (normal entries).",
+    ),
+)
+
+#: --dk A..B: the d_k values of a sweep (parameter ``dks``)
+dk_range_option = option(
+    "--dk",
+    "dks",
+    kind=DK_RANGE,
+    default="2..512",
+    text="d_k values: A..B doubles, A..B:S steps by S, commas mix (2,3,10..40:10).",
+)
+
+#: --workers, --scheduler
+parallel_options = stack(
+    option(
+        "--workers",
+        kind=click.IntRange(1, 256),
+        default=None,
+        text="Threads drawing chunks (default: all cores); results do not depend on it.",
+    ),
+    option(
+        "--scheduler",
+        kind=None,
+        default=None,
+        metavar="ADDRESS",
+        text="Run chunks on a Dask cluster: 'local' (a LocalCluster with --workers processes) "
+        "or a scheduler address such as tcp://host:8786 (needs varcheck[dask]).",
+    ),
+)
+
+
+def seed_option(
+    text: str = "Root seed (drawn and shown when omitted); same seed, same output.",
+) -> Decorator:
+    """--seed, the root seed of every command that draws random numbers."""
+    return option("--seed", kind=click.IntRange(min=0), default=None, text=text)
+
+
+def confidence_option(
+    default: float | None = 0.95, text: str = "Confidence level of the intervals."
+) -> Decorator:
+    """--confidence, a level in (0, 1)."""
+    return option(
+        "--confidence",
+        kind=FiniteFloat(0.0, 1.0, what="a number in (0, 1)"),
+        default=default,
+        text=text,
+    )
+
+
+def precision_option(
+    default: float | None = 0.01,
+    text: str = "Target relative half-width of each variance interval.",
+    *,
+    example: float | None = None,
+) -> Decorator:
+    """--precision, the target relative half-width of an interval.
+
+    A refused value is answered with ``example`` (default: the default) as a valid one.
+    """
+    what = f"a number in (0, 1), e.g. {default if example is None else example}"
+    return option("--precision", kind=FiniteFloat(0.0, 1.0, what=what), default=default, text=text)
+
+
+def samples_option(
+    text: str = "Fixed number of q·k products per row instead of --precision (e.g. 1e6).",
+) -> Decorator:
+    """--samples, a fixed budget of at least MIN_SAMPLES products (``1e6`` accepted)."""
+    return option("--samples", kind=CountType(MIN_SAMPLES), default=None, text=text)
+
+
+def positive_option(flag: str, text: str) -> Decorator:
+    """A float option > 0 with no default (``--max-seconds``, ``--sigma-x``)."""
+    return option(flag, kind=FiniteFloat(0.0, None, what="a number > 0"), default=None, text=text)
+
+
+#: why ``exclusive(ctx, "precision", "samples", SAMPLES_REASON)`` refuses both
+SAMPLES_REASON = "--samples fixes the number of products, --precision targets a width"
+
+#: --precision, --samples, --max-seconds, --confidence, --seed
+sampling_options = stack(
+    precision_option(),
+    samples_option(),
+    positive_option(
+        "--max-seconds",
+        "Wall-time cap per row (rows drawn from shared blocks share rows × this); a row "
+        "stopped by it reports the precision reached.",
+    ),
+    confidence_option(),
+    seed_option(),
+)
+
+
+def plot_option(what: str) -> Decorator:
+    """--plot PATH: also write a figure of ``what`` (the path is checked before any work)."""
+    return option(
+        "--plot",
+        kind=click.Path(dir_okay=False),
+        default=None,
+        text=f"Also write a figure (PNG) of {what} (needs varcheck[plot]).",
+    )
+
+
+def format_option(choices: tuple[str, ...] = ("table", "json", "csv", "markdown")) -> Decorator:
+    """--format, the output format (parameter ``fmt``)."""
+    return option(
+        "--format",
+        "fmt",
+        kind=click.Choice(choices),
+        default="table",
+        text="Output format (table on a terminal; others for machines).",
+    )
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    return ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)
+
+
+def exclusive(ctx: click.Context, first: str, second: str, reason: str | None = None) -> None:
+    """Refuse two options given together instead of silently picking one.
+
+    Parameters
+    ----------
+    ctx : click.Context
+        The running command's context.
+    first, second : str
+        Parameter names (``precision``, ``samples``); the message names them as options.
+    reason : str, optional
+        Why they contradict each other, appended to the message after a colon.
+
+    Raises
+    ------
+    click.UsageError
+        "--first and --second cannot be used together[: reason]" when both were given.
+    """
+    if _given(ctx, first) and _given(ctx, second):
+        message = f"--{first} and --{second} cannot be used together"
+        raise click.UsageError(message if reason is None else f"{message}: {reason}")

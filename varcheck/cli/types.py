@@ -1,0 +1,147 @@
+"""The click parameter types of the command line: parsed specs, counts, bounded floats, inits.
+
+Like ``click.INT``, the parsed types are shared instances: a type holds no state of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..checks.claims import Claim, parse_claim
+from ..core.distributions import Distribution, parse_distribution
+from ..core.ranges import parse_dk
+from ..errors import VarcheckError
+
+__all__ = [
+    "CLAIM",
+    "DISTRIBUTION",
+    "DK_RANGE",
+    "INIT",
+    "CountType",
+    "FiniteFloat",
+    "ParsedType",
+    "as_number",
+]
+
+
+class ParsedType(click.ParamType):
+    """A value read by a varcheck parser, whose refusal becomes click's usage error.
+
+    Parameters
+    ----------
+    name : str
+        Metavar shown in the help (``SPEC``, ``RANGE``, ...).
+    parse : callable
+        Turns the command-line text into the value; raises `VarcheckError` with the message to
+        show when the text is refused.
+    passes : type or tuple of type, optional
+        Values of these types are already parsed (a default given as an object) and are
+        returned unchanged.
+    """
+
+    def __init__(
+        self, name: str, parse: Callable[[Any], Any], passes: type | tuple[type, ...] = ()
+    ) -> None:
+        self.name = name
+        self.parse = parse
+        self.passes = passes
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, self.passes):
+            return value
+        try:
+            return self.parse(value)
+        except VarcheckError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _init_spec(value: Any) -> str:
+    """An init name, checked by the projection's own rule (imported only when one is given)."""
+    from ..paper.projection import init_sd
+
+    init_sd(value, 1, 1)
+    return str(value)
+
+
+#: an entry distribution spec: normal, t:df=5, scipy.gamma:a=2, ...
+DISTRIBUTION = ParsedType("SPEC", parse_distribution, Distribution)
+#: d_k values: 2..512, 8..64:8, 2,3,10..40:10
+DK_RANGE = ParsedType("RANGE", parse_dk, list)
+#: a claimed variance: theory, dk, a number or an expression
+CLAIM = ParsedType("EXPR", parse_claim, Claim)
+#: a weight init: xavier, kaiming, lecun or normal:SD
+INIT = ParsedType("INIT", _init_spec)
+
+
+def as_number(
+    param_type: click.ParamType,
+    value: Any,
+    hint: str,
+    param: click.Parameter | None,
+    ctx: click.Context | None,
+) -> float:
+    """``float(value)``, or ``param_type``'s usage error "'value' is not a number; ``hint``"."""
+    try:
+        return float(value)
+    except ValueError:
+        param_type.fail(f"{value!r} is not a number; {hint}", param, ctx)
+
+
+class CountType(click.ParamType):
+    """A whole number that may be written in scientific notation (``1e6``)."""
+
+    name = "N"
+
+    def __init__(self, minimum: int = 100) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        number = as_number(self, value, "give a whole number such as 100000 or 1e6", param, ctx)
+        if not math.isfinite(number) or not number.is_integer() or number < self.minimum:
+            self.fail(
+                f"{value!r} must be a whole number >= {self.minimum} (e.g. 100000 or 1e6)",
+                param,
+                ctx,
+            )
+        return int(number)
+
+
+class FiniteFloat(click.ParamType):
+    """A float in (lo, hi), or [lo, hi] when ``closed``; NaN and infinities are refused.
+
+    Parameters
+    ----------
+    lo, hi : float or None
+        Bounds; None leaves that side open.
+    what : str
+        The accepted values in words, shown when a value is refused.
+    closed : bool
+        Whether the bounds themselves are accepted.
+    """
+
+    name = "FLOAT"
+
+    def __init__(
+        self, lo: float | None = None, hi: float | None = None, *, what: str, closed: bool = False
+    ) -> None:
+        self.lo, self.hi, self.what, self.closed = lo, hi, what, closed
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float):
+            number = value
+        else:
+            number = as_number(self, value, f"accepted: {self.what}", param, ctx)
+        lo, hi = self.lo, self.hi
+        above = lo is None or (number >= lo if self.closed else number > lo)
+        below = hi is None or (number <= hi if self.closed else number < hi)
+        if not (math.isfinite(number) and above and below):
+            self.fail(f"{value!r} is out of range; accepted: {self.what}", param, ctx)
+        return number
