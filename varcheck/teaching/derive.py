@@ -29,7 +29,7 @@ from ..core.estimation import ConfidenceInterval, VarianceEstimate, estimate_var
 from ..core.options import resolve_seed, sampling_effort, valid_rho
 from ..core.ranges import MAX_DK
 from ..core.theory import DotProductTheory, dot_product_theory
-from ..core.verdicts import CONSISTENT, INFINITE, REJECTED, UNRELIABLE, holm_adjust
+from ..core.verdicts import REJECTED, exit_code, judge
 from ..errors import VarcheckError
 
 __all__ = ["DeriveStep", "DeriveResult", "derive"]
@@ -148,11 +148,10 @@ class DeriveResult:
     def exit_code(self) -> int:
         """1 a check rejects its formula or the textbook value breaks (with a finite correct
         value), 4 a check without a valid test, 0 the textbook derivation holds and is confirmed."""
-        verdicts = {s.verdict for s in self.steps}
-        broken = self.broken_step is not None and math.isfinite(self.correct_var)
-        if REJECTED in verdicts or broken:
-            return 1
-        return 4 if verdicts & {UNRELIABLE, INFINITE} else 0
+        verdicts = [s.verdict for s in self.steps]
+        if self.broken_step is not None and math.isfinite(self.correct_var):
+            verdicts.append(REJECTED)  # the textbook's value is wrong, whatever the checks say
+        return exit_code(verdicts)
 
 
 def _draw_pairs(
@@ -394,15 +393,14 @@ def derive(
     ok3 = est3 is not None and th.estimable and not _degenerate(th)
     p2 = est2.p_value(one.term_var) if ok2 else math.nan  # type: ignore[union-attr]
     p3 = est3.p_value(th.var) if ok3 else math.nan  # type: ignore[union-attr]
-    adj = holm_adjust([p1, p2, p3])
+    adj, verdicts = judge(
+        [p1, p2, p3],
+        alpha=alpha,
+        finite=[not math.isnan(mean_value), one.var_finite, th.var_finite],
+        valid=[mean_valid, ok2, ok3],
+    )
     adj.append(adj[2])
-
-    def verdict(valid: bool, finite: bool, padj: float) -> str:
-        if not finite:
-            return INFINITE
-        if not valid:
-            return UNRELIABLE
-        return REJECTED if padj < alpha else CONSISTENT
+    verdicts.append(verdicts[2])
 
     nan_ci = ConfidenceInterval(math.nan, math.nan)
     steps = [
@@ -422,7 +420,7 @@ def derive(
             p_value=p1,
             p_adjusted=adj[0],
             textbook_p_value=_p(m_est, m_se, 0.0, df1) if mean_valid else math.nan,
-            verdict=verdict(mean_valid, not math.isnan(mean_value), adj[0]),
+            verdict=verdicts[0],
         )
     ]
     var_formula = (
@@ -469,7 +467,7 @@ def derive(
                 p_value=[p1, p2, p3, p3][i],
                 p_adjusted=adj[i],
                 textbook_p_value=p_book,
-                verdict=verdict(th_i.estimable and not _degenerate(th_i), th_i.var_finite, adj[i]),
+                verdict=verdicts[i],
                 stop_reason=why_stop,
             )
         )

@@ -45,6 +45,7 @@ from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
 from ..core.options import resolve_seed
 from ..core.theory import dot_product_theory
+from ..core.verdicts import CONSISTENT, REJECTED, UNRELIABLE, exit_code, verdict_of
 from ..errors import VarcheckError
 
 __all__ = [
@@ -92,6 +93,8 @@ MAX_EXPLICIT_COST = 2e11
 #: ... and one replicate may hold at most this many float64 values (A, B and A @ B; 400 MB).
 MAX_REPLICATE_ELEMENTS = 50_000_000
 _CHUNK_ELEMENTS = 1 << 21
+#: A reading's verdict when no value was observed: there is nothing to judge.
+NO_OBSERVATION = "none"
 _MAX_SIDE = 100_000
 
 
@@ -576,12 +579,19 @@ class ExplainResult:
     def exit_code(self) -> int:
         """0 consistent with a reading (or nothing observed), 1 rejected under both readings,
         4 no valid test (infinite moments and no simulation)."""
-        verdicts = {self.raw.verdict, self.scaled.verdict}
-        if verdicts == {"rejected"}:
-            return 1
-        if "unreliable" in verdicts and "consistent" not in verdicts:
-            return 4
-        return 0
+        verdict = _either_reading(self.raw.verdict, self.scaled.verdict)
+        return exit_code([] if verdict == NO_OBSERVATION else [verdict])
+
+
+def _either_reading(raw: str, scaled: str) -> str:
+    """The verdict on the observed value when either reading may explain it: consistent if one
+    reading is, else unreliable if one has no valid test, else rejected if both reject it."""
+    readings = (raw, scaled)
+    if CONSISTENT in readings:
+        return CONSISTENT
+    if UNRELIABLE in readings:
+        return UNRELIABLE
+    return REJECTED if readings == (REJECTED, REJECTED) else NO_OBSERVATION
 
 
 def _quantiles_mc(samples_sorted: np.ndarray, z: float) -> tuple[QuantileEstimate, ...]:
@@ -596,12 +606,6 @@ def _quantiles_mc(samples_sorted: np.ndarray, z: float) -> tuple[QuantileEstimat
         value = float(np.quantile(samples_sorted, p))
         out.append(QuantileEstimate(p, value, float(samples_sorted[lo]), float(samples_sorted[hi])))
     return tuple(out)
-
-
-def _judge(p: float, alpha: float, valid: bool) -> str:
-    if not valid:
-        return "unreliable"
-    return "rejected" if p < alpha else "consistent"
 
 
 def _reading_mc(
@@ -619,7 +623,7 @@ def _reading_mc(
     quantiles = _quantiles_mc(s, z)
     if observed is None:
         pct = pct_se = p = math.nan
-        verdict = "none"
+        verdict = NO_OBSERVATION
     else:
         below = int(np.searchsorted(s, observed, side="left"))
         at_or_below = int(np.searchsorted(s, observed, side="right"))
@@ -629,7 +633,7 @@ def _reading_mc(
         pct_se = 100.0 * math.sqrt(max(frac * (1 - frac), 1.0 / r) / r)
         k_le, k_ge = at_or_below, r - below
         p = min(1.0, 2.0 * min((k_le + 1) / (r + 1), (k_ge + 1) / (r + 1)))
-        verdict = _judge(p, alpha, True)
+        verdict = verdict_of(p, alpha)
     return Reading(
         name=name,
         theory_var=theory_var,
@@ -669,15 +673,15 @@ def _reading_gamma(
     )
     if observed is None:
         pct = p = math.nan
-        verdict = "none"
+        verdict = NO_OBSERVATION
     elif not valid:
         pct = p = math.nan
-        verdict = "unreliable"
+        verdict = UNRELIABLE
     else:
         cdf, sf = float(law.cdf(observed)), float(law.sf(observed))
         pct = 100.0 * cdf
         p = min(1.0, 2.0 * min(cdf, sf))
-        verdict = _judge(p, alpha, True)
+        verdict = verdict_of(p, alpha)
     return Reading(name, theory_var, mean, sd, quantiles, observed, pct, 0.0, p, verdict)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from ..core.verdicts import REJECTED, UNRELIABLE
 from ..output.formats import (
     fmt,
     fmt_p,
@@ -649,7 +650,7 @@ def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
             f"√d_k gives unit variance."
         )
     verdicts = {s.verdict for s in steps}
-    if "unreliable" in verdicts:
+    if UNRELIABLE in verdicts:
         notes.append(
             f"{b('unreliable checks:', 'bold yellow')} "
             + e(
@@ -671,7 +672,7 @@ def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
                 "(pass --samples to choose the number)."
             )
         )
-    if "rejected" in verdicts:
+    if REJECTED in verdicts:
         notes.append(
             f"{b('A check rejected its formula', 'bold red')} (after Holm over the steps): "
             "with a true formula this happens at most 1 − confidence of the time; rerun with "
