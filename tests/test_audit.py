@@ -212,10 +212,10 @@ def test_padding_does_not_change_hidden_states(tmp_path):
     """A sequence alone and the same sequence padded in a batch give the same real-token states."""
     ckpt = bert.load_checkpoint(_tiny_checkpoint(tmp_path))
     ids = ckpt.encode(["the cat sat on the mat .", "a dog"])
-    batch = bert.Batch.from_ids(ids)
+    batch = bert.TokenBatch.from_ids(ids)
     assert not batch.mask.all()
     together = bert.forward(ckpt, batch).hidden_states[-1]
-    alone = bert.forward(ckpt, bert.Batch.from_ids([ids[1]])).hidden_states[-1]
+    alone = bert.forward(ckpt, bert.TokenBatch.from_ids([ids[1]])).hidden_states[-1]
     np.testing.assert_allclose(together[1, : len(ids[1])], alone[0], rtol=0, atol=1e-5)
 
 
@@ -352,7 +352,7 @@ def test_paraphrases_are_closer_than_unrelated_sentences(minilm):
 def single_states(minilm):
     """Hidden states (inputs of layers 0-3) of each built-in sentence run alone: no padding."""
     return [
-        bert.forward(minilm, bert.Batch.from_ids([ids]), num_layers=3).hidden_states
+        bert.forward(minilm, bert.TokenBatch.from_ids([ids]), num_layers=3).hidden_states
         for ids in minilm.encode(default_sentences(), 128)
     ]
 
@@ -442,7 +442,7 @@ def test_forward_pass_matches_transformers_reference(minilm):
             "A longer sentence, with commas; and zymurgy!",
             "Hi",
         ]
-        batch = bert.Batch.from_ids(minilm.encode(sentences))
+        batch = bert.TokenBatch.from_ids(minilm.encode(sentences))
         with torch.no_grad():
             ref = model(
                 input_ids=torch.tensor(batch.ids),

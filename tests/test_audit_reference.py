@@ -91,7 +91,7 @@ def varcheck_pass(minilm, reference):
     """varcheck's forward pass on the reference texts as ONE padded batch, with the scores that
     each layer hands to its softmax (captured by wrapping ``bert.masked_softmax``)."""
     texts = [t["text"] for t in reference["texts"]]
-    batch = bert.Batch.from_ids(minilm.encode(texts))
+    batch = bert.TokenBatch.from_ids(minilm.encode(texts))
     captured = []
     original = bert.masked_softmax
 
@@ -276,7 +276,7 @@ def _hand_model(eps: float = 1e-12) -> bert.BertCheckpoint:
 
 
 # "a b" and "a" padded to two tokens
-HAND_BATCH = bert.Batch.from_ids([[1, 2], [1]])
+HAND_BATCH = bert.TokenBatch.from_ids([[1, 2], [1]])
 
 
 def _hand_forward(ckpt: bert.BertCheckpoint, monkeypatch):

@@ -267,7 +267,7 @@ def test_a_single_head_is_allowed(tmp_path):
     ckpt = bert.load_checkpoint(_write(tmp_path, w, _config(w, heads=1)))
     assert (ckpt.config.num_heads, ckpt.config.head_dim) == (1, 8)
     ids = [CLS, ID["the"], ID["cat"], SEP]
-    got = bert.forward(ckpt, bert.Batch.from_ids([ids])).hidden_states[-1][0]
+    got = bert.forward(ckpt, bert.TokenBatch.from_ids([ids])).hidden_states[-1][0]
     np.testing.assert_allclose(got, _reference_states(w, ids, heads=1)[-1], rtol=0, atol=ATOL)
 
 
@@ -292,7 +292,7 @@ def test_max_position_embeddings_is_read(tmp_path):
     with pytest.raises(VarcheckError, match=r"max_length must be in \[3, 8\]"):
         ckpt.encode(["the cat"], max_length=9)
     with pytest.raises(VarcheckError, match="at most 8"):
-        bert.forward(ckpt, bert.Batch.from_ids([[CLS] + [ID["cat"]] * 7 + [SEP]]))
+        bert.forward(ckpt, bert.TokenBatch.from_ids([[CLS] + [ID["cat"]] * 7 + [SEP]]))
 
 
 @needs_extra
@@ -319,7 +319,7 @@ def test_max_positions_is_cut_to_the_position_table(tmp_path):
     with pytest.raises(VarcheckError, match=r"max_length must be in \[3, 16\]"):
         ckpt.encode(["the cat"], max_length=17)
     with pytest.raises(VarcheckError, match="at most 16"):
-        bert.forward(ckpt, bert.Batch.from_ids([[CLS] + [ID["cat"]] * 15 + [SEP]]))
+        bert.forward(ckpt, bert.TokenBatch.from_ids([[CLS] + [ID["cat"]] * 15 + [SEP]]))
 
 
 @needs_extra
@@ -346,7 +346,7 @@ def test_layer_norm_eps_is_read(tmp_path, eps):
     ckpt = bert.load_checkpoint(_write(tmp_path, w, _config(w, layer_norm_eps=eps)))
     assert ckpt.config.layer_norm_eps == eps
     ids = [CLS, ID["the"], ID["mat"], SEP]
-    got = bert.forward(ckpt, bert.Batch.from_ids([ids])).hidden_states
+    got = bert.forward(ckpt, bert.TokenBatch.from_ids([ids])).hidden_states
     ref = _reference_states(w, ids, eps=eps)
     for g, r in zip(got, ref, strict=True):
         np.testing.assert_allclose(g[0], r, rtol=0, atol=ATOL)
@@ -364,7 +364,7 @@ def test_layer_norm_eps_defaults_to_bert_value(tmp_path):
     w["embeddings.LayerNorm.bias"] = np.zeros(8)
     ckpt = bert.load_checkpoint(_write(tmp_path, w, _config(w, drop=["layer_norm_eps"])))
     assert ckpt.config.layer_norm_eps == 1e-12
-    emb = bert.forward(ckpt, bert.Batch.from_ids([[CLS, ID["cat"], SEP]])).hidden_states[0][0]
+    emb = bert.forward(ckpt, bert.TokenBatch.from_ids([[CLS, ID["cat"], SEP]])).hidden_states[0][0]
     np.testing.assert_allclose(emb.astype(np.float64).var(axis=-1), 1.0, rtol=1e-5)
 
 
@@ -379,7 +379,7 @@ def test_forward_uses_the_configured_activation(tmp_path, activation):
     w = _weights(np.random.default_rng(10), layers=2)
     ckpt = bert.load_checkpoint(_write(tmp_path, w, _config(w, hidden_act=activation)))
     seqs = [[CLS, ID["the"], ID["cat"], ID["sat"], ID["."], SEP], [CLS, ID["mat"], SEP]]
-    fp = bert.forward(ckpt, bert.Batch.from_ids(seqs))
+    fp = bert.forward(ckpt, bert.TokenBatch.from_ids(seqs))
     assert len(fp.hidden_states) == 3
     for row, ids in enumerate(seqs):
         ref = _reference_states(w, ids, activation=activation)
@@ -462,7 +462,7 @@ def test_float64_weights_become_float32_and_integer_buffers_stay(tmp_path):
         ckpt.tensor("encoder.layer.0.intermediate.dense.weight"),
         w["encoder.layer.0.intermediate.dense.weight"].astype(np.float32),
     )
-    states = bert.forward(ckpt, bert.Batch.from_ids([[CLS, ID["cat"], SEP]])).hidden_states
+    states = bert.forward(ckpt, bert.TokenBatch.from_ids([[CLS, ID["cat"], SEP]])).hidden_states
     assert all(s.dtype == np.float32 for s in states)
 
 
@@ -651,25 +651,25 @@ def test_sequence_of_exactly_max_positions_runs():
     """The length check off by one: a sequence filling every position refused."""
     w = _weights(np.random.default_rng(20), positions=6)
     ids = [CLS, ID["the"], ID["cat"], ID["on"], ID["mat"], SEP]
-    fp = bert.forward(_direct(w), bert.Batch.from_ids([ids]))
+    fp = bert.forward(_direct(w), bert.TokenBatch.from_ids([ids]))
     np.testing.assert_allclose(fp.hidden_states[-1][0], _reference_states(w, ids)[-1], atol=ATOL)
     with pytest.raises(VarcheckError, match="a sequence has 7 tokens; this model takes at most 6"):
-        bert.forward(_direct(w), bert.Batch.from_ids([ids + [SEP]]))
+        bert.forward(_direct(w), bert.TokenBatch.from_ids([ids + [SEP]]))
 
 
 def test_id_equal_to_vocabulary_size_is_refused():
     """The vocabulary check off by one: id V (one past the table) gives an IndexError instead
     of the clear error; V − 1 is accepted."""
     w = _weights(np.random.default_rng(21))
-    bert.forward(_direct(w), bert.Batch.from_ids([[CLS, V - 1, SEP]]))
+    bert.forward(_direct(w), bert.TokenBatch.from_ids([[CLS, V - 1, SEP]]))
     with pytest.raises(VarcheckError, match="ids beyond the embedding table"):
-        bert.forward(_direct(w), bert.Batch.from_ids([[CLS, V, SEP]]))
+        bert.forward(_direct(w), bert.TokenBatch.from_ids([[CLS, V, SEP]]))
 
 
 def test_one_row_vocabulary_accepts_id_zero():
     """The vocabulary check started at 1 instead of 0: a table of one row refuses id 0."""
     w = _weights(np.random.default_rng(22), vocab=1)
-    fp = bert.forward(_direct(w), bert.Batch.from_ids([[0, 0, 0]]))
+    fp = bert.forward(_direct(w), bert.TokenBatch.from_ids([[0, 0, 0]]))
     np.testing.assert_allclose(
         fp.hidden_states[-1][0], _reference_states(w, [0, 0, 0])[-1], atol=ATOL
     )
@@ -679,7 +679,7 @@ def test_empty_batch_gives_empty_states():
     """The vocabulary check without an initial value: a batch of no sequences raises
     "zero-size array" instead of giving empty hidden states."""
     w = _weights(np.random.default_rng(23))
-    batch = bert.Batch(np.zeros((0, 4), dtype=np.int64), np.zeros((0, 4), dtype=bool))
+    batch = bert.TokenBatch(np.zeros((0, 4), dtype=np.int64), np.zeros((0, 4), dtype=bool))
     fp = bert.forward(_direct(w), batch)
     assert [s.shape for s in fp.hidden_states] == [(0, 4, 8), (0, 4, 8)]
 
@@ -688,24 +688,33 @@ def test_forward_stops_after_num_layers():
     """``num_layers`` ignored: every layer run and returned."""
     w = _weights(np.random.default_rng(24), layers=3)
     ids = [CLS, ID["the"], ID["cat"], SEP]
-    fp = bert.forward(_direct(w), bert.Batch.from_ids([ids]), num_layers=1)
+    fp = bert.forward(_direct(w), bert.TokenBatch.from_ids([ids]), num_layers=1)
     ref = _reference_states(w, ids, layers=1)
     assert len(fp.hidden_states) == 2
     np.testing.assert_allclose(fp.hidden_states[1][0], ref[1], rtol=0, atol=ATOL)
     assert (
-        len(bert.forward(_direct(w), bert.Batch.from_ids([ids]), num_layers=0).hidden_states) == 1
+        len(bert.forward(_direct(w), bert.TokenBatch.from_ids([ids]), num_layers=0).hidden_states)
+        == 1
     )
 
 
 def test_forward_pass_keeps_the_mask():
     """ForwardPass.mask not the batch's (None): callers select the real tokens with it."""
     w = _weights(np.random.default_rng(25))
-    batch = bert.Batch.from_ids([[CLS, ID["cat"], SEP], [CLS, SEP]])
+    batch = bert.TokenBatch.from_ids([[CLS, ID["cat"], SEP], [CLS, SEP]])
     fp = bert.forward(_direct(w), batch)
     np.testing.assert_array_equal(fp.mask, [[True, True, True], [True, True, False]])
 
 
 # --- batching and pooling -------------------------------------------------------------------------
+
+
+def test_token_batch_pads_with_zeros_and_masks_the_real_tokens():
+    """Rows as long as the longest sequence; padding is id 0 and False in the mask."""
+    batch = bert.TokenBatch.from_ids([[CLS, ID["cat"], SEP], [CLS, SEP]])
+    assert batch.ids.dtype == np.int64 and batch.mask.dtype == bool
+    np.testing.assert_array_equal(batch.ids, [[CLS, ID["cat"], SEP], [CLS, SEP, 0]])
+    np.testing.assert_array_equal(batch.mask, [[True, True, True], [True, True, False]])
 
 
 def test_default_batch_size_is_32():

@@ -27,7 +27,7 @@ from ..errors import VarcheckError
 __all__ = [
     "BertConfig",
     "BertCheckpoint",
-    "Batch",
+    "TokenBatch",
     "ForwardPass",
     "MINILM_NAMES",
     "bundled_minilm_path",
@@ -141,14 +141,14 @@ class BertCheckpoint:
 
 
 @dataclass(frozen=True)
-class Batch:
+class TokenBatch:
     """Padded token ids and the mask of real tokens, shape ``(batch, tokens)``."""
 
     ids: np.ndarray
     mask: np.ndarray
 
     @classmethod
-    def from_ids(cls, sequences: Sequence[Sequence[int]]) -> Batch:
+    def from_ids(cls, sequences: Sequence[Sequence[int]]) -> TokenBatch:
         width = max(len(s) for s in sequences)
         ids = np.zeros((len(sequences), width), dtype=np.int64)
         mask = np.zeros((len(sequences), width), dtype=bool)
@@ -460,7 +460,7 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
-def _embed(ckpt: BertCheckpoint, batch: Batch) -> np.ndarray:
+def _embed(ckpt: BertCheckpoint, batch: TokenBatch) -> np.ndarray:
     n = batch.ids.shape[1]
     if n > ckpt.config.max_positions:
         raise VarcheckError(
@@ -506,13 +506,15 @@ def _block(ckpt: BertCheckpoint, layer: int, h: np.ndarray, key_mask: np.ndarray
     )
 
 
-def forward(ckpt: BertCheckpoint, batch: Batch, *, num_layers: int | None = None) -> ForwardPass:
+def forward(
+    ckpt: BertCheckpoint, batch: TokenBatch, *, num_layers: int | None = None
+) -> ForwardPass:
     """Run the encoder on a padded batch and keep every hidden state.
 
     Parameters
     ----------
     ckpt : BertCheckpoint
-    batch : Batch
+    batch : TokenBatch
     num_layers : int, optional
         Stop after this many layers (all by default): the audit of layer ``i`` needs only the
         states up to its input.
@@ -532,12 +534,12 @@ def forward(ckpt: BertCheckpoint, batch: Batch, *, num_layers: int | None = None
 
 def batches(
     sequences: Sequence[Sequence[int]], batch_size: int = 32
-) -> Iterator[tuple[list[int], Batch]]:
+) -> Iterator[tuple[list[int], TokenBatch]]:
     """Group sequences of similar length (little padding); yields original indices and a batch."""
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
-        yield idx, Batch.from_ids([sequences[i] for i in idx])
+        yield idx, TokenBatch.from_ids([sequences[i] for i in idx])
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
