@@ -14,6 +14,7 @@ import pytest
 from scipy.stats import binomtest
 
 from varcheck.errors import VarcheckError
+from varcheck.output.formats import fmt, interval
 from varcheck.paper.projection import (
     conditional_moments,
     init_sd,
@@ -22,6 +23,7 @@ from varcheck.paper.projection import (
     rank_one_weights,
     same_token_variance,
 )
+from varcheck.paper.render import project_table_rows
 
 
 def _three_point_law(p: float) -> tuple[np.ndarray, np.ndarray]:
@@ -245,6 +247,27 @@ def test_heavy_tails_give_unreliable_and_infinite_rows() -> None:
     assert verdicts[("different-tokens", "relaxed")] == "unreliable"
     assert verdicts[("same-token", "same-token")] == "infinite"
     assert res.exit_code == 4
+
+
+def test_project_table_rows_short_and_full_labels() -> None:
+    """The one project table: the terminal's short labels, docs/paper.md's full ones."""
+    res = project(6, 4, x_dist="t:df=3", constructed=False, blocks=100, seed=1)
+    short = project_table_rows(res)
+    full = project_table_rows(res, short_labels=False, digits=4, verdict=str.upper)
+    assert len(short) == len(full) == len(res.rows)
+    by_claim = {(r.case, r.claim): (s, f) for r, s, f in zip(res.rows, short, full, strict=True)}
+    s, f = by_claim[("same-token", "same-token")]  # infinite: no estimate
+    assert (s.weights, s.case, s.prediction) == ("random", "same", "same-token")
+    assert (f.weights, f.case, f.prediction) == ("random-weights", "same", "same-token")
+    assert (s.estimate, s.ratio, s.p_adjusted, s.var_at_beta) == ("—", "", "—", "—")
+    assert s.verdict == "[bold magenta]infinite[/]" and f.verdict == "INFINITE"
+    s, f = by_claim[("different-tokens", "relaxed")]  # unreliable: estimated, not tested
+    row = res.row("random-weights", "different-tokens", "relaxed")
+    est = row.estimate
+    assert f.case == "different" and s.case == "diff"
+    assert s.estimate == f.estimate == f"{fmt(est.var)} {interval(*est.confidence_interval)}"
+    assert (s.ratio, f.ratio) == (fmt(row.ratio, 3), fmt(row.ratio, 4))
+    assert s.p_adjusted == f.p_adjusted == "—"
 
 
 def test_project_is_reproducible_and_validates() -> None:

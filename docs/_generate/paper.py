@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from varcheck import __version__
-from varcheck.output.formats import fmt, fmt_p
+from varcheck.output.formats import fmt
 from varcheck.paper.beta import head_betas
 from varcheck.paper.figures import plot_project, plot_train
 from varcheck.paper.projection import ProjectionResult, ProjectionRow, init_sd, project
+from varcheck.paper.render import ProjectCells, project_cells, project_table_rows
 from varcheck.paper.training import TrainConfig, TrainResult, train
 
 DOCS = Path(__file__).resolve().parents[1]
@@ -34,15 +35,13 @@ def md_table(headers: list[str], rows: list[list[str]], right: set[int] | None =
     return "\n".join(lines)
 
 
-def ci(row: ProjectionRow) -> str:
-    est = row.estimate
-    assert est is not None
-    lo, hi = est.confidence_interval
-    return f"{fmt(est.var)} [{fmt(lo)}, {fmt(hi)}]"
+def bold_rejected(verdict: str) -> str:
+    return f"**{verdict}**" if verdict == "rejected" else verdict
 
 
-def verdict(row: ProjectionRow) -> str:
-    return f"**{row.verdict}**" if row.verdict == "rejected" else row.verdict
+def cells(row: ProjectionRow) -> ProjectCells:
+    """A project row's cells as `varcheck project` writes them, with full labels, 4 digits."""
+    return project_cells(row, short_labels=False, digits=4, verdict=bold_rejected)
 
 
 # --- 1. the relaxed formula for random weights ------------------------------------------------
@@ -60,19 +59,19 @@ def relaxed_grid() -> tuple[str, list[ProjectionResult]]:
         # blind, so a shared seed would repeat one experiment three times
         res = project(dx, dk, init=init, constructed=False, precision=0.02, seed=SEED + index)
         results.append(res)
-        r = res.row("random-weights", "different-tokens", "relaxed")
+        c = cells(res.row("random-weights", "different-tokens", "relaxed"))
         rows.append(
             [
                 init,
                 str(dx),
                 str(dk),
-                fmt(r.predicted_var),
-                ci(r),
-                fmt(r.ratio),
-                fmt(r.beta),
+                c.predicted_var,
+                c.estimate,
+                c.ratio,
+                c.beta,
                 fmt(1 / math.sqrt(dk)),
-                fmt_p(r.p_adjusted),
-                verdict(r),
+                c.p_adjusted,
+                c.verdict,
             ]
         )
     headers = [
@@ -100,18 +99,19 @@ def same_token_table() -> str:
             res = project(dx, 16, x_dist=x_dist, constructed=False, precision=0.02, seed=SEED)
             relaxed = res.row("random-weights", "same-token", "relaxed")
             derived = res.row("random-weights", "same-token", "same-token")
+            rc, dc = cells(relaxed), cells(derived)
             rows.append(
                 [
                     x_dist,
                     fmt(res.x.kurtosis, 3),
                     str(dx),
-                    fmt(relaxed.predicted_var),
-                    fmt(derived.predicted_var),
-                    ci(relaxed),
-                    fmt(relaxed.ratio),
+                    rc.predicted_var,
+                    dc.predicted_var,
+                    rc.estimate,
+                    rc.ratio,
                     fmt(derived.predicted_var / relaxed.predicted_var),
-                    verdict(relaxed),
-                    verdict(derived),
+                    rc.verdict,
+                    dc.verdict,
                 ]
             )
     headers = [
@@ -164,23 +164,7 @@ def spread_table() -> str:
 
 
 def fixed_table(res: ProjectionResult) -> str:
-    rows = []
-    for r in res.rows:
-        rows.append(
-            [
-                r.section,
-                "different" if r.case == "different-tokens" else "same",
-                r.claim,
-                r.role,
-                fmt(r.predicted_var),
-                ci(r),
-                fmt(r.ratio),
-                fmt_p(r.p_adjusted),
-                verdict(r),
-                fmt(r.beta),
-                fmt(r.logit_var_at_beta),
-            ]
-        )
+    rows = project_table_rows(res, short_labels=False, digits=4, verdict=bold_rejected)
     headers = [
         "weights",
         "tokens",
@@ -194,7 +178,7 @@ def fixed_table(res: ProjectionResult) -> str:
         "β",
         "Var(β·q·k)",
     ]
-    return md_table(headers, rows, right={4, 5, 6, 7, 9, 10})
+    return md_table(headers, [list(r) for r in rows], right={4, 5, 6, 7, 9, 10})
 
 
 def means_table(res: ProjectionResult) -> str:

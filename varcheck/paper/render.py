@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..output.formats import (
     fmt,
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from .training import TrainResult
 
 __all__ = [
+    "ProjectCells",
+    "project_cells",
+    "project_table_rows",
     "project_meta",
     "project_records",
     "project_notes",
@@ -144,43 +148,85 @@ _CLAIM_SHORT = {
 }
 
 
-def _project_var_cells(row: ProjectionRow) -> list[str]:
+_CASE_LONG = {"different-tokens": "different", "same-token": "same"}
+
+
+class ProjectCells(NamedTuple):
+    """One row of a project result as the cells of its tables (see :func:`project_cells`)."""
+
+    weights: str
+    case: str
+    prediction: str
+    role: str
+    predicted_var: str
+    estimate: str
+    ratio: str
+    p_adjusted: str
+    verdict: str
+    beta: str
+    var_at_beta: str
+
+
+def project_cells(
+    row: ProjectionRow,
+    *,
+    short_labels: bool = True,
+    digits: int = 3,
+    verdict: Callable[[str], str] = styled,
+) -> ProjectCells:
+    """The cells of one project row: labels, prediction, estimate with its interval, verdict, β.
+
+    The terminal tables take the defaults (short labels, ratios to 3 digits, a rich-styled
+    verdict); docs/paper.md takes full labels, 4 digits and its own verdict markup.
+    """
     est = row.estimate
-    head = [
-        _SECTION_SHORT.get(row.section, row.section),
-        _CASE_LABEL[row.case],
-        _CLAIM_SHORT[row.claim],
+    if short_labels:
+        labels = (
+            _SECTION_SHORT.get(row.section, row.section),
+            _CASE_LABEL[row.case],
+            _CLAIM_SHORT[row.claim],
+        )
+    else:
+        labels = (row.section, _CASE_LONG[row.case], row.claim)
+    if est is None:
+        measured = ("—", "", "—")
+    else:
+        capped = "*" if est.stop_reason == "max-seconds" else ""
+        measured = (
+            f"{fmt(est.var)} {interval(*est.confidence_interval)}{capped}",
+            fmt(row.ratio, digits),
+            fmt_p(row.p_adjusted),
+        )
+    return ProjectCells(
+        *labels,
         row.role,
         fmt(row.predicted_var),
-    ]
-    if est is None:
-        return [*head, "—", "", "—", styled(row.verdict)]
-    capped = "*" if est.stop_reason == "max-seconds" else ""
-    return [
-        *head,
-        f"{fmt(est.var)} {interval(*est.confidence_interval)}{capped}",
-        fmt(row.ratio, 3),
-        fmt_p(row.p_adjusted),
-        styled(row.verdict),
-    ]
-
-
-def _project_beta_cells(row: ProjectionRow) -> list[str]:
-    est = row.estimate
-    head = [
-        _SECTION_SHORT.get(row.section, row.section),
-        _CASE_LABEL[row.case],
-        _CLAIM_SHORT[row.claim],
+        *measured,
+        verdict(row.verdict),
         fmt(row.beta),
-    ]
-    if est is None:
-        return [*head, "—", fmt(row.predicted_mean, 3), "—"]
+        fmt(row.logit_var_at_beta, digits),
+    )
+
+
+def project_table_rows(
+    result: ProjectionResult,
+    *,
+    short_labels: bool = True,
+    digits: int = 3,
+    verdict: Callable[[str], str] = styled,
+) -> list[ProjectCells]:
+    """:func:`project_cells` of every row of ``result``: the project table, written once."""
     return [
-        *head,
-        fmt(row.logit_var_at_beta, 3),
-        fmt(row.predicted_mean, 3),
-        f"{fmt(est.mean, 3)} ± {fmt(est.mean_confidence_interval.high - est.mean, 1)}",
+        project_cells(row, short_labels=short_labels, digits=digits, verdict=verdict)
+        for row in result.rows
     ]
+
+
+def _mean_cell(row: ProjectionRow) -> str:
+    est = row.estimate
+    if est is None:
+        return "—"
+    return f"{fmt(est.mean, 3)} ± {fmt(est.mean_confidence_interval.high - est.mean, 1)}"
 
 
 def project_notes(result: ProjectionResult) -> list[str]:
@@ -288,8 +334,9 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
             ("verdict", "left"),
         ],
     )
-    for row in result.rows:
-        table.add_row(*_project_var_cells(row))
+    cells = project_table_rows(result)
+    for c in cells:
+        table.add_row(*c[:9])
     _print_table(table, console)
     table = _table(
         "The β each prediction recommends, and the mean of q·k",
@@ -304,8 +351,16 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
             (f"MC mean ± {conf}", "right"),
         ],
     )
-    for row in result.rows:
-        table.add_row(*_project_beta_cells(row))
+    for row, c in zip(result.rows, cells, strict=True):
+        table.add_row(
+            c.weights,
+            c.case,
+            c.prediction,
+            c.beta,
+            c.var_at_beta,
+            fmt(row.predicted_mean, 3),
+            _mean_cell(row),
+        )
     _print_table(table, console)
     for sec in result.sections:
         extra = (
