@@ -97,6 +97,33 @@ def test_bad_arguments(kwargs: dict, message: str) -> None:
         derive(**{"seed": 1, **kwargs})
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dk": 0}, "dk must be a whole number in 1..1000000, got 0"),
+        ({"dk": True}, "dk must be a whole number in 1..1000000, got True"),
+        ({"dk": 4.0}, "dk must be a whole number in 1..1000000, got 4.0"),
+        ({"dk": 10**7}, "dk must be a whole number in 1..1000000, got 10000000"),
+        ({"dist": None}, "distribution spec must be a non-empty string like 'normal', got None"),
+        (
+            {"dist": None, "q_dist": "normal", "k_dist": "normal"},
+            "distribution spec must be a non-empty string like 'normal', got None",
+        ),
+    ],
+)
+def test_refusals_say_what_is_accepted(kwargs: dict, message: str) -> None:
+    """Guards the messages of the shared option checks (core.options) as derive words them, and
+    that ``dist=None`` is refused rather than read as normal (unlike sweep's entry laws)."""
+    with pytest.raises(VarcheckError) as err:
+        derive(**{"seed": 1, "samples": 1000, **kwargs})
+    assert str(err.value) == message
+
+
+def test_numpy_integer_dk_is_a_whole_number() -> None:
+    res = derive(np.int64(4), samples=1000, seed=1)
+    assert res.dk == 4 and type(res.dk) is int
+
+
 def test_cli_json_and_reproducible(run_cli) -> None:
     args = ("derive", "--dk", "8", "--seed", "4", "--precision", "0.05", "--format", "json")
     first, second = run_cli(*args), run_cli(*args)

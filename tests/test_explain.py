@@ -151,6 +151,25 @@ def test_bad_arguments(kwargs: dict, message: str) -> None:
         explain(seed=1, growing=None, **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"replicates": 99}, "replicates must be a whole number >= 100, got 99"),
+        ({"replicates": 500.0}, "replicates must be a whole number >= 100, got 500.0"),
+        ({"confidence": 1.0}, "confidence must be in (0, 1), got 1.0"),
+        ({"confidence": True}, "confidence must be in (0, 1), got True"),
+        ({"confidence": "0.9"}, "confidence must be in (0, 1), got '0.9'"),
+        ({"dist": None}, "distribution spec must be a non-empty string like 'normal', got None"),
+    ],
+)
+def test_refusals_say_what_is_accepted(kwargs: dict, message: str) -> None:
+    """Guards the messages of the shared option checks (core.options) as explain words them, and
+    that ``dist=None`` is refused rather than read as normal."""
+    with pytest.raises(VarcheckError) as err:
+        explain(seed=1, growing=None, **kwargs)
+    assert str(err.value) == message
+
+
 # --- command line ------------------------------------------------------------------------------
 
 READING_KEYS = {"theory_var", "expected", "sd", "quantiles", "percentile", "p_value", "verdict"}

@@ -79,6 +79,25 @@ def test_bad_arguments(kwargs: dict, message: str) -> None:
         softmax_study(**{"dk": [4], "seed": 1, **kwargs})
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"keys": 1}, "keys must be a whole number in 2..100000, got 1"),
+        ({"keys": 8.0}, "keys must be a whole number in 2..100000, got 8.0"),
+        ({"keys": True}, "keys must be a whole number in 2..100000, got True"),
+        ({"queries": 959}, "queries must be a whole number >= 960 (30 blocks of 32), got 959"),
+        ({"queries": 1e4}, "queries must be a whole number >= 960 (30 blocks of 32), got 10000.0"),
+        ({"dist": None}, "distribution spec must be a non-empty string like 'normal', got None"),
+    ],
+)
+def test_refusals_say_what_is_accepted(kwargs: dict, message: str) -> None:
+    """Guards the messages of the shared whole-number check as softmax words them (queries
+    also names its blocks), and that ``dist=None`` is refused rather than read as normal."""
+    with pytest.raises(VarcheckError) as err:
+        softmax_study(**{"dk": [4], "keys": 8, "queries": 960, "seed": 1, **kwargs})
+    assert str(err.value) == message
+
+
 def test_cli_json(run_cli) -> None:
     res = run_cli(
         "softmax", "--dk", "4,64", "--keys", "16", "--queries", "960", "--seed", "3",

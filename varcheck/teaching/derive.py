@@ -26,11 +26,10 @@ from .._version import __version__
 from ..core.blocks import BlockPlan
 from ..core.distributions import Distribution, parse_distribution
 from ..core.estimation import ConfidenceInterval, VarianceEstimate, estimate_variance, t_quantile
-from ..core.options import resolve_seed, sampling_effort, valid_rho
+from ..core.options import entry_laws, resolve_seed, sampling_effort, valid_count, valid_rho
 from ..core.ranges import MAX_DK
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.verdicts import REJECTED, exit_code, judge
-from ..errors import VarcheckError
 
 __all__ = ["DeriveStep", "DeriveResult", "derive"]
 
@@ -245,12 +244,6 @@ def _degenerate(theory: DotProductTheory) -> bool:
     return theory.estimable and theory.var > 0 and theory.mu4 == theory.var**2
 
 
-def _check_dk(dk: int) -> int:
-    if isinstance(dk, bool) or not isinstance(dk, int) or not 1 <= dk <= MAX_DK:
-        raise VarcheckError(f"dk must be a whole number in 1..{MAX_DK}, got {dk!r}")
-    return dk
-
-
 def derive(
     dk: int = 64,
     *,
@@ -300,10 +293,9 @@ def derive(
     (2, 24.0)
     """
 
-    dk = _check_dk(dk)
-    base = parse_distribution(dist)
-    q = parse_distribution(q_dist) if q_dist is not None else base
-    k = parse_distribution(k_dist) if k_dist is not None else base
+    dk = valid_count("dk", dk, 1, MAX_DK)
+    # dist is parsed first: None is refused, not read as normal
+    q, k = entry_laws(parse_distribution(dist), q_dist, k_dist)
     rho = valid_rho(rho, q, k)
     confidence, precision, samples, max_seconds = sampling_effort(
         confidence, precision, samples, max_seconds

@@ -43,7 +43,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
-from ..core.options import resolve_seed
+from ..core.options import entry_laws, resolve_seed, valid_confidence, valid_count
 from ..core.theory import dot_product_theory
 from ..core.verdicts import CONSISTENT, REJECTED, UNRELIABLE, exit_code, verdict_of
 from ..errors import VarcheckError
@@ -296,8 +296,7 @@ def exact_moments(
     2.179449
     """
     shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
-    a = parse_distribution(a_dist)
-    b = a if b_dist is None else parse_distribution(b_dist)
+    a, b = entry_laws(parse_distribution(a_dist), None, b_dist)  # b defaults to a
     ddof = _check_ddof(ddof, shp)
     n = shp.entries
     th = dot_product_theory(shp.d, a, b)
@@ -362,8 +361,7 @@ def simulate_np_var(
     (1000,)
     """
     shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
-    a = parse_distribution(a_dist)
-    b = a if b_dist is None else parse_distribution(b_dist)
+    a, b = entry_laws(parse_distribution(a_dist), None, b_dist)  # b defaults to a
     ddof = _check_ddof(ddof, shp)
     per = shp.n * shp.d + shp.d * shp.m + shp.entries
     chunk = max(1, _CHUNK_ELEMENTS // per)
@@ -406,8 +404,7 @@ def _replicate_elements(shape: Shape) -> int:
 
 
 def _check_replicates(replicates: int, shape: Shape) -> int:
-    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 100:
-        raise VarcheckError(f"replicates must be a whole number >= 100, got {replicates!r}")
+    replicates = valid_count("replicates", replicates, 100)
     if _replicate_elements(shape) > MAX_REPLICATE_ELEMENTS:
         raise VarcheckError(
             f"replicates={replicates}: one experiment of shape {shape} needs "
@@ -746,13 +743,11 @@ def explain(
     """
 
     shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
-    base = parse_distribution(dist)
-    a = parse_distribution(a_dist) if a_dist is not None else base
-    b = parse_distribution(b_dist) if b_dist is not None else base
+    # dist is parsed first: None is refused, not read as normal
+    a, b = entry_laws(parse_distribution(dist), a_dist, b_dist)
     ddof = _check_ddof(ddof, shp)
     observed = _check_observed(observed)
-    if not (isinstance(confidence, int | float) and 0.0 < confidence < 1.0):
-        raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
+    confidence = valid_confidence(confidence)
     if replicates is not None:
         replicates = _check_replicates(replicates, shp)
     seed = resolve_seed(seed)

@@ -23,7 +23,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
-from ..core.options import resolve_seed
+from ..core.options import entry_laws, resolve_seed, valid_count
 from ..core.ranges import resolve_dks
 from ..core.theory import dot_product_theory
 from ..errors import VarcheckError
@@ -242,20 +242,16 @@ def _check_size(dks: Sequence[int], keys: int, queries: int) -> None:
         )
 
 
-def _check_keys(keys: int) -> int:
-    if isinstance(keys, bool) or not isinstance(keys, int) or not 2 <= keys <= MAX_KEYS:
-        raise VarcheckError(f"keys must be a whole number in 2..{MAX_KEYS}, got {keys!r}")
-    return keys
-
-
 def _check_queries(queries: int) -> int:
     least = BLOCK_QUERIES * _MIN_BLOCKS
-    if isinstance(queries, bool) or not isinstance(queries, int) or queries < least:
+    try:
+        return valid_count("queries", queries, least)
+    except VarcheckError:
+        # the same rule; the message also says where the least number comes from
         raise VarcheckError(
             f"queries must be a whole number >= {least} ({_MIN_BLOCKS} blocks of "
             f"{BLOCK_QUERIES}), got {queries!r}"
-        )
-    return queries
+        ) from None
 
 
 def softmax_study(
@@ -297,12 +293,11 @@ def softmax_study(
     """
 
     dks = resolve_dks(dk)
-    keys = _check_keys(keys)
+    keys = valid_count("keys", keys, 2, MAX_KEYS)
     queries = _check_queries(queries)
     _check_size(dks, keys, queries)
-    base = parse_distribution(dist)
-    q = parse_distribution(q_dist) if q_dist is not None else base
-    k = parse_distribution(k_dist) if k_dist is not None else base
+    # dist is parsed first: None is refused, not read as normal
+    q, k = entry_laws(parse_distribution(dist), q_dist, k_dist)
     seed = resolve_seed(seed)
     blocks = -(-queries // BLOCK_QUERIES)
     log_l = math.log(keys)
