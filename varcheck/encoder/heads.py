@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -347,24 +348,30 @@ def default_sentences() -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+class _AuditArgs(NamedTuple):
+    """:func:`audit`'s arguments, checked: the sequences, how their text is named, the sizes."""
+
+    sequences: list[str]
+    text_name: str
+    max_length: int
+    batch_size: int
+    confidence: float
+
+
 def _audit_iv(
     text_file: str | os.PathLike[str] | None,
     sentences: Sequence[str] | None,
     max_length: int,
     batch_size: int,
     confidence: float,
-) -> tuple[list[str], str, int, int, float]:
-    """Validate :func:`audit`'s arguments once, before any file is read.
-
-    Returns the sequences, how the text is named in the result, and the cleaned ``max_length``,
-    ``batch_size`` and ``confidence``.
-    """
+) -> _AuditArgs:
+    """Validate :func:`audit`'s arguments once, before the checkpoint is looked for."""
     if text_file is not None and sentences is not None:
         raise VarcheckError("give text_file or sentences, not both")
     max_length = valid_count("max_length", max_length, 3)
     batch_size = valid_count("batch_size", batch_size, 1)
     confidence = valid_confidence(confidence)
-    return (*_sequences(text_file, sentences), max_length, batch_size, confidence)
+    return _AuditArgs(*_sequences(text_file, sentences), max_length, batch_size, confidence)
 
 
 def _sequences(
@@ -397,6 +404,12 @@ class _Sums:
         self.s2_diag = np.zeros(shape)
         self.row_var = np.zeros(shape)
         self.entropy = np.zeros(shape)
+
+    def store(self, idx: Sequence[int], parts: tuple[np.ndarray, ...]) -> None:
+        """Put one batch's sums (:func:`_measure_batch`) in the rows of its sequences."""
+        arrays = (self.s1_all, self.s2_all, self.s1_diag, self.s2_diag, self.row_var, self.entropy)
+        for arr, part in zip(arrays, parts, strict=True):
+            arr[idx] = part
 
 
 class _InputMoments:
@@ -521,88 +534,95 @@ def audit(
     >>> len(res.rows)  # doctest: +SKIP
     12
     """
-    seqs, text_name, max_length, batch_size, confidence = _audit_iv(
-        text_file, sentences, max_length, batch_size, confidence
-    )
+    args = _audit_iv(text_file, sentences, max_length, batch_size, confidence)
     ckpt = bert.load_checkpoint(model)
     cfg = ckpt.config
     chosen = parse_layers(layers, cfg.num_layers)
-    limit = min(max_length, cfg.max_positions)
+    limit = min(args.max_length, cfg.max_positions)
     start = time.perf_counter()
-    ids, truncated = ckpt.encode_counted(seqs, limit)
+    ids, truncated = ckpt.encode_counted(args.sequences, limit)
     counts = np.array([len(s) for s in ids], dtype=float)
-    heads, dk, d = cfg.num_heads, cfg.head_dim, cfg.hidden_size
-    sums = {layer: _Sums(len(ids), heads) for layer in chosen}
-    moments = {layer: _InputMoments(d) for layer in chosen}
-    proj = {}
+    proj = _projections(ckpt, chosen)
+    sums, moments = _measure(ckpt, ids, chosen, args.batch_size, proj, progress)
+    rows: list[HeadAudit] = []
     for layer in chosen:
-        p = f"encoder.layer.{layer}.attention.self."
-        proj[layer] = tuple(
-            ckpt.tensor(p + name).astype(np.float64)
-            for name in ("query.weight", "query.bias", "key.weight", "key.bias")
-        )
-    groups = list(bert.batches(ids, batch_size))
-    for index, (idx, batch) in enumerate(groups):
-        states = bert.forward(ckpt, batch, num_layers=max(chosen)).hidden_states
-        for layer in chosen:
-            h = states[layer].astype(np.float64)
-            moments[layer].add(h[batch.mask])
-            wq, bq, wk, bk = proj[layer]
-            q = bert.split_heads(bert.linear(h, wq, bq), heads)
-            k = bert.split_heads(bert.linear(h, wk, bk), heads)
-            acc = sums[layer]
-            for arr, part in zip(
-                (acc.s1_all, acc.s2_all, acc.s1_diag, acc.s2_diag, acc.row_var, acc.entropy),
-                _measure_batch(q, k, batch.mask, dk),
-                strict=True,
-            ):
-                arr[idx] = part
-        if progress is not None:
-            progress(index, len(groups), 1.0)
-
-    rows = []
-    n_pairs = counts**2
-    for layer in chosen:
-        rows.extend(
-            _layer_rows(
-                layer, ckpt, proj[layer], moments[layer], sums[layer], counts, n_pairs, confidence
-            )
-        )
+        rows += _heads(layer, proj[layer], moments[layer], sums[layer], counts, args.confidence)
     return AuditResult(
         rows=tuple(rows),
         model_path=str(ckpt.path),
         model_name=cfg.name,
-        text=text_name,
+        text=args.text_name,
         sequences=len(ids),
         tokens=int(counts.sum()),
         max_length=limit,
         layers=chosen,
-        hidden_size=d,
-        num_heads=heads,
-        dk=dk,
+        hidden_size=cfg.hidden_size,
+        num_heads=cfg.num_heads,
+        dk=cfg.head_dim,
         mean_log_tokens=float((counts * np.log(counts)).sum() / counts.sum()),
-        confidence=confidence,
+        confidence=args.confidence,
         seconds=time.perf_counter() - start,
         truncated=truncated,
     )
 
 
-def _layer_rows(
+def _projections(
+    ckpt: bert.BertCheckpoint, layers: Sequence[int]
+) -> dict[int, tuple[np.ndarray, ...]]:
+    """Each layer's W_q, b_q, W_k, b_k (all heads, PyTorch layout), in float64."""
+    names = ("query.weight", "query.bias", "key.weight", "key.bias")
+    return {
+        layer: tuple(
+            ckpt.tensor(f"encoder.layer.{layer}.attention.self.{name}").astype(np.float64)
+            for name in names
+        )
+        for layer in layers
+    }
+
+
+def _measure(
+    ckpt: bert.BertCheckpoint,
+    ids: list[list[int]],
+    layers: Sequence[int],
+    batch_size: int,
+    proj: dict[int, tuple[np.ndarray, ...]],
+    progress: ProgressCallback | None,
+) -> tuple[dict[int, _Sums], dict[int, _InputMoments]]:
+    """Run the encoder batch by batch: each layer's logit sums per sequence, and input moments."""
+    heads, dk = ckpt.config.num_heads, ckpt.config.head_dim
+    sums = {layer: _Sums(len(ids), heads) for layer in layers}
+    moments = {layer: _InputMoments(ckpt.config.hidden_size) for layer in layers}
+    groups = list(bert.batches(ids, batch_size))
+    for index, (idx, batch) in enumerate(groups):
+        states = bert.forward(ckpt, batch, num_layers=max(layers)).hidden_states
+        for layer in layers:
+            h = states[layer].astype(np.float64)
+            moments[layer].add(h[batch.mask])
+            wq, bq, wk, bk = proj[layer]
+            q = bert.split_heads(bert.linear(h, wq, bq), heads)
+            k = bert.split_heads(bert.linear(h, wk, bk), heads)
+            sums[layer].store(idx, _measure_batch(q, k, batch.mask, dk))
+        if progress is not None:
+            progress(index, len(groups), 1.0)
+    return sums, moments
+
+
+def _heads(
     layer: int,
-    ckpt: object,
     proj: tuple[np.ndarray, ...],
     moments: _InputMoments,
     acc: _Sums,
     counts: np.ndarray,
-    n_pairs: np.ndarray,
     confidence: float,
 ) -> list[HeadAudit]:
+    """One layer's heads: weights, predictions from the input's moments, measured logits."""
     wq_all, bq_all, wk_all, bk_all = proj
     d = wq_all.shape[1]
     heads = acc.s1_all.shape[1]
     dk = wq_all.shape[0] // heads
     sigma_x = moments.sigma()
     mu, cov = moments.mean_cov()
+    n_pairs = counts**2
     cis = _jackknife_ci(acc.s1_all, acc.s2_all, n_pairs, 1.0 / dk, confidence)
     tot_pairs, tot_tokens = n_pairs.sum(), counts.sum()
     off_pairs = tot_pairs - tot_tokens
