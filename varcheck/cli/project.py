@@ -17,15 +17,8 @@ from .options import (
     precision_option,
     seed_option,
 )
+from .run import check_plot_path
 from .types import INIT
-
-
-def check_plot_path(plot: str | None) -> None:
-    """Fail before the run, not after it, when the figure cannot be written."""
-    if plot is not None:
-        from ..output.figures import check_plot_path as check
-
-        check(plot)
 
 
 @click.command(

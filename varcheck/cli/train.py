@@ -7,7 +7,7 @@ import click
 from . import EXIT_CODES_HELP
 from .console import stdout_console
 from .options import format_option, plot_option, seed_option
-from .project import check_plot_path
+from .run import check_plot_path
 from .types import INIT, FiniteFloat
 
 
