@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import re
@@ -12,12 +13,16 @@ import pytest
 
 from varcheck.errors import VarcheckError
 from varcheck.teaching.explain import (
+    FEW_ENTRIES,
     GROWING_SHAPES,
+    HEAVY_KURTOSIS,
+    SKEW_SD,
     exact_moments,
     explain,
     parse_shape,
     simulate_np_var,
 )
+from varcheck.teaching.render import explain_account
 
 # With about a dozen statistical comparisons per run, |z| < 4.5 keeps the chance of any false
 # alarm below 12 * 7e-6 ~ 1e-4 (two-sided normal tail at 4.5 sd).
@@ -367,8 +372,51 @@ def test_cli_refuses_before_working(run_cli, args: tuple[str, ...], message: str
 def test_account_for_near_normal_entries_speaks_of_few_entries() -> None:
     # one entry of a 2x40000x2 product is a sum of 40000 products: kurtosis 3 + 6/D, no heavy
     # tails to blame; the spread comes from np.var seeing only 4 entries
-    from varcheck.teaching.render import explain_account
-
     text = " ".join(explain_account(explain("2x40000x2", 1.0, seed=1, growing=None)))
     assert "Heavy tails" not in text and "Few entries" in text
     assert "Heavy tails" in " ".join(explain_account(explain(seed=1, growing=None)))
+
+
+@pytest.mark.parametrize(
+    ("entries", "kurtosis", "regime"),
+    [
+        (4, math.inf, "infinite"),
+        (4, math.nan, "infinite"),
+        (FEW_ENTRIES, HEAVY_KURTOSIS + 0.01, "heavy"),
+        (FEW_ENTRIES, HEAVY_KURTOSIS, "few"),
+        (FEW_ENTRIES + 1, 50.0, "many"),
+    ],
+)
+def test_tail_regime_thresholds(entries: int, kurtosis: float, regime: str) -> None:
+    """Guards the account's thresholds (now named in teaching/explain.py): at most FEW_ENTRIES
+    entries is few, and only a kurtosis above HEAVY_KURTOSIS is heavy."""
+    base = explain("2x2x2", None, replicates=100, growing=None, seed=1)
+    res = dataclasses.replace(base, shape=parse_shape((entries, 2, 1)), entry_kurtosis=kurtosis)
+    assert res.tail_regime == regime
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "regime", "opening"),
+    [
+        ({}, "heavy", "Heavy tails: each entry is a sum of only 2 products"),
+        ({"shape": "2x40000x2", "observed": 1.0}, "few", "Few entries: one entry"),
+        ({"shape": "20x20x20", "replicates": 200}, "many", "Tails: one entry"),
+        ({"dist": "t:df=3", "replicates": 200}, "infinite", "Heavy tails: the entries' fourth"),
+    ],
+)
+def test_account_follows_the_tail_regime(kwargs: dict, regime: str, opening: str) -> None:
+    res = explain(**{"seed": 1, "growing": None, **kwargs})
+    assert res.tail_regime == regime
+    assert explain_account(res)[1].startswith(opening)
+
+
+def test_skewed_right_threshold() -> None:
+    """Guards the account's skew test: the median more than SKEW_SD sd below the mean."""
+    raw = explain(replicates=1000, growing=None, seed=1).raw
+    assert raw.median == raw.quantiles[2].value and raw.quantiles[2].level == 0.5
+    assert raw.skewed_right  # 2x2x2: np.var of 4 entries has a long right tail
+    sd = 1.0
+    below = dataclasses.replace(raw, expected=raw.median + 1.5 * SKEW_SD * sd, sd=sd)
+    within = dataclasses.replace(raw, expected=raw.median + 0.5 * SKEW_SD * sd, sd=sd)
+    assert below.skewed_right and not within.skewed_right
+    assert "skewed to the right" in " ".join(explain_account(explain(seed=1, growing=None)))

@@ -92,6 +92,15 @@ MAX_DEFAULT_COST = 3e9
 MAX_EXPLICIT_COST = 2e11
 #: ... and one replicate may hold at most this many float64 values (A, B and A @ B; 400 MB).
 MAX_REPLICATE_ELEMENTS = 50_000_000
+#: np.var over at most this many entries counts as taken over few entries: its own law is then
+#: far from normal, skewed like a chi-square with (entries - 1) degrees of freedom.
+FEW_ENTRIES = 100
+#: Over few entries, an entry kurtosis above this (a normal variable has 3) counts as heavy
+#: tails: one large entry then often dominates np.var's squared deviations.
+HEAVY_KURTOSIS = 3.3
+#: A reading counts as skewed to the right when its median lies more than this many standard
+#: deviations below its mean.
+SKEW_SD = 0.05
 _CHUNK_ELEMENTS = 1 << 21
 #: A reading's verdict when no value was observed: there is nothing to judge.
 NO_OBSERVATION = "none"
@@ -492,6 +501,17 @@ class Reading:
         by_level = {q.level: q.value for q in self.quantiles}
         return by_level.get(0.025, math.nan), by_level.get(0.975, math.nan)
 
+    @property
+    def median(self) -> float:
+        """The median of np.var under this reading (``nan`` when it was not estimated)."""
+        return {q.level: q.value for q in self.quantiles}.get(0.5, math.nan)
+
+    @property
+    def skewed_right(self) -> bool:
+        """True when the median lies more than :data:`SKEW_SD` standard deviations below the
+        mean: the law of np.var has a long right tail."""
+        return self.median < self.expected - SKEW_SD * self.sd
+
 
 @dataclass(frozen=True)
 class ShapeRow:
@@ -571,6 +591,19 @@ class ExplainResult:
     @property
     def observed(self) -> float | None:
         return self.raw.observed
+
+    @property
+    def tail_regime(self) -> str:
+        """What shapes np.var's spread through the entries' tails: ``infinite`` (the entries have
+        no finite kurtosis), ``heavy`` (at most :data:`FEW_ENTRIES` entries with kurtosis above
+        :data:`HEAVY_KURTOSIS`), ``few`` (few entries close to normal: np.var is skewed like a
+        chi-square) or ``many`` (single large entries average out)."""
+        kurt = self.entry_kurtosis
+        if not math.isfinite(kurt):
+            return "infinite"
+        if self.shape.entries <= FEW_ENTRIES:
+            return "heavy" if kurt > HEAVY_KURTOSIS else "few"
+        return "many"
 
     @property
     def exit_code(self) -> int:

@@ -179,20 +179,20 @@ def explain_account(result: ExplainResult) -> list[str]:
         f"{mom.bias_factor:.6g} × the entry variance.{mean_part}"
     )
     lo, hi = raw.central_range
-    median = {q.level: q.value for q in raw.quantiles}.get(0.5, math.nan)
     kurt = result.entry_kurtosis
-    if not math.isfinite(kurt):
+    regime = result.tail_regime
+    if regime == "infinite":
         tails = (
             "Heavy tails: the entries' fourth moment is infinite, so single huge entries "
             "dominate np.var and its spread has no finite value."
         )
-    elif n <= 100 and kurt > 3.3:
+    elif regime == "heavy":
         tails = (
             f"Heavy tails: each entry is a sum of only {d} product{'s' if d > 1 else ''} of two "
             f"entries, with kurtosis {fmt(kurt)} (a normal variable has 3), and np.var sees only "
             f"{n} of them, so one large entry often dominates the squared deviations."
         )
-    elif n <= 100:
+    elif regime == "few":
         tails = (
             f"Few entries: one entry (a sum of {d} products) is close to normal (kurtosis "
             f"{fmt(kurt)}; a normal variable has 3), but np.var sees only {n} of them, and the "
@@ -206,9 +206,9 @@ def explain_account(result: ExplainResult) -> list[str]:
         )
     if math.isfinite(raw.sd):
         skew = (
-            f" and the median is {fmt(median)}, below the mean because the distribution is "
+            f" and the median is {fmt(raw.median)}, below the mean because the distribution is "
             "skewed to the right"
-            if median < raw.expected - 0.05 * raw.sd
+            if raw.skewed_right
             else ""
         )
         spread = (
@@ -380,12 +380,11 @@ def _explain_markdown(result: ExplainResult) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for label, r in (("`A @ B`", result.raw), ("`A @ B / √D`", result.scaled)):
-        med = next(q for q in r.quantiles if q.level == 0.5)
         lo, hi = r.central_range
         pct = "—" if math.isnan(r.percentile) else f"{r.percentile:.1f}%"
         lines.append(
             f"| {label} | {fmt(r.theory_var)} | {fmt(r.expected)} | {fmt(r.sd)} | "
-            f"{fmt(med.value)} | {interval(lo, hi)} | {pct} | {fmt_p(r.p_value)} | "
+            f"{fmt(r.median)} | {interval(lo, hi)} | {pct} | {fmt_p(r.p_value)} | "
             f"{r.verdict} |"
         )
     text = "\n".join(lines) + "\n"
