@@ -15,11 +15,16 @@ from pathlib import Path
 import numpy as np
 
 from varcheck import __version__
-from varcheck.output.formats import fmt
+from varcheck.output.formats import fmt, interval
 from varcheck.paper.beta import head_betas
 from varcheck.paper.figures import plot_project, plot_train
 from varcheck.paper.projection import ProjectionResult, ProjectionRow, init_sd, project
-from varcheck.paper.render import ProjectCells, project_cells, project_table_rows
+from varcheck.paper.render import (
+    ProjectCells,
+    project_cells,
+    project_table_rows,
+    train_step_cells,
+)
 from varcheck.paper.training import TrainConfig, TrainResult, train
 
 DOCS = Path(__file__).resolve().parents[1]
@@ -193,7 +198,7 @@ def means_table(res: ProjectionResult) -> str:
                 s.name,
                 fmt(s.trace),
                 fmt(r.predicted_mean),
-                f"{fmt(est.mean)} [{fmt(lo)}, {fmt(hi)}]",
+                f"{fmt(est.mean)} {interval(lo, hi)}",
                 fmt(r.predicted_mean / math.sqrt(r.predicted_var)),
             ]
         )
@@ -210,22 +215,7 @@ def train_tables(res: TrainResult) -> tuple[str, str]:
     for run in res.runs:
         for s in run.steps:
             if s.step in steps:
-                rows.append(
-                    [
-                        run.scheme,
-                        str(s.step),
-                        fmt(s.beta, 3),
-                        fmt(s.sigma_wq, 3),
-                        fmt(s.sigma_wk, 3),
-                        fmt(s.predicted_var_paper, 3),
-                        fmt(s.predicted_var_exact, 3),
-                        fmt(s.measured_var, 3),
-                        f"{s.entropy:.2f}",
-                        f"{s.match_weight:.2f}",
-                        f"{s.loss:.3f}",
-                        f"{s.accuracy:.3f}",
-                    ]
-                )
+                rows.append([run.scheme, *train_step_cells(s, attention_decimals=2)])
     headers = [
         "β",
         "step",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from .beta import BetaReport
     from .projection import ProjectionResult, ProjectionRow
-    from .training import TrainResult
+    from .training import TrainResult, TrainStep
 
 __all__ = [
     "ProjectCells",
@@ -38,6 +38,7 @@ __all__ = [
     "train_meta",
     "train_records",
     "train_summary",
+    "train_step_cells",
     "render_train",
 ]
 
@@ -298,6 +299,10 @@ def _table(title: str, caption: str | None, columns: list[tuple[str, str]]):  # 
     return table
 
 
+def _right_aligned(*names: str) -> list[tuple[str, str]]:
+    return [(name, "right") for name in names]
+
+
 def _print_table(table: Any, console: Console) -> None:
     """Print with every column at least as wide as its widest cell (headers may wrap): a
     folded number misleads, a wrapped header does not."""
@@ -464,20 +469,17 @@ def render_beta_table(report: BetaReport, console: Console) -> None:
             "σ_Wk²) d_k] · β_exact = 1/(σ_X² ‖W_q W_kᵀ‖_F), exact for different tokens with "
             f"i.i.d. zero-mean inputs · varcheck {report.version}"
         ),
-        [
-            (name, "right")
-            for name in (
-                "head",
-                "σ_Wq",
-                "σ_Wk",
-                "Var σ-based",
-                "Var exact",
-                "exact/σ-based",
-                "1/√d_k",
-                "β paper",
-                "β exact",
-            )
-        ],
+        _right_aligned(
+            "head",
+            "σ_Wq",
+            "σ_Wk",
+            "Var σ-based",
+            "Var exact",
+            "exact/σ-based",
+            "1/√d_k",
+            "β paper",
+            "β exact",
+        ),
     )
     for h in report.heads:
         table.add_row(
@@ -600,6 +602,27 @@ def render_train(result: TrainResult, fmt_name: str, console: Console) -> None:
     )
 
 
+def train_step_cells(step: TrainStep, *, attention_decimals: int = 3) -> list[str]:
+    """The cells of one recorded step, from ``step`` to accuracy (the train table, written once).
+
+    ``attention_decimals``: decimals of the attention entropy and matching weight (docs/paper.md
+    shows 2).
+    """
+    return [
+        str(step.step),
+        fmt(step.beta, 3),
+        fmt(step.sigma_wq, 3),
+        fmt(step.sigma_wk, 3),
+        fmt(step.predicted_var_paper, 3),
+        fmt(step.predicted_var_exact, 3),
+        fmt(step.measured_var, 3),
+        f"{step.entropy:.{attention_decimals}f}",
+        f"{step.match_weight:.{attention_decimals}f}",
+        f"{step.loss:.3f}",
+        f"{step.accuracy:.3f}",
+    ]
+
+
 def render_train_tables(result: TrainResult, console: Console) -> None:
     console.print(f"[bold]{train_title(result)}[/]")
     for run in result.runs:
@@ -609,37 +632,22 @@ def render_train_tables(result: TrainResult, console: Console) -> None:
                 f"seed {result.seed} · measured on a fixed evaluation batch of "
                 f"{result.config.eval_size} sequences · varcheck {result.version}"
             ),
-            [
-                (name, "right")
-                for name in (
-                    "step",
-                    "β",
-                    "σ_Wq",
-                    "σ_Wk",
-                    "Var pred. paper",
-                    "Var pred. exact",
-                    "Var meas.",
-                    "entropy",
-                    "w(match)",
-                    "loss",
-                    "acc.",
-                )
-            ],
+            _right_aligned(
+                "step",
+                "β",
+                "σ_Wq",
+                "σ_Wk",
+                "Var pred. paper",
+                "Var pred. exact",
+                "Var meas.",
+                "entropy",
+                "w(match)",
+                "loss",
+                "acc.",
+            ),
         )
         for s in run.steps:
-            table.add_row(
-                str(s.step),
-                fmt(s.beta, 3),
-                fmt(s.sigma_wq, 3),
-                fmt(s.sigma_wk, 3),
-                fmt(s.predicted_var_paper, 3),
-                fmt(s.predicted_var_exact, 3),
-                fmt(s.measured_var, 3),
-                f"{s.entropy:.3f}",
-                f"{s.match_weight:.3f}",
-                f"{s.loss:.3f}",
-                f"{s.accuracy:.3f}",
-            )
+            table.add_row(*train_step_cells(s))
         _print_table(table, console)
     console.print(
         "Var columns are of the logits β·q·k (the softmax input), so 1 is the target. "
