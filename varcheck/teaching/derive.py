@@ -19,13 +19,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from .._version import __version__
 from ..core.blocks import BlockPlan
 from ..core.distributions import Distribution, parse_distribution
-from ..core.estimation import ConfidenceInterval, VarianceEstimate, estimate_variance, t_quantile
+from ..core.estimation import (
+    ConfidenceInterval,
+    VarianceEstimate,
+    estimate_variance,
+    t_quantile,
+    t_two_sided_p,
+)
 from ..core.options import entry_laws, resolve_seed, sampling_effort, valid_count, valid_rho
 from ..core.ranges import MAX_DK
 from ..core.theory import DotProductTheory, dot_product_theory
@@ -191,8 +198,6 @@ def _mean_check(
 
 
 def _p(estimate: float, se: float, claim: float, df: int) -> float:
-    from ..core.estimation import t_two_sided_p
-
     if not (math.isfinite(claim) and math.isfinite(estimate)):
         return math.nan
     if se == 0:
@@ -244,6 +249,235 @@ def _degenerate(theory: DotProductTheory) -> bool:
     return theory.estimable and theory.var > 0 and theory.mu4 == theory.var**2
 
 
+def _has_test(theory: DotProductTheory) -> bool:
+    """A variance step's interval is valid: E[(q·k)⁴] is finite and (q·k)² is not constant."""
+    return theory.estimable and not _degenerate(theory)
+
+
+class _Settings(NamedTuple):
+    """The checked arguments of :func:`derive`."""
+
+    q: Distribution
+    k: Distribution
+    rho: float
+    dk: int
+    confidence: float
+    precision: float | None
+    samples: int | None
+    max_seconds: float | None
+    seed: int
+
+
+class _Check(NamedTuple):
+    """A step's Monte-Carlo check (named as :class:`DeriveStep`'s fields)."""
+
+    estimate: float
+    confidence_interval: ConfidenceInterval
+    se: float
+    samples: int
+    p_value: float
+    textbook_p_value: float
+    stop_reason: str = ""
+
+
+_NO_CHECK = _Check(
+    math.nan, ConfidenceInterval(math.nan, math.nan), math.nan, 0, math.nan, math.nan
+)
+
+
+def _textbook(dk: int) -> tuple[float, float, float, float]:
+    """The values the textbook claims for steps 1-4."""
+    return 0.0, 1.0, float(dk), 1.0
+
+
+def _step_texts(rho: float) -> tuple[tuple[str, str, str], ...]:
+    """Each step's quantity, the general formula used for its value, and the textbook's form."""
+    var_formula = (
+        "E[X²Y²] − E[XY]² (correlated normal pair)"
+        if rho
+        else "(Var X + E[X]²)(Var Y + E[Y]²) − E[X]²E[Y]²"
+    )
+    return (
+        ("E[XY]", "E[X]·E[Y] + ρ·sd(X)·sd(Y)" if rho else "E[X]·E[Y]", "E[X]·E[Y] = 0"),
+        ("Var(XY)", var_formula, "Var X · Var Y = 1"),
+        ("Var(q·k)", "d_k · Var(XY)", "d_k · 1 = d_k"),
+        ("Var(q·k/√d_k)", "Var(q·k) / d_k = Var(XY)", "d_k / d_k = 1"),
+    )
+
+
+def _derive_iv(
+    dk: int,
+    dist: Distribution | str,
+    q_dist: Distribution | str | None,
+    k_dist: Distribution | str | None,
+    rho: float,
+    confidence: float,
+    precision: float | None,
+    samples: int | None,
+    max_seconds: float | None,
+    seed: int | None,
+) -> _Settings:
+    dk = valid_count("dk", dk, 1, MAX_DK)
+    # dist is parsed first: None is refused, not read as normal
+    q, k = entry_laws(parse_distribution(dist), q_dist, k_dist)
+    rho = valid_rho(rho, q, k)
+    effort = sampling_effort(confidence, precision, samples, max_seconds)
+    return _Settings(q, k, rho, dk, *effort, seed=resolve_seed(seed))
+
+
+def _mean_step(one: DotProductTheory, cfg: _Settings) -> _Check:
+    """Step 1's check: the mean of products X·Y against E[XY] and against the textbook's 0."""
+    if math.isnan(one.term_mean):
+        return _NO_CHECK
+    n = cfg.samples if cfg.samples is not None else _MEAN_SAMPLES
+    est, se, ci = _mean_check(cfg.q, cfg.k, cfg.rho, n, cfg.seed, cfg.confidence)
+    if not math.isfinite(one.term_var):
+        # E[(XY)²] is infinite: the t-interval is not valid, so nothing is tested
+        return _Check(est, ci, se, n, math.nan, math.nan)
+    df = max(n - 1, 1)
+    return _Check(est, ci, se, n, _p(est, se, one.term_mean, df), _p(est, se, 0.0, df))
+
+
+def _fixed_budget(theory: DotProductTheory, cfg: _Settings) -> tuple[int | None, bool]:
+    """The products a variance step draws when it does not chase the precision (None when it
+    does), and whether that is because the precision would cost more than STEP_BUDGET."""
+    if cfg.samples is not None:
+        return cfg.samples, False
+    if not theory.estimable:
+        # with E[(q·k)^4] infinite the interval never settles: a fixed budget, shown as
+        # unreliable, instead of chasing a precision that is never reached
+        return _UNRELIABLE_SAMPLES, False
+    if cfg.precision is not None:
+        # products the precision needs, generously (the estimator's own planning bound):
+        # the relative variance of a variance estimate is about (kurtosis - 1) / n
+        need = 4.0 * max(theory.estimator_relative_variance, 0.5) / cfg.precision**2
+        if need * theory.dk > STEP_BUDGET:
+            return max(_MIN_BUDGET_SAMPLES, int(STEP_BUDGET // theory.dk)), True
+    return None, False
+
+
+def _variance_estimate(
+    theory: DotProductTheory, stream: tuple[int, ...], cfg: _Settings
+) -> tuple[VarianceEstimate | None, str]:
+    """The estimate of Var(q·k) for ``theory`` (None when it is infinite) and how it stopped
+    (``budget`` when STEP_BUDGET replaced the precision)."""
+    if not theory.var_finite:
+        return None, ""
+    fixed, budgeted = _fixed_budget(theory, cfg)
+    plan = None
+    if _degenerate(theory):
+        # (q·k)² is constant (e.g. Rademacher with d_k = 1): the block planner's correlation
+        # model divides by Var((q·k)²) = 0, and any block shape is equally good here
+        plan = BlockPlan(
+            side=1, paired=cfg.rho != 0.0, blocks_per_chunk=1 << 16, row_correlation=1.0
+        )
+    est = estimate_variance(
+        cfg.q,
+        cfg.k,
+        theory,
+        seed=cfg.seed,
+        stream=stream,
+        confidence=cfg.confidence,
+        precision=None if fixed is not None else cfg.precision,
+        samples=fixed,
+        max_seconds=cfg.max_seconds,
+        plan=plan,
+    )
+    return est, "budget" if budgeted else est.stop_reason
+
+
+def _variance_check(
+    estimated: tuple[VarianceEstimate | None, str],
+    theory: DotProductTheory,
+    value: float,
+    textbook_value: float,
+    factor: float,
+) -> _Check:
+    """A variance step's check: the estimate times ``factor``, the p-value of ``value`` (the
+    unscaled variance) and that of the textbook's value."""
+    est, stop_reason = estimated
+    if est is None:
+        return _NO_CHECK
+    estimate, ci = est.scaled(factor)
+    p = est.p_value(value) if _has_test(theory) else math.nan
+    p_book = est.p_value(textbook_value / factor) if theory.estimable else math.nan
+    return _Check(estimate, ci, est.se * factor, est.samples, p, p_book, stop_reason)
+
+
+def _checks(
+    one: DotProductTheory, th: DotProductTheory, cfg: _Settings
+) -> tuple[_Check, _Check, _Check, _Check]:
+    """The four steps' checks; step 4 is step 3's estimate divided by d_k (and its test)."""
+    mean = _mean_step(one, cfg)
+    est2 = _variance_estimate(one, (2,), cfg)
+    est3 = _variance_estimate(th, (3,), cfg)
+    book = _textbook(cfg.dk)
+    return (
+        mean,
+        _variance_check(est2, one, one.term_var, book[1], 1.0),
+        _variance_check(est3, th, th.var, book[2], 1.0),
+        _variance_check(est3, th, th.var, book[3], 1.0 / cfg.dk),
+    )
+
+
+def _judge_steps(
+    checks: tuple[_Check, ...], one: DotProductTheory, th: DotProductTheory, confidence: float
+) -> tuple[list[float], list[str]]:
+    """Holm-adjusted p-values and verdicts of the four steps: Holm over the three independent
+    checks; step 4 reuses step 3's draws, so it shares step 3's test."""
+    adjusted, verdicts = judge(
+        [c.p_value for c in checks[:3]],
+        alpha=1.0 - confidence,
+        finite=[not math.isnan(one.term_mean), one.var_finite, th.var_finite],
+        valid=[math.isfinite(one.term_var), _has_test(one), _has_test(th)],
+    )
+    return [*adjusted, adjusted[2]], [*verdicts, verdicts[2]]
+
+
+def _statuses(cfg: _Settings, values: tuple[float, ...]) -> tuple[list[str], list[str]]:
+    """Each step's status and why it breaks: step 1 when E[XY] is not 0, step 2 when Var(XY)
+    is not 1; steps 3 and 4 then inherit the wrong value."""
+    book = _textbook(cfg.dk)
+    mean_breaks = _differs(book[0], values[0])
+    var_breaks = _differs(book[1], values[1])
+    statuses = [BREAKS if mean_breaks else HOLDS, BREAKS if var_breaks else HOLDS]
+    statuses += [INHERITS if var_breaks else HOLDS] * 2
+    reasons = [
+        _mean_reason(cfg.q, cfg.k, cfg.rho) if mean_breaks else "",
+        _var_reason(cfg.q, cfg.k, cfg.rho, values[1]) if var_breaks else "",
+        "",
+        "",
+    ]
+    return statuses, reasons
+
+
+def _steps(
+    cfg: _Settings,
+    values: tuple[float, ...],
+    checks: tuple[_Check, ...],
+    adjusted: list[float],
+    verdicts: list[str],
+) -> tuple[DeriveStep, ...]:
+    statuses, reasons = _statuses(cfg, values)
+    book = _textbook(cfg.dk)
+    return tuple(
+        DeriveStep(
+            number=i + 1,
+            quantity=quantity,
+            formula=formula,
+            textbook=textbook,
+            textbook_value=book[i],
+            value=values[i],
+            status=statuses[i],
+            reason=reasons[i],
+            p_adjusted=adjusted[i],
+            verdict=verdicts[i],
+            **checks[i]._asdict(),
+        )
+        for i, (quantity, formula, textbook) in enumerate(_step_texts(cfg.rho))
+    )
+
+
 def derive(
     dk: int = 64,
     *,
@@ -293,189 +527,28 @@ def derive(
     (2, 24.0)
     """
 
-    dk = valid_count("dk", dk, 1, MAX_DK)
-    # dist is parsed first: None is refused, not read as normal
-    q, k = entry_laws(parse_distribution(dist), q_dist, k_dist)
-    rho = valid_rho(rho, q, k)
-    confidence, precision, samples, max_seconds = sampling_effort(
-        confidence, precision, samples, max_seconds
+    cfg = _derive_iv(
+        dk, dist, q_dist, k_dist, rho, confidence, precision, samples, max_seconds, seed
     )
-    seed = resolve_seed(seed)
-    alpha = 1.0 - confidence
-    one = dot_product_theory(1, q, k, rho)
-    th = dot_product_theory(dk, q, k, rho)
-
-    # step 1: the mean of one product
-    mean_value = one.term_mean
-    mean_valid = math.isfinite(one.term_var)
-    n1 = samples if samples is not None else _MEAN_SAMPLES
-    if math.isnan(mean_value):
-        m_est, m_se, m_ci = math.nan, math.nan, ConfidenceInterval(math.nan, math.nan)
-        n1 = 0
-    else:
-        m_est, m_se, m_ci = _mean_check(q, k, rho, n1, seed, confidence)
-
-    def var_estimate(theory: DotProductTheory, stream: tuple[int, ...]) -> VarianceEstimate | None:
-        if not theory.var_finite:
-            return None
-        fixed = samples
-        if fixed is None and not theory.estimable:
-            # with E[(q·k)^4] infinite the interval never settles: a fixed budget, shown as
-            # unreliable, instead of chasing a precision that is never reached
-            fixed = _UNRELIABLE_SAMPLES
-        if fixed is None and precision is not None:
-            # products the precision needs, generously (the estimator's own planning bound):
-            # the relative variance of a variance estimate is about (kurtosis - 1) / n
-            need = 4.0 * max(theory.estimator_relative_variance, 0.5) / precision**2
-            if need * theory.dk > STEP_BUDGET:
-                fixed = max(_MIN_BUDGET_SAMPLES, int(STEP_BUDGET // theory.dk))
-                budget_steps.add(stream)
-        plan = None
-        if _degenerate(theory):
-            # (q·k)² is constant (e.g. Rademacher with d_k = 1): the block planner's correlation
-            # model divides by Var((q·k)²) = 0, and any block shape is equally good here
-            plan = BlockPlan(
-                side=1, paired=rho != 0.0, blocks_per_chunk=1 << 16, row_correlation=1.0
-            )
-        return estimate_variance(
-            q,
-            k,
-            theory,
-            seed=seed,
-            stream=stream,
-            confidence=confidence,
-            precision=None if fixed is not None else precision,
-            samples=fixed,
-            max_seconds=max_seconds,
-            plan=plan,
-        )
-
-    budget_steps: set[tuple[int, ...]] = set()
-    est2 = var_estimate(one, (2,))
-    est3 = var_estimate(th, (3,))
-
-    def stop(est: VarianceEstimate | None, stream: tuple[int, ...]) -> str:
-        if est is None:
-            return ""
-        return "budget" if stream in budget_steps else est.stop_reason
-
-    textbook = [0.0, 1.0, float(dk), 1.0]
-    values = [mean_value, one.term_var, th.var, th.scaled_var]
-    statuses = []
-    reasons = []
-    broken_var = False
-    for i, (tv, v) in enumerate(zip(textbook, values, strict=True)):
-        if i == 0:
-            bad = _differs(tv, v)
-            statuses.append(BREAKS if bad else HOLDS)
-            reasons.append(_mean_reason(q, k, rho) if bad else "")
-        elif i == 1:
-            broken_var = _differs(tv, v)
-            statuses.append(BREAKS if broken_var else HOLDS)
-            reasons.append(_var_reason(q, k, rho, v) if broken_var else "")
-        else:
-            statuses.append(INHERITS if broken_var else HOLDS)
-            reasons.append("")
-    broken_step = 2 if broken_var else None
-
-    # p-values and Holm over the three independent checks (step 4 is step 3 divided by d_k)
-    df1 = max(n1 - 1, 1)
-    p1 = _p(m_est, m_se, mean_value, df1) if mean_valid else math.nan
-    ok2 = est2 is not None and one.estimable and not _degenerate(one)
-    ok3 = est3 is not None and th.estimable and not _degenerate(th)
-    p2 = est2.p_value(one.term_var) if ok2 else math.nan  # type: ignore[union-attr]
-    p3 = est3.p_value(th.var) if ok3 else math.nan  # type: ignore[union-attr]
-    adj, verdicts = judge(
-        [p1, p2, p3],
-        alpha=alpha,
-        finite=[not math.isnan(mean_value), one.var_finite, th.var_finite],
-        valid=[mean_valid, ok2, ok3],
-    )
-    adj.append(adj[2])
-    verdicts.append(verdicts[2])
-
-    nan_ci = ConfidenceInterval(math.nan, math.nan)
-    steps = [
-        DeriveStep(
-            number=1,
-            quantity="E[XY]",
-            formula="E[X]·E[Y] + ρ·sd(X)·sd(Y)" if rho else "E[X]·E[Y]",
-            textbook="E[X]·E[Y] = 0",
-            textbook_value=0.0,
-            value=mean_value,
-            status=statuses[0],
-            reason=reasons[0],
-            estimate=m_est,
-            confidence_interval=m_ci,
-            se=m_se,
-            samples=n1,
-            p_value=p1,
-            p_adjusted=adj[0],
-            textbook_p_value=_p(m_est, m_se, 0.0, df1) if mean_valid else math.nan,
-            verdict=verdicts[0],
-        )
-    ]
-    var_formula = (
-        "E[X²Y²] − E[XY]² (correlated normal pair)"
-        if rho
-        else "(Var X + E[X]²)(Var Y + E[Y]²) − E[X]²E[Y]²"
-    )
-    for number, quantity, formula, book, est, th_i, factor, why_stop in (
-        (2, "Var(XY)", var_formula, "Var X · Var Y = 1", est2, one, 1.0, stop(est2, (2,))),
-        (3, "Var(q·k)", "d_k · Var(XY)", "d_k · 1 = d_k", est3, th, 1.0, stop(est3, (3,))),
-        (
-            4,
-            "Var(q·k/√d_k)",
-            "Var(q·k) / d_k = Var(XY)",
-            "d_k / d_k = 1",
-            est3,
-            th,
-            1.0 / dk,
-            stop(est3, (3,)),
-        ),
-    ):
-        i = number - 1
-        if est is None:
-            e, se, ci, n = math.nan, math.nan, nan_ci, 0
-            p_book = math.nan
-        else:
-            e, ci = est.scaled(factor)
-            se, n = est.se * factor, est.samples
-            p_book = est.p_value(textbook[i] / factor) if th_i.estimable else math.nan
-        steps.append(
-            DeriveStep(
-                number=number,
-                quantity=quantity,
-                formula=formula,
-                textbook=book,
-                textbook_value=textbook[i],
-                value=values[i],
-                status=statuses[i],
-                reason=reasons[i],
-                estimate=e,
-                confidence_interval=ci,
-                se=se,
-                samples=n,
-                p_value=[p1, p2, p3, p3][i],
-                p_adjusted=adj[i],
-                textbook_p_value=p_book,
-                verdict=verdicts[i],
-                stop_reason=why_stop,
-            )
-        )
+    one = dot_product_theory(1, cfg.q, cfg.k, cfg.rho)
+    th = dot_product_theory(cfg.dk, cfg.q, cfg.k, cfg.rho)
+    checks = _checks(one, th, cfg)
+    adjusted, verdicts = _judge_steps(checks, one, th, cfg.confidence)
+    values = (one.term_mean, one.term_var, th.var, th.scaled_var)
+    steps = _steps(cfg, values, checks, adjusted, verdicts)
     return DeriveResult(
-        steps=tuple(steps),
-        broken_step=broken_step,
+        steps=steps,
+        broken_step=2 if steps[1].status == BREAKS else None,
         correct_var=th.var,
         correct_scaled_var=th.scaled_var,
         theory=th,
-        q_dist=q,
-        k_dist=k,
-        rho=rho,
-        dk=dk,
-        confidence=confidence,
-        seed=seed,
-        precision=precision,
-        samples=samples,
-        max_seconds=max_seconds,
+        q_dist=cfg.q,
+        k_dist=cfg.k,
+        rho=cfg.rho,
+        dk=cfg.dk,
+        confidence=cfg.confidence,
+        seed=cfg.seed,
+        precision=cfg.precision,
+        samples=cfg.samples,
+        max_seconds=cfg.max_seconds,
     )
