@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import io
 import json
 import math
 import warnings
@@ -11,17 +12,19 @@ import warnings
 import numpy as np
 import pytest
 from bert_weights import random_bert_weights
+from rich.console import Console
 
 from varcheck.core.estimation import ConfidenceInterval
 from varcheck.encoder import bert
 from varcheck.encoder.heads import (
+    AuditResult,
     HeadAudit,
     audit,
     default_sentences,
     parse_layers,
     read_text_file,
 )
-from varcheck.encoder.render import _record, _scaled_cell
+from varcheck.encoder.render import _record, _scaled_cell, render_audit_table
 from varcheck.errors import VarcheckError
 
 HAVE_MODELS_EXTRA = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers"))
@@ -134,6 +137,39 @@ def test_scale_check_places_the_interval_against_one(low, high, check):
 )
 def test_table_colours_the_scaled_variance_by_scale_check(low, high, cell):
     assert _scaled_cell(_head(low, high)) == cell
+
+
+def _one_head_result(low, high):
+    return AuditResult(
+        rows=(_head(low, high),),
+        model_path="m",
+        model_name="tiny",
+        text="t",
+        sequences=1,
+        tokens=3,
+        max_length=8,
+        layers=(0,),
+        hidden_size=8,
+        num_heads=1,
+        dk=4,
+        mean_log_tokens=1.0,
+        confidence=0.95,
+        seconds=0.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "shown"), [(0.5, 2.5, "0.500–2.50"), (math.nan, math.nan, "")]
+)
+def test_table_shows_the_interval_bare_or_nothing(low, high, shown):
+    """``lo–hi`` without brackets, and an empty cell when there is no interval (one sequence)."""
+    out = io.StringIO()
+    render_audit_table(_one_head_result(low, high), Console(file=out, width=100, color_system=None))
+    lines = out.getvalue().splitlines()
+    head_row = next(line for line in lines if line.lstrip().startswith("0 "))
+    # paper, exact, cov, measured (6 = 1.5 · d_k), scaled, interval, β_unit = 1/√6
+    assert head_row.split() == f"0 0 1.00 1.00 1.00 6.00 1.50 {shown} 0.408".split()
+    assert any(line.split()[:4] == ["0", "1.00", "1.50", "1.50–1.50"] for line in lines)
 
 
 def test_scale_check_is_not_a_field_of_the_json():

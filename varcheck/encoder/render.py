@@ -9,8 +9,9 @@ from ..output.formats import fmt, records_to_csv, records_to_markdown, to_json, 
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
-    from .heads import AuditResult, HeadAudit
+    from .heads import AuditResult, HeadAudit, LayerSummary
 
 __all__ = [
     "audit_meta",
@@ -19,9 +20,11 @@ __all__ = [
     "audit_to_json",
     "audit_title",
     "audit_markdown",
+    "layer_cells",
     "render_audit_table",
     "render_audit",
     "SCALE_STYLE",
+    "LEGEND",
 ]
 
 #: The table's colour for a head's scaled variance, by :attr:`HeadAudit.scale_check`; a head
@@ -125,13 +128,47 @@ def audit_title(result: AuditResult) -> str:
     )
 
 
+#: Under the per-layer table: what each prediction assumes.
+LEGEND = (
+    "paper: (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k · exact: σ_X⁴‖W_q W_kᵀ‖_F² (i.i.d. zero-mean "
+    "inputs) · centred: tr(C_q C_k), zero-mean inputs with the measured covariance · cov: "
+    "independent tokens with the input's measured mean and covariance, biases included"
+)
+
+
+def _cells(*values: float) -> list[str]:
+    """The audit's numbers in a table: three significant digits."""
+    return [fmt(v, 3) for v in values]
+
+
+def _span(low: float, high: float) -> str:
+    # bare "lo–hi": output.formats.interval would add brackets the audit's tables never had
+    return f"{fmt(low, 3)}–{fmt(high, 3)}"
+
+
 def _scaled_cell(row: HeadAudit) -> str:
     text = fmt(row.measured_scaled_var, 3)
     style = SCALE_STYLE.get(row.scale_check)
     return f"[{style}]{text}[/]" if style else text
 
 
-def _table(title: str, caption: str, columns: list[str]):  # noqa: ANN202
+def _interval(row: HeadAudit) -> str:
+    lo, hi = row.scaled_var_ci
+    return "" if math.isnan(lo) else _span(lo, hi)
+
+
+def layer_cells(summary: LayerSummary) -> list[str]:
+    """One row of the per-layer table, as the terminal and docs/audit.md show it."""
+    return [
+        str(summary.layer),
+        *_cells(summary.sigma_x, summary.scaled_var_median),
+        _span(summary.scaled_var_min, summary.scaled_var_max),
+        *_cells(summary.ratio_paper, summary.ratio_exact, summary.ratio_centred, summary.ratio_cov),
+        *_cells(summary.beta_unit_median, summary.entropy_mean),
+    ]
+
+
+def _table(title: str, caption: str, columns: list[str]) -> Table:
     from rich import box
     from rich.table import Table
 
@@ -148,19 +185,10 @@ def _table(title: str, caption: str, columns: list[str]):  # noqa: ANN202
     return table
 
 
-def _interval(row: HeadAudit) -> str:
-    # bare "lo–hi": output.formats.interval would add brackets the audit's tables never had
-    lo, hi = row.scaled_var_ci
-    return "" if math.isnan(lo) else f"{fmt(lo, 3)}–{fmt(hi, 3)}"
-
-
-def render_audit_table(result: AuditResult, console: Console) -> None:
-    """Two per-head tables (logit scale; weights and attention), a per-layer summary, a legend.
-
-    Each table stays within 80 columns, so nothing is cut on a terminal or in a pipe.
-    """
+def _scale_table(result: AuditResult) -> Table:
+    """Per head: the three predictions, the measured variance, the scaled one and β_unit."""
     conf = f"{result.confidence:.0%}"
-    scale = _table(
+    table = _table(
         audit_title(result),
         f"paper, exact, cov: predicted Var(q·k) · measured: Var(q·k) over all token pairs · "
         f"scaled: Var(q·k/√d_k), 1 if 1/√d_k is right, with a {conf} jackknife interval over "
@@ -169,19 +197,21 @@ def render_audit_table(result: AuditResult, console: Console) -> None:
         ["layer", "head", "paper", "exact", "cov", "measured", "scaled", f"{conf} CI", "β_unit"],
     )
     for row in result.rows:
-        scale.add_row(
+        table.add_row(
             str(row.layer),
             str(row.head),
-            fmt(row.predicted_var_paper, 3),
-            fmt(row.predicted_var_exact, 3),
-            fmt(row.predicted_var_cov, 3),
+            *_cells(row.predicted_var_paper, row.predicted_var_exact, row.predicted_var_cov),
             fmt(row.measured_var, 3),
             _scaled_cell(row),
             _interval(row),
             fmt(row.beta_unit, 3),
         )
-    console.print(scale)
-    weights = _table(
+    return table
+
+
+def _weights_table(result: AuditResult) -> Table:
+    """Per head: weight and bias spreads, mean logits, attention entropy."""
+    table = _table(
         "Weights, mean logits and attention entropy",
         "σ: sd of the entries of the head's W_q, W_k (d_k × d_x) and biases · same, diff: mean "
         "q·k for i = j and for i ≠ j · entropy of softmax(q·k/√d_k) in nats (uniform "
@@ -189,56 +219,38 @@ def render_audit_table(result: AuditResult, console: Console) -> None:
         ["layer", "head", "σ_Wq", "σ_Wk", "σ_bq", "σ_bk", "same", "diff", "entropy"],
     )
     for row in result.rows:
-        weights.add_row(
+        table.add_row(
             str(row.layer),
             str(row.head),
-            fmt(row.sigma_wq, 3),
-            fmt(row.sigma_wk, 3),
-            fmt(row.sigma_bq, 3),
-            fmt(row.sigma_bk, 3),
-            fmt(row.mean_same, 3),
-            fmt(row.mean_diff, 3),
-            fmt(row.entropy, 3),
+            *_cells(row.sigma_wq, row.sigma_wk, row.sigma_bq, row.sigma_bk),
+            *_cells(row.mean_same, row.mean_diff, row.entropy),
         )
-    console.print(weights)
-    summary = _table(
+    return table
+
+
+def _layer_table(result: AuditResult) -> Table:
+    """Per layer: the spread of the scaled variance and how well each prediction tracks it."""
+    table = _table(
         "Per layer",
         "σ_X: sd of the entries of the layer's input (post-LayerNorm hidden states) · scaled: "
         "median and range over heads · paper, exact, centred, cov: predicted / measured Var, "
         "geometric mean over heads (1: the prediction tracks the measurement) · β_unit, "
         "entropy: median and mean over heads",
-        [
-            "layer",
-            "σ_X",
-            "scaled",
-            "min–max",
-            "paper",
-            "exact",
-            "centred",
-            "cov",
-            "β_unit",
-            "entropy",
-        ],
+        "layer σ_X scaled min–max paper exact centred cov β_unit entropy".split(),
     )
-    for s in result.summaries:
-        summary.add_row(
-            str(s.layer),
-            fmt(s.sigma_x, 3),
-            fmt(s.scaled_var_median, 3),
-            f"{fmt(s.scaled_var_min, 3)}–{fmt(s.scaled_var_max, 3)}",
-            fmt(s.ratio_paper, 3),
-            fmt(s.ratio_exact, 3),
-            fmt(s.ratio_centred, 3),
-            fmt(s.ratio_cov, 3),
-            fmt(s.beta_unit_median, 3),
-            fmt(s.entropy_mean, 3),
-        )
-    console.print(summary)
-    console.print(
-        "paper: (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k · exact: σ_X⁴‖W_q W_kᵀ‖_F² (i.i.d. zero-mean "
-        "inputs) · centred: tr(C_q C_k), zero-mean inputs with the measured covariance · cov: "
-        "independent tokens with the input's measured mean and covariance, biases included"
-    )
+    for summary in result.summaries:
+        table.add_row(*layer_cells(summary))
+    return table
+
+
+def render_audit_table(result: AuditResult, console: Console) -> None:
+    """Two per-head tables (logit scale; weights and attention), a per-layer summary, a legend.
+
+    Each table stays within 80 columns, so nothing is cut on a terminal or in a pipe.
+    """
+    for table in (_scale_table(result), _weights_table(result), _layer_table(result)):
+        console.print(table)
+    console.print(LEGEND)
 
 
 def audit_markdown(result: AuditResult) -> str:
