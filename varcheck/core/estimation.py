@@ -26,9 +26,9 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -37,8 +37,14 @@ from .distributions import Distribution
 from .parallel import Runner, SerialRunner, ordered_map
 from .theory import DotProductTheory
 
+T = TypeVar("T")
+
 __all__ = [
     "ConfidenceInterval",
+    "Rounds",
+    "StopRule",
+    "draw_rounds",
+    "summarise",
     "block_interval",
     "claim_statistic",
     "hall_interval",
@@ -448,22 +454,15 @@ def estimate_variance(
     -------
     VarianceEstimate
     """
-    dk, rho = theory.dk, theory.rho
     if samples is not None:
         cap: float = samples
-    elif theory.estimable and theory.var > 0:
+    elif theory.estimable:
         # predicted independent products needed at the target; a pilot beyond that is waste
         cap = 4.0 * max(theory.estimator_relative_variance, 0.5) / precision**2
     else:
         cap = math.inf
     if plan is None:
         plan = plan_blocks(q, k, theory, max_side=_side_cap(cap))
-    if samples is not None:
-        target_blocks = max(
-            MIN_BLOCKS if samples >= MIN_BLOCKS else 2, -(-samples // plan.products_per_block)
-        )
-    else:
-        target_blocks = MIN_BLOCKS
     # Hall's skewness correction needs a finite third moment of (q·k)^2, i.e. E[(q·k)^6];
     # without it the sample skewness is noise and the log scale is the safer correction
     method = "log" if theory.slow_convergence else "hall"
@@ -472,64 +471,189 @@ def estimate_variance(
     shift = theory.mean if math.isfinite(theory.mean) else 0.0
     acc = BlockAccumulator()
     runner = SerialRunner() if runner is None else runner
-    start = time.perf_counter()
-    next_chunk = 0
-    stop_reason = "precision"
-    while True:
-        wanted = target_blocks - acc.n
-        n_chunks = -(-wanted // plan.blocks_per_chunk)
-        # a generator: a run of 10^10 products never holds its task list in memory
-        chunk_args = (
-            (
-                q,
-                k,
-                dk,
-                plan,
-                seed,
-                stream,
-                chunk,
-                min(plan.blocks_per_chunk, wanted - i * plan.blocks_per_chunk),
-                rho,
-                shift,
-            )
-            # the outermost iterable is evaluated now, so this round's chunk numbers are fixed
-            # before next_chunk moves on (a lazy `next_chunk + i` drew earlier rounds' blocks again)
-            for i, chunk in enumerate(range(next_chunk, next_chunk + n_chunks))
-        )
-        next_chunk += n_chunks
-        results = ordered_map(runner, run_chunk, chunk_args)
-        for m, a in results:
-            acc.add(m, a)
-            if progress is not None:
-                progress(min(1.0, acc.n / target_blocks))
-            if max_seconds is not None and time.perf_counter() - start > max_seconds and acc.n >= 2:
-                stop_reason = "max-seconds"
-                results.close()
-                break
-        if stop_reason == "max-seconds" or samples is not None:
-            if samples is not None and stop_reason != "max-seconds":
-                stop_reason = "samples"
-            break
+    task = (q, k, theory.dk, plan, seed, stream)
+
+    def draw(tasks: Iterator[tuple[int, int]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        # run_chunk is looked up when called, so tests can watch which chunks are drawn
+        return ordered_map(runner, run_chunk, ((*task, c, b, theory.rho, shift) for c, b in tasks))
+
+    def widest() -> float:
         est, se, _ = acc.variance_and_se()
-        rel = relative_half_width(est, block_interval(acc, est, se, confidence, method))
-        if rel <= precision:
-            break
-        grow = (rel / precision) ** 2 * _OVERSHOOT if math.isfinite(rel) else _ROUND_GROWTH_CAP
-        target_blocks = int(math.ceil(acc.n * min(grow, _ROUND_GROWTH_CAP)))
+        return relative_half_width(est, block_interval(acc, est, se, confidence, method))
+
+    rule = StopRule(
+        precision=None if samples is not None else precision,
+        first_round=_first_round(samples, plan),
+        fixed=None if samples is None else "samples",
+        max_seconds=max_seconds,
+    )
+    rounds = draw_rounds(
+        rule, plan.blocks_per_chunk, draw, lambda rs: acc.add(*rs[0]), widest, progress=progress
+    )
+    return summarise(
+        acc,
+        confidence=confidence,
+        method=method,
+        products_per_block=plan.products_per_block,
+        block_side=plan.side,
+        stop_reason=rounds.stop_reason,
+        shift=shift,
+    )
+
+
+def _first_round(samples: int | None, plan: BlockPlan) -> int:
+    """Blocks of the first round: a pilot of MIN_BLOCKS, or the whole of a fixed budget."""
+    if samples is None:
+        return MIN_BLOCKS
+    floor = MIN_BLOCKS if samples >= MIN_BLOCKS else 2
+    return max(floor, -(-samples // plan.products_per_block))
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When a run of independent blocks ends: the one adaptive stopping rule of varcheck.
+
+    Attributes
+    ----------
+    precision : float or None
+        Target relative half-width (None with a fixed budget).
+    first_round : int
+        Blocks of the first round (all of them with a fixed budget).
+    fixed : str or None
+        With a fixed budget, the stop reason it reports (``samples``, ``blocks``): one round.
+    max_seconds : float or None
+        Wall-time cap; the run stops after the chunk that passes it (once 2 blocks exist).
+    max_blocks : int or None
+        A cap on the blocks of an adaptive run (it then stops with reason ``precision``).
+    """
+
+    precision: float | None
+    first_round: int
+    fixed: str | None = None
+    max_seconds: float | None = None
+    max_blocks: int | None = None
+
+
+class Rounds(NamedTuple):
+    """What :func:`draw_rounds` did: the blocks drawn and merged, and why it stopped."""
+
+    blocks: int
+    stop_reason: str
+
+
+def _tasks(first: int, wanted: int, per_chunk: int) -> Iterator[tuple[int, int]]:
+    # arguments bound at the call: a round's chunk numbers never depend on later rounds
+    return (
+        (first + i, min(per_chunk, wanted - i * per_chunk)) for i in range(-(-wanted // per_chunk))
+    )
+
+
+def draw_rounds(
+    rule: StopRule,
+    blocks_per_chunk: int,
+    draw: Callable[[Iterator[tuple[int, int]]], Iterator[T]],
+    absorb: Callable[[list[T]], None],
+    widest: Callable[[], float],
+    *,
+    per_round: bool = False,
+    progress: Callable[[float], None] | None = None,
+) -> Rounds:
+    """Draw rounds of independent blocks until ``rule`` says stop.
+
+    Parameters
+    ----------
+    rule : StopRule
+        Target, first round, fixed budget and caps.
+    blocks_per_chunk : int
+        Blocks per chunk: the unit of seeding and of parallel work.
+    draw : callable
+        Maps ``(chunk number, blocks)`` tasks to their results, in order; the iterator it
+        returns is closed early when the time cap stops the run.
+    absorb : callable
+        Merges a list of results into the caller's accumulators: after each chunk, or once per
+        round with ``per_round``.
+    widest : callable
+        The largest relative half-width over the caller's accumulators, after a round.
+    per_round : bool
+        Merge once per round (the accumulators' fixed cost is most of a small chunk's).
+    progress : callable, optional
+        Called with the fraction of the current round's target drawn, after each chunk.
+
+    Returns
+    -------
+    Rounds
+        Chunk numbers never repeat across rounds, so the blocks are independent; each round
+        is sized from the measured width, ``(width / precision)^2`` times the blocks so far
+        with a 10% margin, at most 16 times.
+    """
+    start = time.perf_counter()
+    target, drawn, next_chunk = rule.first_round, 0, 0
+    stop = rule.fixed or "precision"
+    while True:
+        wanted = target - drawn
+        results = draw(_tasks(next_chunk, wanted, blocks_per_chunk))
+        next_chunk += -(-wanted // blocks_per_chunk)
+        held: list[T] = []
+        for i, result in enumerate(results):
+            drawn += min(blocks_per_chunk, wanted - i * blocks_per_chunk)
+            held.append(result)
+            if not per_round:
+                absorb(held)
+                held = []
+            if progress is not None:
+                progress(min(1.0, drawn / target))
+            late = rule.max_seconds is not None and time.perf_counter() - start > rule.max_seconds
+            if late and drawn >= 2:
+                stop = "max-seconds"
+                results.close()  # type: ignore[attr-defined]
+                break
+        if held:
+            absorb(held)
+        if stop != "precision" or (rule.max_blocks is not None and drawn >= rule.max_blocks):
+            return Rounds(drawn, stop)
+        worst = widest()
+        if worst <= rule.precision:  # type: ignore[operator]
+            return Rounds(drawn, stop)
+        grow = (worst / rule.precision) ** 2 * _OVERSHOOT if math.isfinite(worst) else math.inf
+        target = int(math.ceil(drawn * min(grow, _ROUND_GROWTH_CAP)))
+        if rule.max_blocks is not None:
+            target = min(target, rule.max_blocks)
+
+
+def summarise(
+    acc: BlockAccumulator,
+    *,
+    confidence: float,
+    method: str,
+    products_per_block: int,
+    block_side: int,
+    stop_reason: str,
+    shift: float = 0.0,
+    groups: int = 1,
+    target: float | None = None,
+) -> VarianceEstimate:
+    """The estimate, interval and bookkeeping of an accumulator (products centred by ``shift``).
+
+    With ``target``, an estimate that reached that precision reports ``precision`` as its stop
+    reason whatever ended the run (rows drawn together reach it at different times).
+    """
     est, se, mean = acc.variance_and_se()
-    mean += shift
     interval = block_interval(acc, est, se, confidence, method)
+    rel = relative_half_width(est, interval)
+    if target is not None and rel <= target:
+        stop_reason = "precision"
     return VarianceEstimate(
         var=est,
         confidence_interval=interval,
         se=se,
-        mean=mean,
-        samples=acc.n * plan.products_per_block,
+        mean=mean + shift,
+        samples=acc.n * products_per_block,
         blocks=acc.n,
-        block_side=plan.side,
+        block_side=block_side,
         confidence=confidence,
-        precision=relative_half_width(est, interval),
+        precision=rel,
         stop_reason=stop_reason,
         skewness=acc.skewness(),
         interval_method=method,
+        groups=groups,
     )

@@ -56,8 +56,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -66,13 +65,14 @@ import numpy as np
 from .blocks import _rng_cost as _rng_cost_of_family
 from .distributions import Distribution
 from .estimation import (
-    _OVERSHOOT,
-    _ROUND_GROWTH_CAP,
     MIN_BLOCKS,
     BlockAccumulator,
+    StopRule,
     VarianceEstimate,
     block_interval,
+    draw_rounds,
     relative_half_width,
+    summarise,
 )
 from .parallel import Runner, SerialRunner, ordered_map
 from .theory import DotProductTheory
@@ -750,84 +750,43 @@ def estimate_shared(
     accs = [BlockAccumulator() for _ in range(levels)]
     joint = _JointMoments(2 * levels)
     runner = SerialRunner() if runner is None else runner
+    task = (q, k, plan, seed, stream)
     workspace = _Workspace()
-    start = time.perf_counter()
+
+    def draw(tasks: Iterator[tuple[int, int]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        return ordered_map(runner, run_shared_chunk, ((*task, c, b, workspace) for c, b in tasks))
+
+    def absorb(results: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        m = np.concatenate([r[0] for r in results])
+        a = np.concatenate([r[1] for r in results])
+        for j, acc in enumerate(accs):
+            acc.add(m[:, j], a[:, j])
+        joint.add(np.concatenate([m, a], axis=1))
+
+    def widest() -> float:
+        return max(_relative_width(c, confidence, m) for c, m in zip(accs, methods, strict=True))
+
     # the predicted number of blocks (sized from the theory under test) is only a first round:
     # if the truth is noisier, later rounds are sized from the measured standard errors
-    target_blocks = plan.blocks_needed
-    next_chunk = 0
-    stop_reason = "precision"
-    while True:
-        wanted = target_blocks - joint.n
-        n_chunks = -(-wanted // plan.blocks_per_chunk)
-        chunk_args = (
-            (
-                q,
-                k,
-                plan,
-                seed,
-                stream,
-                chunk,
-                min(plan.blocks_per_chunk, wanted - i * plan.blocks_per_chunk),
-                workspace,
-            )
-            # the outermost iterable is evaluated now, so this round's chunk numbers are fixed
-            # before next_chunk moves on (a lazy `next_chunk + i` drew earlier rounds' blocks again)
-            for i, chunk in enumerate(range(next_chunk, next_chunk + n_chunks))
+    rule = StopRule(precision=precision, first_round=plan.blocks_needed, max_seconds=max_seconds)
+    # merged once per round, not per chunk: the accumulators' fixed cost is most of a small
+    # chunk's; the merge order (and so the result) is still the chunks' order
+    rounds = draw_rounds(
+        rule, plan.blocks_per_chunk, draw, absorb, widest, per_round=True, progress=progress
+    )
+    estimates = [
+        summarise(
+            acc,
+            confidence=confidence,
+            method=method,
+            products_per_block=plan.products_per_block(dk),
+            block_side=plan.rows,
+            stop_reason=rounds.stop_reason,
+            groups=plan.groups(dk),
+            target=precision,
         )
-        next_chunk += n_chunks
-        results = ordered_map(runner, run_shared_chunk, chunk_args)
-        # merged once per round, not per chunk: the accumulators' fixed cost is most of a
-        # small chunk's; the merge order (and so the result) is still the chunks' order
-        round_m, round_a = [], []
-        drawn = joint.n
-        for m, a in results:
-            round_m.append(m)
-            round_a.append(a)
-            drawn += m.shape[0]
-            if progress is not None:
-                progress(min(1.0, drawn / target_blocks))
-            if max_seconds is not None and time.perf_counter() - start > max_seconds:
-                if drawn >= 2:
-                    stop_reason = "max-seconds"
-                    results.close()
-                    break
-        if round_m:
-            m, a = np.concatenate(round_m), np.concatenate(round_a)
-            for j, acc in enumerate(accs):
-                acc.add(m[:, j], a[:, j])
-            joint.add(np.concatenate([m, a], axis=1))
-        if stop_reason == "max-seconds":
-            break
-        worst = max(
-            _relative_width(acc, confidence, m) for acc, m in zip(accs, methods, strict=True)
-        )
-        if worst <= precision:
-            break
-        grow = (worst / precision) ** 2 * _OVERSHOOT if math.isfinite(worst) else math.inf
-        target_blocks = int(math.ceil(joint.n * min(grow, _ROUND_GROWTH_CAP)))
-    estimates = []
-    for dk, acc, method in zip(plan.dks, accs, methods, strict=True):
-        est, se, mean = acc.variance_and_se()
-        interval = block_interval(acc, est, se, confidence, method)
-        rel = relative_half_width(est, interval)
-        estimates.append(
-            VarianceEstimate(
-                var=est,
-                confidence_interval=interval,
-                se=se,
-                mean=mean,
-                samples=acc.n * plan.products_per_block(dk),
-                blocks=acc.n,
-                block_side=plan.rows,
-                confidence=confidence,
-                precision=rel,
-                stop_reason="precision" if rel <= precision else stop_reason,
-                skewness=acc.skewness(),
-                interval_method=method,
-                groups=plan.groups(dk),
-            )
-        )
+        for dk, acc, method in zip(plan.dks, accs, methods, strict=True)
+    ]
     cov = _covariance(joint, levels)
     # the diagonal as the rows' own standard errors (which add a second-order term)
     cov[np.diag_indices(levels)] = [e.se**2 for e in estimates]
