@@ -38,6 +38,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from statistics import NormalDist
+from typing import NamedTuple
 
 import numpy as np
 
@@ -725,6 +726,104 @@ def _check_observed(observed: float | None) -> float | None:
     return float(observed)
 
 
+class _Settings(NamedTuple):
+    """The checked arguments of :func:`explain` (``replicates`` None: the default for the shape)."""
+
+    shape: Shape
+    ddof: int
+    a: Distribution
+    b: Distribution
+    observed: float | None
+    confidence: float
+    replicates: int | None
+    seed: int
+
+
+class _Readings(NamedTuple):
+    """Both readings and the simulation behind them (named as :class:`ExplainResult`'s fields)."""
+
+    raw: Reading
+    scaled: Reading
+    method: str
+    replicates: int
+    mc_mean: float
+    mc_mean_se: float
+    mc_sd: float
+    samples: np.ndarray | None
+
+
+def _explain_iv(
+    shape: Shape | str | Sequence[int],
+    observed: float | None,
+    ddof: int,
+    dist: Distribution | str,
+    a_dist: Distribution | str | None,
+    b_dist: Distribution | str | None,
+    replicates: int | None,
+    confidence: float,
+    seed: int | None,
+) -> _Settings:
+    shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
+    # dist is parsed first: None is refused, not read as normal
+    a, b = entry_laws(parse_distribution(dist), a_dist, b_dist)
+    ddof = _check_ddof(ddof, shp)
+    observed = _check_observed(observed)
+    confidence = valid_confidence(confidence)
+    if replicates is not None:
+        replicates = _check_replicates(replicates, shp)
+    return _Settings(shp, ddof, a, b, observed, confidence, replicates, resolve_seed(seed))
+
+
+def _readings(
+    cfg: _Settings, mom: VarMoments, raw_theory: float, scaled_theory: float
+) -> _Readings:
+    """The observed value judged under both readings, from a simulation of the experiment, or
+    from the gamma law with the exact mean and sd when the shape is too large to simulate."""
+    shp, observed, alpha = cfg.shape, cfg.observed, 1.0 - cfg.confidence
+    # the scaled reading divides A @ B by sqrt(D), so np.var is divided by D
+    factor = 1.0 / shp.d
+    replicates = default_replicates(shp) if cfg.replicates is None else cfg.replicates
+    if replicates == 0:
+        return _Readings(
+            _reading_gamma("raw", raw_theory, mom, 1.0, observed, alpha),
+            _reading_gamma("scaled", scaled_theory, mom, factor, observed, alpha),
+            "gamma-approximation",
+            replicates,
+            math.nan,
+            math.nan,
+            math.nan,
+            None,
+        )
+    sims = np.sort(
+        simulate_np_var(shp, replicates, ddof=cfg.ddof, a_dist=cfg.a, b_dist=cfg.b, seed=cfg.seed)
+    )
+    mc_sd = float(sims.std(ddof=1))
+    return _Readings(
+        _reading_mc("raw", raw_theory, mom, 1.0, sims, observed, alpha),
+        _reading_mc("scaled", scaled_theory, mom, factor, sims, observed, alpha),
+        "monte-carlo",
+        replicates,
+        float(sims.mean()),
+        mc_sd / math.sqrt(replicates),
+        mc_sd,
+        sims,
+    )
+
+
+def _growing_rows(
+    growing: Sequence[Sequence[int]] | None, ddof: int, a: Distribution, b: Distribution
+) -> tuple[ShapeRow, ...]:
+    """Exact moments over the growing shapes (those with more entries than ``ddof``)."""
+    rows = []
+    for g in growing or ():
+        gs = parse_shape(g)
+        if gs.entries <= ddof:
+            continue
+        gm = exact_moments(gs, ddof, a, b)
+        rows.append(ShapeRow(gm, dot_product_theory(gs.d, a, b).kurtosis))
+    return tuple(rows)
+
+
 def explain(
     shape: Shape | str | Sequence[int] = SEED_SHAPE,
     observed: float | None = SEED_OBSERVED,
@@ -775,62 +874,19 @@ def explain(
     'rejected'
     """
 
-    shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
-    # dist is parsed first: None is refused, not read as normal
-    a, b = entry_laws(parse_distribution(dist), a_dist, b_dist)
-    ddof = _check_ddof(ddof, shp)
-    observed = _check_observed(observed)
-    confidence = valid_confidence(confidence)
-    if replicates is not None:
-        replicates = _check_replicates(replicates, shp)
-    seed = resolve_seed(seed)
-    alpha = 1.0 - confidence
-
-    mom = exact_moments(shp, ddof, a, b)
-    th = dot_product_theory(shp.d, a, b)
-    # the scaled reading divides A @ B by sqrt(D), so np.var is divided by D
-    factor = 1.0 / shp.d
-    raw_theory = th.var
-    scaled_theory = th.scaled_var
-    if replicates is None:
-        replicates = default_replicates(shp)
-    if replicates > 0:
-        sims = np.sort(simulate_np_var(shp, replicates, ddof=ddof, a_dist=a, b_dist=b, seed=seed))
-        raw = _reading_mc("raw", raw_theory, mom, 1.0, sims, observed, alpha)
-        scaled = _reading_mc("scaled", scaled_theory, mom, factor, sims, observed, alpha)
-        mc_mean = float(sims.mean())
-        mc_sd = float(sims.std(ddof=1))
-        mc_mean_se = mc_sd / math.sqrt(replicates)
-        method = "monte-carlo"
-    else:
-        raw = _reading_gamma("raw", raw_theory, mom, 1.0, observed, alpha)
-        scaled = _reading_gamma("scaled", scaled_theory, mom, factor, observed, alpha)
-        mc_mean = mc_mean_se = mc_sd = math.nan
-        method = "gamma-approximation"
-        sims = None
-    rows = []
-    for g in growing or ():
-        gs = parse_shape(g)
-        if gs.entries <= ddof:
-            continue
-        gm = exact_moments(gs, ddof, a, b)
-        rows.append(ShapeRow(gm, dot_product_theory(gs.d, a, b).kurtosis))
+    cfg = _explain_iv(shape, observed, ddof, dist, a_dist, b_dist, replicates, confidence, seed)
+    mom = exact_moments(cfg.shape, cfg.ddof, cfg.a, cfg.b)
+    th = dot_product_theory(cfg.shape.d, cfg.a, cfg.b)
+    readings = _readings(cfg, mom, th.var, th.scaled_var)
     return ExplainResult(
-        shape=shp,
-        ddof=ddof,
-        a_dist=a,
-        b_dist=b,
+        shape=cfg.shape,
+        ddof=cfg.ddof,
+        a_dist=cfg.a,
+        b_dist=cfg.b,
         moments=mom,
         entry_kurtosis=th.kurtosis,
-        raw=raw,
-        scaled=scaled,
-        method=method,
-        replicates=replicates,
-        mc_mean=mc_mean,
-        mc_mean_se=mc_mean_se,
-        mc_sd=mc_sd,
-        growing=tuple(rows),
-        confidence=float(confidence),
-        seed=seed,
-        samples=sims,
+        growing=_growing_rows(growing, cfg.ddof, cfg.a, cfg.b),
+        confidence=cfg.confidence,
+        seed=cfg.seed,
+        **readings._asdict(),
     )
