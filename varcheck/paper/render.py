@@ -135,6 +135,7 @@ def project_title(result: ProjectionResult) -> str:
 
 
 _CASE_LABEL = {"different-tokens": "diff", "same-token": "same"}
+_CASE_LONG = {"different-tokens": "different", "same-token": "same"}
 _SECTION_SHORT = {
     "random-weights": "random",
     "fixed-draw": "draw",
@@ -147,9 +148,6 @@ _CLAIM_SHORT = {
     "sigma-based": "σ-based",
     "exact": "exact",
 }
-
-
-_CASE_LONG = {"different-tokens": "different", "same-token": "same"}
 
 
 class ProjectCells(NamedTuple):
