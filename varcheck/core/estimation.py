@@ -45,6 +45,7 @@ __all__ = [
     "StopRule",
     "draw_rounds",
     "summarise",
+    "interval_method",
     "block_interval",
     "claim_statistic",
     "hall_interval",
@@ -454,18 +455,8 @@ def estimate_variance(
     -------
     VarianceEstimate
     """
-    if samples is not None:
-        cap: float = samples
-    elif theory.estimable:
-        # predicted independent products needed at the target; a pilot beyond that is waste
-        cap = 4.0 * max(theory.estimator_relative_variance, 0.5) / precision**2
-    else:
-        cap = math.inf
-    if plan is None:
-        plan = plan_blocks(q, k, theory, max_side=_side_cap(cap))
-    # Hall's skewness correction needs a finite third moment of (q·k)^2, i.e. E[(q·k)^6];
-    # without it the sample skewness is noise and the log scale is the safer correction
-    method = "log" if theory.slow_convergence else "hall"
+    plan = plan or _default_plan(q, k, theory, samples, precision)
+    method = interval_method(theory)
     # products are centred on the exact mean before squaring: the variance estimate is
     # unchanged (it does not assume the mean) but no longer cancels when |mean| >> sd
     shift = theory.mean if math.isfinite(theory.mean) else 0.0
@@ -481,12 +472,9 @@ def estimate_variance(
         est, se, _ = acc.variance_and_se()
         return relative_half_width(est, block_interval(acc, est, se, confidence, method))
 
-    rule = StopRule(
-        precision=None if samples is not None else precision,
-        first_round=_first_round(samples, plan),
-        fixed=None if samples is None else "samples",
-        max_seconds=max_seconds,
-    )
+    fixed = None if samples is None else "samples"
+    first = _first_round(samples, plan)
+    rule = StopRule(None if fixed else precision, first, fixed, max_seconds)
     rounds = draw_rounds(
         rule, plan.blocks_per_chunk, draw, lambda rs: acc.add(*rs[0]), widest, progress=progress
     )
@@ -499,6 +487,32 @@ def estimate_variance(
         stop_reason=rounds.stop_reason,
         shift=shift,
     )
+
+
+def interval_method(theory: DotProductTheory) -> str:
+    """``log`` when E[(q·k)^6] is infinite, else ``hall``.
+
+    Hall's skewness correction needs a finite third moment of (q·k)^2; without it the sample
+    skewness is noise and the log scale is the safer correction.
+    """
+    return "log" if theory.slow_convergence else "hall"
+
+
+def _default_plan(
+    q: Distribution,
+    k: Distribution,
+    theory: DotProductTheory,
+    samples: int | None,
+    precision: float | None,
+) -> BlockPlan:
+    if samples is not None:
+        cap: float = samples
+    elif theory.estimable:
+        # predicted independent products needed at the target; a pilot beyond that is waste
+        cap = 4.0 * max(theory.estimator_relative_variance, 0.5) / precision**2  # type: ignore[operator]
+    else:
+        cap = math.inf
+    return plan_blocks(q, k, theory, max_side=_side_cap(cap))
 
 
 def _first_round(samples: int | None, plan: BlockPlan) -> int:

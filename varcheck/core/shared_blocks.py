@@ -71,6 +71,7 @@ from .estimation import (
     VarianceEstimate,
     block_interval,
     draw_rounds,
+    interval_method,
     relative_half_width,
     summarise,
 )
@@ -745,10 +746,8 @@ def estimate_shared(
         plan = plan_shared(q, k, theories, precision=precision, confidence=confidence)
     elif plan.dks != tuple(th.dk for th in theories):
         raise ValueError(f"plan is for d_k {plan.dks}, not {[th.dk for th in theories]}")
-    levels = len(plan.dks)
-    methods = ["log" if th.slow_convergence else "hall" for th in theories]
-    accs = [BlockAccumulator() for _ in range(levels)]
-    joint = _JointMoments(2 * levels)
+    methods = [interval_method(th) for th in theories]
+    merged = _Levels(len(plan.dks))
     runner = SerialRunner() if runner is None else runner
     task = (q, k, plan, seed, stream)
     workspace = _Workspace()
@@ -756,15 +755,9 @@ def estimate_shared(
     def draw(tasks: Iterator[tuple[int, int]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         return ordered_map(runner, run_shared_chunk, ((*task, c, b, workspace) for c, b in tasks))
 
-    def absorb(results: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        m = np.concatenate([r[0] for r in results])
-        a = np.concatenate([r[1] for r in results])
-        for j, acc in enumerate(accs):
-            acc.add(m[:, j], a[:, j])
-        joint.add(np.concatenate([m, a], axis=1))
-
     def widest() -> float:
-        return max(_relative_width(c, confidence, m) for c, m in zip(accs, methods, strict=True))
+        pairs = zip(merged.accs, methods, strict=True)
+        return max(_relative_width(c, confidence, m) for c, m in pairs)
 
     # the predicted number of blocks (sized from the theory under test) is only a first round:
     # if the truth is noisier, later rounds are sized from the measured standard errors
@@ -772,8 +765,20 @@ def estimate_shared(
     # merged once per round, not per chunk: the accumulators' fixed cost is most of a small
     # chunk's; the merge order (and so the result) is still the chunks' order
     rounds = draw_rounds(
-        rule, plan.blocks_per_chunk, draw, absorb, widest, per_round=True, progress=progress
+        rule, plan.blocks_per_chunk, draw, merged.absorb, widest, per_round=True, progress=progress
     )
+    return _summaries(plan, merged, methods, confidence, precision, rounds.stop_reason)
+
+
+def _summaries(
+    plan: SharedPlan,
+    merged: _Levels,
+    methods: list[str],
+    confidence: float,
+    precision: float,
+    stop_reason: str,
+) -> SharedEstimates:
+    """Each d_k's estimate and the covariance of the variance estimates across d_k."""
     estimates = [
         summarise(
             acc,
@@ -781,16 +786,31 @@ def estimate_shared(
             method=method,
             products_per_block=plan.products_per_block(dk),
             block_side=plan.rows,
-            stop_reason=rounds.stop_reason,
+            stop_reason=stop_reason,
             groups=plan.groups(dk),
             target=precision,
         )
-        for dk, acc, method in zip(plan.dks, accs, methods, strict=True)
+        for dk, acc, method in zip(plan.dks, merged.accs, methods, strict=True)
     ]
-    cov = _covariance(joint, levels)
+    cov = _covariance(merged.joint, len(plan.dks))
     # the diagonal as the rows' own standard errors (which add a second-order term)
-    cov[np.diag_indices(levels)] = [e.se**2 for e in estimates]
+    cov[np.diag_indices(len(plan.dks))] = [e.se**2 for e in estimates]
     return SharedEstimates(estimates=tuple(estimates), covariance=cov, plan=plan)
+
+
+class _Levels:
+    """One accumulator per d_k and their joint moments, merged a round of chunks at a time."""
+
+    def __init__(self, levels: int) -> None:
+        self.accs = [BlockAccumulator() for _ in range(levels)]
+        self.joint = _JointMoments(2 * levels)
+
+    def absorb(self, results: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        m = np.concatenate([r[0] for r in results])
+        a = np.concatenate([r[1] for r in results])
+        for j, acc in enumerate(self.accs):
+            acc.add(m[:, j], a[:, j])
+        self.joint.add(np.concatenate([m, a], axis=1))
 
 
 def _relative_width(acc: BlockAccumulator, confidence: float, method: str) -> float:
