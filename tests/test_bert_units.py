@@ -279,6 +279,15 @@ def test_zero_heads_are_refused(tmp_path):
         bert.load_checkpoint(_write(tmp_path, w, _config(w, heads=0)))
 
 
+def _assert_position_limit(ckpt: bert.BertCheckpoint, limit: int) -> None:
+    """``limit`` tokens at most: encode's max_length range and the forward pass both end there."""
+    assert ckpt.config.max_positions == limit
+    with pytest.raises(VarcheckError, match=rf"max_length must be in \[3, {limit}\]"):
+        ckpt.encode(["the cat"], max_length=limit + 1)
+    with pytest.raises(VarcheckError, match=f"at most {limit}"):
+        bert.forward(ckpt, bert.TokenBatch.from_ids([[CLS] + [ID["cat"]] * (limit - 1) + [SEP]]))
+
+
 @needs_extra
 def test_max_position_embeddings_is_read(tmp_path):
     """``max_position_embeddings`` ignored: a model trained on 8 positions used up to its table.
@@ -288,11 +297,7 @@ def test_max_position_embeddings_is_read(tmp_path):
     """
     w = _weights(np.random.default_rng(4))
     ckpt = bert.load_checkpoint(_write(tmp_path, w, _config(w, max_position_embeddings=8)))
-    assert ckpt.config.max_positions == 8
-    with pytest.raises(VarcheckError, match=r"max_length must be in \[3, 8\]"):
-        ckpt.encode(["the cat"], max_length=9)
-    with pytest.raises(VarcheckError, match="at most 8"):
-        bert.forward(ckpt, bert.TokenBatch.from_ids([[CLS] + [ID["cat"]] * 7 + [SEP]]))
+    _assert_position_limit(ckpt, 8)
 
 
 @needs_extra
@@ -315,11 +320,7 @@ def test_max_positions_is_cut_to_the_position_table(tmp_path):
     """
     w = _weights(np.random.default_rng(6), positions=16)
     ckpt = bert.load_checkpoint(_write(tmp_path, w, _config(w, max_position_embeddings=512)))
-    assert ckpt.config.max_positions == 16
-    with pytest.raises(VarcheckError, match=r"max_length must be in \[3, 16\]"):
-        ckpt.encode(["the cat"], max_length=17)
-    with pytest.raises(VarcheckError, match="at most 16"):
-        bert.forward(ckpt, bert.TokenBatch.from_ids([[CLS] + [ID["cat"]] * 15 + [SEP]]))
+    _assert_position_limit(ckpt, 16)
 
 
 @needs_extra

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -90,23 +91,8 @@ def audit_records(result: AuditResult) -> list[dict[str, Any]]:
 
 
 def summary_records(result: AuditResult) -> list[dict[str, Any]]:
-    """One record per layer: spread of the scaled variance, prediction / measurement ratios."""
-    return [
-        {
-            "layer": s.layer,
-            "sigma_x": s.sigma_x,
-            "scaled_var_median": s.scaled_var_median,
-            "scaled_var_min": s.scaled_var_min,
-            "scaled_var_max": s.scaled_var_max,
-            "ratio_paper": s.ratio_paper,
-            "ratio_exact": s.ratio_exact,
-            "ratio_centred": s.ratio_centred,
-            "ratio_cov": s.ratio_cov,
-            "beta_unit_median": s.beta_unit_median,
-            "entropy_mean": s.entropy_mean,
-        }
-        for s in result.summaries
-    ]
+    """One record per layer (every field of :class:`LayerSummary`, in its order)."""
+    return [dataclasses.asdict(s) for s in result.summaries]
 
 
 def audit_to_json(result: AuditResult) -> str:
