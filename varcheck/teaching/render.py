@@ -19,6 +19,7 @@ from ..output.formats import (
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from .derive import DeriveResult, DeriveStep
     from .explain import ExplainResult, Reading
@@ -153,16 +154,25 @@ def _p_eq(p: float) -> str:
 
 def explain_account(result: ExplainResult) -> list[str]:
     """The plain-language account of the observed value, one paragraph per cause."""
-    shp, mom, raw = result.shape, result.moments, result.raw
-    n, d = shp.entries, shp.d
-    out = []
-    if not math.isfinite(mom.entry_var):
-        out.append(
+    if not math.isfinite(result.moments.entry_var):
+        return [
             "Entries with infinite variance: one entry of A @ B has no finite variance, so "
             "np.var has no expected value to aim at; it grows without settling as entries are "
             "added. Only the percentiles (by simulation) are meaningful."
-        )
-        return out
+        ]
+    paragraphs = [
+        _bias_paragraph(result),
+        _tails_sentence(result) + _spread_sentence(result.raw),
+        _observed_paragraph(result),
+        _shrinking_paragraph(result),
+    ]
+    return [p for p in paragraphs if p]
+
+
+def _bias_paragraph(result: ExplainResult) -> str:
+    """Why np.var differs from one entry's variance on average: its own mean, ddof, and the
+    correlation of entries sharing a row or a column."""
+    mom, n = result.moments, result.shape.entries
     mean_part = (
         ""
         if mom.row_cov == 0 and mom.col_cov == 0
@@ -172,38 +182,45 @@ def explain_account(result: ExplainResult) -> list[str]:
             f"({fmt(mom.col_cov)}); the mean subtraction removes that shared part too."
         )
     )
-    out.append(
+    return (
         f"Bias of np.var: one entry of A @ B has variance {fmt(mom.entry_var)}"
-        f" (D = {d} products per entry), but np.var takes its {n:,} entries, subtracts their own "
-        f"mean and divides by {n - result.ddof:,}. On average it returns {fmt(mom.expected)}, "
-        f"{mom.bias_factor:.6g} × the entry variance.{mean_part}"
+        f" (D = {result.shape.d} products per entry), but np.var takes its {n:,} entries, "
+        f"subtracts their own mean and divides by {n - result.ddof:,}. On average it returns "
+        f"{fmt(mom.expected)}, {mom.bias_factor:.6g} × the entry variance.{mean_part}"
     )
-    lo, hi = raw.central_range
-    kurt = result.entry_kurtosis
+
+
+def _tails_sentence(result: ExplainResult) -> str:
+    """What spreads np.var out, by the result's tail regime."""
+    n, d, kurt = result.shape.entries, result.shape.d, result.entry_kurtosis
     regime = result.tail_regime
     if regime == "infinite":
-        tails = (
+        return (
             "Heavy tails: the entries' fourth moment is infinite, so single huge entries "
             "dominate np.var and its spread has no finite value."
         )
-    elif regime == "heavy":
-        tails = (
+    if regime == "heavy":
+        return (
             f"Heavy tails: each entry is a sum of only {d} product{'s' if d > 1 else ''} of two "
             f"entries, with kurtosis {fmt(kurt)} (a normal variable has 3), and np.var sees only "
             f"{n} of them, so one large entry often dominates the squared deviations."
         )
-    elif regime == "few":
-        tails = (
+    if regime == "few":
+        return (
             f"Few entries: one entry (a sum of {d} products) is close to normal (kurtosis "
             f"{fmt(kurt)}; a normal variable has 3), but np.var sees only {n} of them, and the "
             f"variance of {n} normal values is itself spread roughly like a chi-square with "
             f"{n - 1} degree{'s' if n > 2 else ''} of freedom: skewed, with a long right tail."
         )
-    else:
-        tails = (
-            f"Tails: one entry (a sum of {d} products) has kurtosis {fmt(kurt)} (a normal "
-            f"variable has 3); with {n:,} entries single large ones average out."
-        )
+    return (
+        f"Tails: one entry (a sum of {d} products) has kurtosis {fmt(kurt)} (a normal "
+        f"variable has 3); with {n:,} entries single large ones average out."
+    )
+
+
+def _spread_sentence(raw: Reading) -> str:
+    """How far np.var strays: its sd, the middle 95% of outcomes, and its skew."""
+    lo, hi = raw.central_range
     if math.isfinite(raw.sd):
         skew = (
             f" and the median is {fmt(raw.median)}, below the mean because the distribution is "
@@ -211,38 +228,45 @@ def explain_account(result: ExplainResult) -> list[str]:
             if raw.skewed_right
             else ""
         )
-        spread = (
+        return (
             f" The standard deviation of np.var is {fmt(raw.sd)}; the middle 95% of outcomes "
             f"run from {fmt(lo)} to {fmt(hi)}{skew}."
         )
-    elif math.isfinite(lo) and math.isfinite(hi):
-        spread = f" The middle 95% of outcomes run from {fmt(lo)} to {fmt(hi)}."
-    else:
-        spread = (
-            " Without a finite spread and without a simulation (the shape is too large; try a "
-            "smaller one or --replicates) there is no valid test of the observed value."
-        )
-    out.append(tails + spread)
-    if raw.observed is not None and not math.isnan(raw.percentile):
-        sc = result.scaled
-        out.append(
-            f"The observed {raw.observed:g} sits at percentile {raw.percentile:.1f} of "
-            f"np.var(A @ B) (two-sided {_p_eq(raw.p_value)}: {raw.verdict}); read as np.var "
-            f"of the scaled product A @ B / √{d}, it sits at percentile {sc.percentile:.1f} "
-            f"({_p_eq(sc.p_value)}: {sc.verdict})."
-        )
+    if math.isfinite(lo) and math.isfinite(hi):
+        return f" The middle 95% of outcomes run from {fmt(lo)} to {fmt(hi)}."
+    return (
+        " Without a finite spread and without a simulation (the shape is too large; try a "
+        "smaller one or --replicates) there is no valid test of the observed value."
+    )
+
+
+def _observed_paragraph(result: ExplainResult) -> str:
+    """Where the observed value sits under both readings ("" when nothing was observed)."""
+    raw, sc = result.raw, result.scaled
+    if raw.observed is None or math.isnan(raw.percentile):
+        return ""
+    return (
+        f"The observed {raw.observed:g} sits at percentile {raw.percentile:.1f} of "
+        f"np.var(A @ B) (two-sided {_p_eq(raw.p_value)}: {raw.verdict}); read as np.var "
+        f"of the scaled product A @ B / √{result.shape.d}, it sits at percentile "
+        f"{sc.percentile:.1f} ({_p_eq(sc.p_value)}: {sc.verdict})."
+    )
+
+
+def _shrinking_paragraph(result: ExplainResult) -> str:
+    """How the relative spread falls over the growing shapes ("" with fewer than two)."""
     finite_rows = [r for r in result.growing if math.isfinite(r.relative_sd)]
-    if len(finite_rows) >= 2:
-        first, last = finite_rows[0], finite_rows[-1]
-        out.append(
-            f"The spread shrinks as the shape grows: the sd of np.var relative to its mean falls "
-            f"from {100 * first.relative_sd:.3g}% at {first.shape} to "
-            f"{100 * last.relative_sd:.3g}% at {last.shape}, where np.var is "
-            f"{fmt(last.moments.expected)} ± {fmt(last.moments.sd)} (scaled: "
-            f"{fmt(last.moments.expected / last.shape.d)} ± "
-            f"{fmt(last.moments.sd / last.shape.d)})."
-        )
-    return out
+    if len(finite_rows) < 2:
+        return ""
+    first, last = finite_rows[0], finite_rows[-1]
+    return (
+        f"The spread shrinks as the shape grows: the sd of np.var relative to its mean falls "
+        f"from {100 * first.relative_sd:.3g}% at {first.shape} to "
+        f"{100 * last.relative_sd:.3g}% at {last.shape}, where np.var is "
+        f"{fmt(last.moments.expected)} ± {fmt(last.moments.sd)} (scaled: "
+        f"{fmt(last.moments.expected / last.shape.d)} ± "
+        f"{fmt(last.moments.sd / last.shape.d)})."
+    )
 
 
 def _quantile_cell(q: Any) -> str:
@@ -251,7 +275,20 @@ def _quantile_cell(q: Any) -> str:
 
 def _render_explain_table(result: ExplainResult, console: Console) -> None:
     from rich.markup import escape
-    from rich.table import Table
+
+    _print_explain_header(result, console)
+    console.print(_readings_table(result))
+    if result.growing:
+        console.print(_growing_table(result))
+    console.print()
+    console.print("[bold]Why[/]")
+    for para in explain_account(result):
+        console.print("• " + escape(para))
+
+
+def _print_explain_header(result: ExplainResult, console: Console) -> None:
+    """The experiment, the seed, and where the quantiles and p-values come from."""
+    from rich.markup import escape
 
     shp = result.shape
     title = (
@@ -262,43 +299,51 @@ def _render_explain_table(result: ExplainResult, console: Console) -> None:
         title += f"; observed {result.observed:g}"
     console.print(f"[bold]{escape(title)}[/]")
     console.print(f"seed {result.seed} · varcheck {result.version}")
+    console.print(escape(_method_note(result)))
+
+
+def _method_note(result: ExplainResult) -> str:
     if result.method == "monte-carlo" and not math.isfinite(result.moments.sd):
         why = (
             "the exact mean is infinite, so a simulated mean would not settle"
             if not math.isfinite(result.moments.expected)
             else "the exact sd is infinite, so a simulated mean has no valid standard error"
         )
-        check = (
+        return (
             f"quantiles and p-values from {result.replicates:,} simulated experiments ({why}; "
             "the exact values are not compared with the simulation)"
         )
-    elif result.method == "monte-carlo":
-        check = (
+    if result.method == "monte-carlo":
+        return (
             f"simulation check of the exact values: mean {_pm(result.mc_mean, result.mc_mean_se)}"
             f" (± 1 se), sd {fmt(result.mc_sd)}, from {result.replicates:,} simulated experiments"
         )
-    else:
-        check = (
-            "quantiles and p-values: a gamma law with the exact mean and sd (the shape is too "
-            "large to simulate thousands of times in a few seconds; --replicates forces a "
-            "simulation)"
-        )
-    console.print(escape(check))
-    mc = result.method == "monte-carlo"
-    conf = _conf(result.confidence)
+    return (
+        "quantiles and p-values: a gamma law with the exact mean and sd (the shape is too "
+        "large to simulate thousands of times in a few seconds; --replicates forces a "
+        "simulation)"
+    )
+
+
+def _readings_table(result: ExplainResult) -> Table:
+    """Both readings side by side: exact moments, quantiles, and the observed value's test."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    alpha = f"{1 - result.confidence:.3g}"
     table = Table(
         caption=(
             "quantiles with their 95% Monte-Carlo interval (order statistics); percentile ± 1 "
-            f"se; two-sided p-value; rejected when p < {1 - result.confidence:.3g}"
-            if mc
+            f"se; two-sided p-value; rejected when p < {alpha}"
+            if result.method == "monte-carlo"
             else "gamma approximation (exact mean and sd), no Monte-Carlo error; rejected "
-            f"when p < {1 - result.confidence:.3g}"
+            f"when p < {alpha}"
         ),
         caption_justify="left",
     )
     table.add_column("")
     table.add_column("np.var(A @ B)", justify="right")
-    table.add_column(escape(f"np.var(A @ B / √{shp.d})"), justify="right")
+    table.add_column(escape(f"np.var(A @ B / √{result.shape.d})"), justify="right")
     raw, sc = result.raw, result.scaled
 
     def both(fn: Any) -> tuple[str, str]:
@@ -324,48 +369,49 @@ def _render_explain_table(result: ExplainResult, console: Console) -> None:
             ),
         )
         table.add_row("p-value (two-sided)", *both(lambda r: fmt_p(r.p_value)))
-        table.add_row(f"verdict (level {conf})", *both(lambda r: styled(r.verdict)))
-    console.print(table)
-    if result.growing:
-        from rich.box import SIMPLE_HEAD
-
-        grow = Table(
-            box=SIMPLE_HEAD,
-            title="how the spread shrinks with the shape (exact)",
-            caption="scaled = after dividing A @ B by √D; kurtosis of one entry (normal: 3)",
-            caption_justify="left",
+        table.add_row(
+            f"verdict (level {_conf(result.confidence)})", *both(lambda r: styled(r.verdict))
         )
-        for name in (
-            "shape",
-            "entries",
-            "entry var",
-            "E[np.var]",
-            "sd",
-            "sd / E",
-            "scaled E",
-            "scaled sd",
-            "kurtosis",
-        ):
-            grow.add_column(
-                escape(name), justify="left" if name == "shape" else "right", no_wrap=True
-            )
-        for rec in _growing_records(result):
-            grow.add_row(
-                rec["shape"],
-                f"{rec['entries']:,}",
-                fmt(rec["entry_var"]),
-                fmt(rec["expected"]),
-                fmt(rec["sd"]),
-                f"{100 * rec['relative_sd']:.3g}%" if math.isfinite(rec["relative_sd"]) else "—",
-                fmt(rec["scaled_expected"]),
-                fmt(rec["scaled_sd"]),
-                fmt(rec["entry_kurtosis"]),
-            )
-        console.print(grow)
-    console.print()
-    console.print("[bold]Why[/]")
-    for para in explain_account(result):
-        console.print("• " + escape(para))
+    return table
+
+
+def _growing_table(result: ExplainResult) -> Table:
+    """Exact mean and spread of np.var over the growing shapes."""
+    from rich.box import SIMPLE_HEAD
+    from rich.markup import escape
+    from rich.table import Table
+
+    grow = Table(
+        box=SIMPLE_HEAD,
+        title="how the spread shrinks with the shape (exact)",
+        caption="scaled = after dividing A @ B by √D; kurtosis of one entry (normal: 3)",
+        caption_justify="left",
+    )
+    for name in (
+        "shape",
+        "entries",
+        "entry var",
+        "E[np.var]",
+        "sd",
+        "sd / E",
+        "scaled E",
+        "scaled sd",
+        "kurtosis",
+    ):
+        grow.add_column(escape(name), justify="left" if name == "shape" else "right", no_wrap=True)
+    for rec in _growing_records(result):
+        grow.add_row(
+            rec["shape"],
+            f"{rec['entries']:,}",
+            fmt(rec["entry_var"]),
+            fmt(rec["expected"]),
+            fmt(rec["sd"]),
+            f"{100 * rec['relative_sd']:.3g}%" if math.isfinite(rec["relative_sd"]) else "—",
+            fmt(rec["scaled_expected"]),
+            fmt(rec["scaled_sd"]),
+            fmt(rec["entry_kurtosis"]),
+        )
+    return grow
 
 
 def _explain_markdown(result: ExplainResult) -> str:
