@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -461,16 +462,8 @@ def render_explain(result: ExplainResult, fmt_name: str, console: Console) -> No
 
 
 def _stats_dict(s: SoftmaxStats) -> dict[str, float]:
-    return {
-        "entropy": s.entropy,
-        "entropy_se": s.entropy_se,
-        "entropy_fraction": s.entropy_fraction,
-        "entropy_fraction_se": s.entropy_fraction_se,
-        "max_weight": s.max_weight,
-        "max_weight_se": s.max_weight_se,
-        "jacobian_norm": s.jacobian_norm,
-        "jacobian_norm_se": s.jacobian_norm_se,
-    }
+    """The statistics by their field names, in field order (the JSON keys and CSV columns)."""
+    return dataclasses.asdict(s)
 
 
 def _softmax_meta(result: SoftmaxResult) -> dict[str, Any]:
