@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import re
@@ -216,3 +217,14 @@ def test_large_dk_uses_a_fixed_budget_and_says_so(monkeypatch) -> None:
     assert res.steps[2].samples >= 5000
     assert any("fixed budget" in n for n in derive_notes(res, markup=False))
     assert res.steps[2].verdict == "consistent"
+
+
+def test_render_refuses_an_unknown_format() -> None:
+    """Guards the one format switch (output.formats.write): no silent fallback to Markdown."""
+    from rich.console import Console
+
+    from varcheck.teaching.render import render_derive
+
+    res = derive(4, samples=1000, seed=1)
+    with pytest.raises(ValueError, match="unknown format 'yaml'"):
+        render_derive(res, "yaml", Console(file=io.StringIO()))

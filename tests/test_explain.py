@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import math
 import re
@@ -420,3 +421,14 @@ def test_skewed_right_threshold() -> None:
     within = dataclasses.replace(raw, expected=raw.median + 0.5 * SKEW_SD * sd, sd=sd)
     assert below.skewed_right and not within.skewed_right
     assert "skewed to the right" in " ".join(explain_account(explain(seed=1, growing=None)))
+
+
+def test_render_refuses_an_unknown_format() -> None:
+    """Guards the one format switch (output.formats.write): no silent fallback to Markdown."""
+    from rich.console import Console
+
+    from varcheck.teaching.render import render_explain
+
+    res = explain(replicates=100, growing=None, seed=1)
+    with pytest.raises(ValueError, match="unknown format 'yaml'"):
+        render_explain(res, "yaml", Console(file=io.StringIO()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import re
@@ -205,3 +206,14 @@ def test_cli_refuses_unwritable_plot_before_working(run_cli) -> None:
     res = run_cli("softmax", "--dk", "4", "--seed", "1", "--plot", "figure.txt")
     assert res.exit_code == 2, res.output
     assert ".txt" in res.output and "d_k" not in res.output
+
+
+def test_render_refuses_an_unknown_format() -> None:
+    """Guards the one format switch (output.formats.write): no silent fallback to Markdown."""
+    from rich.console import Console
+
+    from varcheck.teaching.render import render_softmax
+
+    res = softmax_study([4], keys=8, queries=960, seed=1)
+    with pytest.raises(ValueError, match="unknown format 'yaml'"):
+        render_softmax(res, "yaml", Console(file=io.StringIO()))
