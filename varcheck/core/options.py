@@ -49,12 +49,11 @@ def resolve_seed(seed: int | None) -> int:
 
 
 def valid_confidence(confidence: float) -> float:
-    """A confidence level in (0, 1), as a float."""
-    if isinstance(confidence, numbers.Real) and not isinstance(confidence, bool):
-        confidence = float(confidence)
-    if not (isinstance(confidence, float) and 0.0 < confidence < 1.0):
+    """A confidence level in (0, 1), as a float (the message repeats the value as given)."""
+    ok = isinstance(confidence, numbers.Real) and not isinstance(confidence, bool)
+    if not (ok and 0.0 < confidence < 1.0):
         raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
-    return confidence
+    return float(confidence)
 
 
 def valid_count(

@@ -52,8 +52,7 @@ so they do not set the exit status.
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -65,8 +64,10 @@ from ..core.estimation import (
     MIN_BLOCKS,
     BlockAccumulator,
     ConfidenceInterval,
+    StopRule,
     block_interval,
     claim_statistic,
+    draw_rounds,
     relative_half_width,
     t_quantile,
     t_two_sided_p,
@@ -105,8 +106,6 @@ FINDING = "finding"
 _CHUNK_ELEMENTS = 1 << 22
 #: Upper bound on blocks per section (a guard for targets that cannot be reached).
 _MAX_BLOCKS = 1 << 20
-_GROWTH_CAP = 16.0
-_OVERSHOOT = 1.1
 _WEIGHT_STREAM = 1000
 
 
@@ -383,34 +382,33 @@ def _run_blocks(
 ) -> dict[str, MonteCarloVariance]:
     """Draw chunks of blocks until every case reaches ``precision`` (or the fixed ``blocks``)."""
     accs = {c: BlockAccumulator() for c in cases}
-    target = blocks if blocks is not None else MIN_BLOCKS
-    start = time.perf_counter()
-    chunk = 0
-    stop = "blocks" if blocks is not None else "precision"
-    n = 0
-    while True:
-        while n < target:
-            todo = min(blocks_per_chunk, target - n)
-            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(stream, chunk)))
-            for case, (m, a) in draw(rng, todo).items():
-                if case in accs:
-                    accs[case].add(m, a)
-            n += todo
-            chunk += 1
-            if max_seconds is not None and time.perf_counter() - start > max_seconds and n >= 2:
-                stop = "max-seconds"
-                break
-        if stop != "precision" or n >= _MAX_BLOCKS:
-            break
+
+    def chunks(tasks: Iterator[tuple[int, int]]) -> Iterator[dict]:
+        for chunk, todo in tasks:
+            key = np.random.SeedSequence(seed, spawn_key=(stream, chunk))
+            yield draw(np.random.default_rng(key), todo)
+
+    def absorb(results: list[dict]) -> None:
+        for case, (m, a) in results[0].items():
+            if case in accs:
+                accs[case].add(m, a)
+
+    def widest() -> float:
         worst = 0.0
         for acc in accs.values():
             est, se, _ = acc.variance_and_se()
             interval = block_interval(acc, est, se, confidence, method)
             worst = max(worst, relative_half_width(est, interval))
-        if worst <= precision:  # type: ignore[operator]
-            break
-        grow = (worst / precision) ** 2 * _OVERSHOOT if math.isfinite(worst) else _GROWTH_CAP
-        target = min(_MAX_BLOCKS, int(math.ceil(n * min(grow, _GROWTH_CAP))))
+        return worst
+
+    rule = StopRule(
+        precision=precision,
+        first_round=blocks if blocks is not None else MIN_BLOCKS,
+        fixed=None if blocks is None else "blocks",
+        max_seconds=max_seconds,
+        max_blocks=_MAX_BLOCKS,
+    )
+    stop = draw_rounds(rule, blocks_per_chunk, chunks, absorb, widest).stop_reason
     return {c: _summarise(accs[c], cases[c], confidence, stop, method) for c in cases}
 
 
