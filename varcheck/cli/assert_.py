@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..checks.claims import Claim
-from ..core.distributions import Distribution
 from ..core.ranges import MAX_DK
 from . import EXIT_CODES_HELP
-from .console import ProgressReporter, stdout_console
-from .options import (
-    SAMPLES_REASON,
-    dist_options,
-    exclusive,
-    format_option,
-    parallel_options,
-    sampling_options,
-)
+from .options import dist_options, format_option, parallel_options, sampling_options
+from .run import run
 from .types import CLAIM, FiniteFloat
 
 
@@ -57,49 +51,33 @@ number of further products that would settle it).
 @sampling_options
 @parallel_options
 @format_option(("table", "json"))
-@click.pass_context
 def command(
-    ctx: click.Context,
     dk: int,
-    dist: Distribution,
-    q_dist: Distribution | None,
-    k_dist: Distribution | None,
-    rho: float,
+    laws: dict[str, Any],
     claim: Claim,
     scaled: bool,
     tolerance: float | None,
-    precision: float,
-    samples: int | None,
-    max_seconds: float | None,
-    confidence: float,
-    seed: int | None,
-    workers: int | None,
-    scheduler: str | None,
+    sampling: dict[str, Any],
+    parallel: dict[str, Any],
     fmt: str,
 ) -> int:
     """Assert one claim about Var(q·k) at one d_k; the exit code is the verdict."""
     from ..checks import verify as api
     from ..checks.render import render_verify
 
-    exclusive(ctx, "precision", "samples", SAMPLES_REASON)
-    with ProgressReporter("assert") as progress:
-        result = api.verify(
+    result = run(
+        lambda progress: api.verify(
             dk,
             claim=claim.text,
-            dist=dist,
-            q_dist=q_dist,
-            k_dist=k_dist,
-            rho=rho,
+            **laws,
             scaled=scaled,
             tolerance=tolerance,
-            confidence=confidence,
-            precision=None if samples else precision,
-            samples=samples,
-            max_seconds=max_seconds,
-            seed=seed,
-            workers=workers,
-            scheduler=scheduler,
+            **sampling,
+            **parallel,
             progress=lambda f: progress(0, 1, f),
-        )
-    render_verify(result, fmt, stdout_console())
+        ),
+        render_verify,
+        fmt=fmt,
+        progress="assert",
+    )
     return result.exit_code

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from . import EXIT_CODES_HELP
-from .console import ProgressReporter, stdout_console
-from .options import confidence_option, format_option
+from .options import confidence_option, format_option, int_option, path_option
+from .run import run
 
 
 @click.command(
@@ -26,12 +26,10 @@ pair of real tokens of every line is used, so there is no --seed.
     + EXIT_CODES_HELP,
 )
 @click.argument("model", metavar="MODEL_DIR_OR_FILE")
-@click.option(
+@path_option(
     "--text",
     "text_file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="UTF-8 text, one sequence per non-empty line (default: a built-in set of sentences).",
+    text="UTF-8 text, one sequence per non-empty line (default: a built-in set of sentences).",
 )
 @click.option(
     "--layers",
@@ -39,23 +37,22 @@ pair of real tokens of every line is used, so there is no --seed.
     show_default=True,
     help="Layers to audit, zero-based: 'all', or indices and ranges such as 0,2-4.",
 )
-@click.option(
+@int_option(
     "--max-length",
-    type=click.IntRange(min=3),
-    default=128,
-    show_default=True,
-    help="Tokens per sequence ([CLS] and [SEP] included); longer lines are cut.",
+    3,
+    None,
+    128,
+    "Tokens per sequence ([CLS] and [SEP] included); longer lines are cut.",
 )
 @confidence_option(
     0.95, "Level of the jackknife interval (over sequences) on each head's scaled variance."
 )
 @format_option()
-@click.option(
+@path_option(
     "--plot",
-    type=click.Path(dir_okay=False, writable=True),
-    default=None,
-    help="Also write a layer × head heatmap (PNG) of the scaled variance and the attention "
+    text="Also write a layer × head heatmap (PNG) of the scaled variance and the attention "
     "entropy (needs varcheck[plot]).",
+    writable=True,
 )
 def command(
     model: str,
@@ -78,25 +75,23 @@ def command(
     the mean logit for same-token and different-token pairs, the attention entropy, and the β
     that would give unit variance, next to 1/√d_k.
     """
+    from ..encoder.figures import plot_audit
     from ..encoder.heads import audit
     from ..encoder.render import render_audit
 
-    if plot is not None:
-        from ..output.figures import check_plot_path
-
-        check_plot_path(plot)  # before the forward pass, not after it
-    with ProgressReporter("audit batch") as progress:
-        result = audit(
+    run(
+        lambda progress: audit(
             model,
             text_file=text_file,
             layers=layers,
             max_length=max_length,
             confidence=confidence,
             progress=progress,
-        )
-    render_audit(result, fmt, stdout_console())
-    if plot is not None:
-        from ..encoder.figures import plot_audit
-
-        plot_audit(result, plot)
+        ),
+        render_audit,
+        fmt=fmt,
+        plot=plot,
+        figure=plot_audit,
+        progress="audit batch",
+    )
     return 0

@@ -6,8 +6,8 @@ import click
 
 from ..paper.beta import WEIGHTS_FORMAT
 from . import EXIT_CODES_HELP
-from .console import stdout_console
 from .options import format_option, positive_option, seed_option
+from .run import run
 
 
 @click.command(
@@ -46,6 +46,5 @@ def command(weights: str, sigma_x: float | None, seed: int | None, fmt: str) -> 
     from ..paper.beta import beta_report
     from ..paper.render import render_beta
 
-    report = beta_report(weights, sigma_x=sigma_x, seed=seed)
-    render_beta(report, fmt, stdout_console())
+    run(lambda: beta_report(weights, sigma_x=sigma_x, seed=seed), render_beta, fmt=fmt)
     return 0

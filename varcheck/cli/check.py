@@ -2,19 +2,46 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from . import EXIT_CODES_HELP
-from .console import ProgressReporter, stdout_console
 from .options import (
     confidence_option,
     exclusive,
     format_option,
+    grouped,
     parallel_options,
+    path_option,
     positive_option,
     precision_option,
     samples_option,
     seed_option,
+    stack,
+)
+from .run import run
+
+
+def _overrides(**values: Any) -> dict[str, Any]:
+    """The options as given (None: the file decides), once not both --precision and --samples."""
+    exclusive("precision", "samples")
+    return values
+
+
+#: the file's [defaults] the command line may override, handed over as ``overrides``
+file_overrides = grouped(
+    "overrides",
+    stack(
+        precision_option(
+            None, "Target relative half-width (overrides the file; default 0.01).", example=0.01
+        ),
+        samples_option("Fixed number of products per test instead of --precision."),
+        positive_option("--max-seconds", "Wall-time cap per test."),
+        confidence_option(None, "Confidence level (overrides the file; default 0.95)."),
+        seed_option("Root seed (overrides the file; drawn and shown when neither gives one)."),
+    ),
+    _overrides,
 )
 
 
@@ -47,33 +74,18 @@ that a file of true claims fails at most 1 - confidence. The exit code is the wo
     + EXIT_CODES_HELP,
 )
 @click.argument("file", type=click.Path(dir_okay=False))
-@precision_option(
-    None, "Target relative half-width (overrides the file; default 0.01).", example=0.01
-)
-@samples_option("Fixed number of products per test instead of --precision.")
-@positive_option("--max-seconds", "Wall-time cap per test.")
-@confidence_option(None, "Confidence level (overrides the file; default 0.95).")
-@seed_option("Root seed (overrides the file; drawn and shown when neither gives one).")
+@file_overrides
 @parallel_options
 @format_option()
-@click.option(
+@path_option(
     "--junit-xml",
     "junit",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Also write a JUnit XML report (one test case per claim) to this path.",
+    text="Also write a JUnit XML report (one test case per claim) to this path.",
 )
-@click.pass_context
 def command(
-    ctx: click.Context,
     file: str,
-    precision: float | None,
-    samples: int | None,
-    max_seconds: float | None,
-    confidence: float | None,
-    seed: int | None,
-    workers: int | None,
-    scheduler: str | None,
+    overrides: dict[str, Any],
+    parallel: dict[str, Any],
     fmt: str,
     junit: str | None,
 ) -> int:
@@ -83,7 +95,6 @@ def command(
     from ..errors import VarcheckError
     from ..output.figures import check_output_path
 
-    exclusive(ctx, "precision", "samples")
     spec = load_check_file(file)
     if junit is not None:
         import os
@@ -91,19 +102,12 @@ def command(
         # like pytest's --junitxml, create the report's folder (e.g. reports/varcheck.xml)
         os.makedirs(os.path.dirname(os.path.abspath(junit)), exist_ok=True)
         check_output_path(junit, "--junit-xml")
-    with ProgressReporter("check") as progress:
-        result = check(
-            spec,
-            seed=seed,
-            workers=workers,
-            scheduler=scheduler,
-            confidence=confidence,
-            precision=precision,
-            samples=samples,
-            max_seconds=max_seconds,
-            progress=progress,
-        )
-    render_check(result, fmt, stdout_console())
+    result = run(
+        lambda progress: check(spec, **overrides, **parallel, progress=progress),
+        render_check,
+        fmt=fmt,
+        progress="check",
+    )
     if junit is not None:
         try:
             with open(junit, "w", encoding="utf-8") as fh:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from ..core.distributions import Distribution
 from . import EXIT_CODES_HELP
-from .console import stdout_console
-from .options import SAMPLES_REASON, dist_options, exclusive, format_option, sampling_options
+from .options import dist_options, format_option, int_option, sampling_options
+from .run import run
 
 
 @click.command(
@@ -27,29 +28,14 @@ distributions (a step breaks), or a check rejected its own formula.
 """
     + EXIT_CODES_HELP,
 )
-@click.option(
-    "--dk",
-    type=click.IntRange(min=1, max=1_000_000),
-    default=64,
-    show_default=True,
-    help="Length d_k of q and k.",
-)
+@int_option("--dk", 1, 1_000_000, 64, "Length d_k of q and k.")
 @dist_options
 @sampling_options
 @format_option()
-@click.pass_context
 def command(
-    ctx: click.Context,
     dk: int,
-    dist: Distribution,
-    q_dist: Distribution | None,
-    k_dist: Distribution | None,
-    rho: float,
-    precision: float,
-    samples: int | None,
-    max_seconds: float | None,
-    confidence: float,
-    seed: int | None,
+    laws: dict[str, Any],
+    sampling: dict[str, Any],
     fmt: str,
 ) -> int:
     """Walk through Var(q·k) = d_k step by step, with a Monte-Carlo check beside each step.
@@ -62,18 +48,5 @@ def command(
     from ..teaching.derive import derive
     from ..teaching.render import render_derive
 
-    exclusive(ctx, "precision", "samples", SAMPLES_REASON)
-    result = derive(
-        dk,
-        dist=dist,
-        q_dist=q_dist,
-        k_dist=k_dist,
-        rho=rho,
-        confidence=confidence,
-        precision=None if samples else precision,
-        samples=samples,
-        max_seconds=max_seconds,
-        seed=seed,
-    )
-    render_derive(result, fmt, stdout_console())
+    result = run(lambda: derive(dk, **laws, **sampling), render_derive, fmt=fmt)
     return result.exit_code

@@ -9,8 +9,8 @@ import click
 
 from ..core.distributions import Distribution
 from . import EXIT_CODES_HELP
-from .console import stdout_console
 from .options import confidence_option, dist_option, format_option, plot_option, seed_option
+from .run import run
 from .types import CountType, ParsedType, as_number
 
 
@@ -114,30 +114,28 @@ def command(
     as the shape grows up to the seed thread's 1111×111×1111 experiment.
     """
     from ..teaching.explain import SEED_OBSERVED, SEED_SHAPE, explain
+    from ..teaching.figures import plot_explain
     from ..teaching.render import render_explain
 
-    if plot is not None:
-        from ..output.figures import check_plot_path
-
-        check_plot_path(plot)
     if observed is None:
         obs = SEED_OBSERVED if shape is None else None
     else:
         obs = None if observed == "none" else float(observed)
-    result = explain(
-        SEED_SHAPE if shape is None else shape,
-        obs,
-        ddof=int(ddof),
-        dist=dist,
-        a_dist=a_dist,
-        b_dist=b_dist,
-        replicates=replicates,
-        confidence=confidence,
-        seed=seed,
+    result = run(
+        lambda: explain(
+            SEED_SHAPE if shape is None else shape,
+            obs,
+            ddof=int(ddof),
+            dist=dist,
+            a_dist=a_dist,
+            b_dist=b_dist,
+            replicates=replicates,
+            confidence=confidence,
+            seed=seed,
+        ),
+        render_explain,
+        fmt=fmt,
+        plot=plot,
+        figure=plot_explain,
     )
-    render_explain(result, fmt, stdout_console())
-    if plot is not None:
-        from ..teaching.figures import plot_explain
-
-        plot_explain(result, plot)
     return result.exit_code

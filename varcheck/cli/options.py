@@ -3,10 +3,15 @@
 Every option shows its default in the help unless the default is None (nothing to show).
 Options whose help differs between commands take the help text as an argument: the help pages
 are part of the interface (golden files).
+
+Three groups of options reach the command as one argument each, the keyword arguments of the
+API functions they configure: `dist_options` as ``laws``, `sampling_options` as ``sampling``,
+`parallel_options` as ``parallel``; a command passes them on with ``**laws`` and so on.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -16,13 +21,16 @@ from ..core.options import MIN_SAMPLES
 from .types import DISTRIBUTION, DK_RANGE, CountType, FiniteFloat
 
 __all__ = [
-    "SAMPLES_REASON",
     "confidence_option",
     "dist_option",
     "dist_options",
     "dk_range_option",
     "exclusive",
     "format_option",
+    "grouped",
+    "int_option",
+    "option",
+    "path_option",
     "parallel_options",
     "plot_option",
     "positive_option",
@@ -55,28 +63,39 @@ def option(*decls: str, kind: Any, default: Any, text: str, **extra: Any) -> Dec
     )
 
 
+def int_option(flag: str, low: int, high: int | None, default: int | None, text: str) -> Decorator:
+    """A whole-number option in [low, high] (no upper bound when ``high`` is None)."""
+    return option(flag, kind=click.IntRange(low, high), default=default, text=text)
+
+
+def grouped(
+    name: str, options: Decorator, build: Callable[..., dict[str, Any]] = dict
+) -> Decorator:
+    """Add ``options`` and hand the command ``name=build(**their values)`` in their place.
+
+    ``build`` (default: the values as they are) may adjust them, or refuse a combination by
+    raising click's usage error.
+    """
+
+    def probe() -> None: ...
+
+    fields = tuple(param.name for param in options(probe).__click_params__)
+
+    def decorator(f: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            values = {field: kwargs.pop(field) for field in fields}
+            return f(*args, **{name: build(**values)}, **kwargs)
+
+        return options(command)
+
+    return decorator
+
+
 def dist_option(flag: str, text: str, default: str | None = None) -> Decorator:
     """An entry distribution option (``--dist``, ``--q-dist``, ``--a-dist``...)."""
     return option(flag, kind=DISTRIBUTION, default=default, text=text)
 
-
-#: --dist, --q-dist, --k-dist, --rho
-dist_options = stack(
-    dist_option(
-        "--dist",
-        "Entry distribution for q and k: normal, uniform, rademacher, laplace, "
-        "t:df=D, or scipy.NAME:shape=...; every spec takes mean= and sd=.",
-        "normal",
-    ),
-    dist_option("--q-dist", "Distribution of q's entries (overrides --dist for q)."),
-    dist_option("--k-dist", "Distribution of k's entries (overrides --dist for k)."),
-    option(
-        "--rho",
-        kind=FiniteFloat(-1.0, 1.0, what="a number in [-1, 1]", closed=True),
-        default=0.0,
-        text="Correlation of q_i with k_i (normal entries).",
-    ),
-)
 
 #: --dk A..B: the d_k values of a sweep (parameter ``dks``)
 dk_range_option = option(
@@ -87,42 +106,20 @@ dk_range_option = option(
     text="d_k values: A..B doubles, A..B:S steps by S, commas mix (2,3,10..40:10).",
 )
 
-#: --workers, --scheduler
-parallel_options = stack(
-    option(
-        "--workers",
-        kind=click.IntRange(1, 256),
-        default=None,
-        text="Threads drawing chunks (default: all cores); results do not depend on it.",
-    ),
-    option(
-        "--scheduler",
-        kind=None,
-        default=None,
-        metavar="ADDRESS",
-        text="Run chunks on a Dask cluster: 'local' (a LocalCluster with --workers processes) "
-        "or a scheduler address such as tcp://host:8786 (needs varcheck[dask]).",
-    ),
-)
-
 
 def seed_option(
     text: str = "Root seed (drawn and shown when omitted); same seed, same output.",
 ) -> Decorator:
     """--seed, the root seed of every command that draws random numbers."""
-    return option("--seed", kind=click.IntRange(min=0), default=None, text=text)
+    return int_option("--seed", 0, None, None, text)
 
 
 def confidence_option(
     default: float | None = 0.95, text: str = "Confidence level of the intervals."
 ) -> Decorator:
     """--confidence, a level in (0, 1)."""
-    return option(
-        "--confidence",
-        kind=FiniteFloat(0.0, 1.0, what="a number in (0, 1)"),
-        default=default,
-        text=text,
-    )
+    what = "a number in (0, 1)"
+    return option("--confidence", kind=FiniteFloat(0.0, 1.0, what=what), default=default, text=text)
 
 
 def precision_option(
@@ -151,30 +148,15 @@ def positive_option(flag: str, text: str) -> Decorator:
     return option(flag, kind=FiniteFloat(0.0, None, what="a number > 0"), default=None, text=text)
 
 
-#: why ``exclusive(ctx, "precision", "samples", SAMPLES_REASON)`` refuses both
-SAMPLES_REASON = "--samples fixes the number of products, --precision targets a width"
-
-#: --precision, --samples, --max-seconds, --confidence, --seed
-sampling_options = stack(
-    precision_option(),
-    samples_option(),
-    positive_option(
-        "--max-seconds",
-        "Wall-time cap per row (rows drawn from shared blocks share rows × this); a row "
-        "stopped by it reports the precision reached.",
-    ),
-    confidence_option(),
-    seed_option(),
-)
+def path_option(*decls: str, text: str, **checks: Any) -> Decorator:
+    """A file path option with no default; ``checks`` go to ``click.Path`` (``writable=True``)."""
+    return option(*decls, kind=click.Path(dir_okay=False, **checks), default=None, text=text)
 
 
 def plot_option(what: str) -> Decorator:
     """--plot PATH: also write a figure of ``what`` (the path is checked before any work)."""
-    return option(
-        "--plot",
-        kind=click.Path(dir_okay=False),
-        default=None,
-        text=f"Also write a figure (PNG) of {what} (needs varcheck[plot]).",
+    return path_option(
+        "--plot", text=f"Also write a figure (PNG) of {what} (needs varcheck[plot])."
     )
 
 
@@ -193,13 +175,11 @@ def _given(ctx: click.Context, name: str) -> bool:
     return ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)
 
 
-def exclusive(ctx: click.Context, first: str, second: str, reason: str | None = None) -> None:
-    """Refuse two options given together instead of silently picking one.
+def exclusive(first: str, second: str, reason: str | None = None) -> None:
+    """Refuse two options of the running command given together instead of picking one.
 
     Parameters
     ----------
-    ctx : click.Context
-        The running command's context.
     first, second : str
         Parameter names (``precision``, ``samples``); the message names them as options.
     reason : str, optional
@@ -210,6 +190,92 @@ def exclusive(ctx: click.Context, first: str, second: str, reason: str | None = 
     click.UsageError
         "--first and --second cannot be used together[: reason]" when both were given.
     """
+    ctx = click.get_current_context()
     if _given(ctx, first) and _given(ctx, second):
         message = f"--{first} and --{second} cannot be used together"
         raise click.UsageError(message if reason is None else f"{message}: {reason}")
+
+
+#: --dist, --q-dist, --k-dist, --rho, handed over as ``laws``
+dist_options = grouped(
+    "laws",
+    stack(
+        dist_option(
+            "--dist",
+            "Entry distribution for q and k: normal, uniform, rademacher, laplace, "
+            "t:df=D, or scipy.NAME:shape=...; every spec takes mean= and sd=.",
+            "normal",
+        ),
+        dist_option("--q-dist", "Distribution of q's entries (overrides --dist for q)."),
+        dist_option("--k-dist", "Distribution of k's entries (overrides --dist for k)."),
+        option(
+            "--rho",
+            kind=FiniteFloat(-1.0, 1.0, what="a number in [-1, 1]", closed=True),
+            default=0.0,
+            text="Correlation of q_i with k_i (normal entries).",
+        ),
+    ),
+)
+
+
+def _sampling(
+    precision: float,
+    samples: int | None,
+    max_seconds: float | None,
+    confidence: float,
+    seed: int | None,
+) -> dict[str, Any]:
+    exclusive(
+        "precision",
+        "samples",
+        "--samples fixes the number of products, --precision targets a width",
+    )
+    return {
+        "confidence": confidence,
+        "precision": None if samples else precision,
+        "samples": samples,
+        "max_seconds": max_seconds,
+        "seed": seed,
+    }
+
+
+#: --precision, --samples, --max-seconds, --confidence, --seed, handed over as ``sampling``
+#: (--precision and --samples together are refused before the command runs)
+sampling_options = grouped(
+    "sampling",
+    stack(
+        precision_option(),
+        samples_option(),
+        positive_option(
+            "--max-seconds",
+            "Wall-time cap per row (rows drawn from shared blocks share rows × this); a row "
+            "stopped by it reports the precision reached.",
+        ),
+        confidence_option(),
+        seed_option(),
+    ),
+    _sampling,
+)
+
+
+#: --workers, --scheduler, handed over as ``parallel``
+parallel_options = grouped(
+    "parallel",
+    stack(
+        int_option(
+            "--workers",
+            1,
+            256,
+            None,
+            "Threads drawing chunks (default: all cores); results do not depend on it.",
+        ),
+        option(
+            "--scheduler",
+            kind=None,
+            default=None,
+            metavar="ADDRESS",
+            text="Run chunks on a Dask cluster: 'local' (a LocalCluster with --workers "
+            "processes) or a scheduler address such as tcp://host:8786 (needs varcheck[dask]).",
+        ),
+    ),
+)

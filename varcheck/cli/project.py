@@ -6,18 +6,18 @@ import click
 
 from ..core.distributions import Distribution
 from . import EXIT_CODES_HELP
-from .console import ProgressReporter, stdout_console
 from .options import (
     confidence_option,
     dist_option,
     exclusive,
     format_option,
+    int_option,
     plot_option,
     positive_option,
     precision_option,
     seed_option,
 )
-from .run import check_plot_path
+from .run import run
 from .types import INIT
 
 
@@ -41,20 +41,8 @@ constructed heads), but they do not set the exit status: a default run exits 0.
 """
     + EXIT_CODES_HELP,
 )
-@click.option(
-    "--dx",
-    type=click.IntRange(1, 4096),
-    default=32,
-    show_default=True,
-    help="Input width d_x (rows of W_q and W_k).",
-)
-@click.option(
-    "--dk",
-    type=click.IntRange(1, 4096),
-    default=16,
-    show_default=True,
-    help="Head width d_k (columns of W_q and W_k).",
-)
+@int_option("--dx", 1, 4096, 32, "Input width d_x (rows of W_q and W_k).")
+@int_option("--dk", 1, 4096, 16, "Head width d_k (columns of W_q and W_k).")
 @click.option(
     "--init",
     type=INIT,
@@ -78,19 +66,14 @@ constructed heads), but they do not set the exit status: a default run exits 0.
     show_default=True,
     help="Add the constructed aligned heads (W_k = W_q; rank-one W_q = W_k).",
 )
-@click.option(
-    "--tokens",
-    type=click.IntRange(2, 256),
-    default=16,
-    show_default=True,
-    help="Input rows per independent block.",
-)
+@int_option("--tokens", 2, 256, 16, "Input rows per independent block.")
 @precision_option(0.02, "Target relative half-width of every variance interval.")
-@click.option(
+@int_option(
     "--blocks",
-    type=click.IntRange(2, 1 << 20),
-    default=None,
-    help="Fixed number of independent blocks per weight setting instead of --precision.",
+    2,
+    1 << 20,
+    None,
+    "Fixed number of independent blocks per weight setting instead of --precision.",
 )
 @positive_option(
     "--max-seconds", "Wall-time cap per weight setting; rows report the precision reached."
@@ -99,9 +82,7 @@ constructed heads), but they do not set the exit status: a default run exits 0.
 @seed_option()
 @format_option()
 @plot_option("Monte Carlo over prediction per row")
-@click.pass_context
 def command(
-    ctx: click.Context,
     dx: int,
     dk: int,
     init: str,
@@ -134,18 +115,15 @@ def command(
 
     Each row shows the β its prediction recommends and the measured Var(β·q·k).
     """
+    from ..paper.figures import plot_project
     from ..paper.projection import project
     from ..paper.render import render_project
 
     exclusive(
-        ctx,
-        "precision",
-        "blocks",
-        "--blocks fixes the number of blocks, --precision targets a width",
+        "precision", "blocks", "--blocks fixes the number of blocks, --precision targets a width"
     )
-    check_plot_path(plot)
-    with ProgressReporter("project setting") as progress:
-        result = project(
+    result = run(
+        lambda progress: project(
             dx,
             dk,
             init=init,
@@ -159,10 +137,11 @@ def command(
             max_seconds=max_seconds,
             seed=seed,
             progress=progress,
-        )
-    render_project(result, fmt, stdout_console())
-    if plot is not None:
-        from ..paper.figures import plot_project
-
-        plot_project(result, plot)
+        ),
+        render_project,
+        fmt=fmt,
+        plot=plot,
+        figure=plot_project,
+        progress="project setting",
+    )
     return result.exit_code

@@ -1,8 +1,21 @@
-"""The steps every command runs once its options are parsed."""
+"""The steps every command runs once its options are parsed.
+
+A command reads its options, then hands :func:`run` what to compute, how to render it and,
+with ``--plot``, how to draw it; ``run`` does the rest in the same order for every command:
+check the figure's path (before any work), compute (with a progress bar on a terminal), render
+to stdout, write the figure.
+"""
 
 from __future__ import annotations
 
-__all__ = ["check_plot_path"]
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .console import ProgressReporter, stdout_console
+
+__all__ = ["check_plot_path", "run"]
+
+R = TypeVar("R")
 
 
 def check_plot_path(plot: str | None) -> None:
@@ -11,3 +24,46 @@ def check_plot_path(plot: str | None) -> None:
         from ..output.figures import check_plot_path as check
 
         check(plot)
+
+
+def run(
+    compute: Callable[..., R],
+    render: Callable[[R, str, Any], object],
+    *,
+    fmt: str,
+    plot: str | None = None,
+    figure: Callable[[R, str], object] | None = None,
+    progress: str | None = None,
+) -> R:
+    """Compute a command's result, print it and draw its figure.
+
+    Parameters
+    ----------
+    compute : callable
+        The work. Called with a progress callback ``(index, total, fraction)`` when
+        ``progress`` names the bar, with no argument otherwise.
+    render : callable
+        ``render(result, fmt, console)``: writes the result to stdout in format ``fmt``.
+    fmt : str
+        The --format value.
+    plot : str, optional
+        The --plot path: checked before ``compute`` runs, then ``figure(result, plot)``.
+    figure : callable, optional
+        Draws the result to a file; needed when the command has a --plot option.
+    progress : str, optional
+        Label of the progress bar (shown on a terminal only, and only after half a second).
+
+    Returns
+    -------
+    The result of ``compute``, for the command's exit status.
+    """
+    check_plot_path(plot)
+    if progress is None:
+        result = compute()
+    else:
+        with ProgressReporter(progress) as reporter:
+            result = compute(reporter)
+    render(result, fmt, stdout_console())
+    if plot is not None and figure is not None:
+        figure(result, plot)
+    return result

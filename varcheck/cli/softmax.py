@@ -6,8 +6,15 @@ import click
 
 from ..core.distributions import Distribution
 from . import EXIT_CODES_HELP
-from .console import stdout_console
-from .options import dist_option, dk_range_option, format_option, plot_option, seed_option
+from .options import (
+    dist_option,
+    dk_range_option,
+    format_option,
+    int_option,
+    plot_option,
+    seed_option,
+)
+from .run import run
 from .types import CountType
 
 
@@ -24,13 +31,7 @@ Examples:
     + EXIT_CODES_HELP,
 )
 @dk_range_option
-@click.option(
-    "--keys",
-    type=click.IntRange(min=2, max=100_000),
-    default=64,
-    show_default=True,
-    help="L, the number of keys each query attends over.",
-)
+@int_option("--keys", 2, 100_000, 64, "L, the number of keys each query attends over.")
 @click.option(
     "--queries",
     type=CountType(),
@@ -67,19 +68,17 @@ def command(
     which gradients reach the logits, each with its Monte-Carlo standard error. Without scaling
     the softmax saturates as d_k grows; with it, all three stay in a narrow band.
     """
+    from ..teaching.figures import plot_softmax
     from ..teaching.render import render_softmax
     from ..teaching.softmax import softmax_study
 
-    if plot is not None:
-        from ..output.figures import check_plot_path
-
-        check_plot_path(plot)
-    result = softmax_study(
-        dks, keys=keys, queries=queries, dist=dist, q_dist=q_dist, k_dist=k_dist, seed=seed
+    result = run(
+        lambda: softmax_study(
+            dks, keys=keys, queries=queries, dist=dist, q_dist=q_dist, k_dist=k_dist, seed=seed
+        ),
+        render_softmax,
+        fmt=fmt,
+        plot=plot,
+        figure=plot_softmax,
     )
-    render_softmax(result, fmt, stdout_console())
-    if plot is not None:
-        from ..teaching.figures import plot_softmax
-
-        plot_softmax(result, plot)
     return result.exit_code

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..checks.claims import Claim
-from ..core.distributions import Distribution
 from . import EXIT_CODES_HELP
-from .console import ProgressReporter, stdout_console
 from .options import (
-    SAMPLES_REASON,
     dist_options,
     dk_range_option,
-    exclusive,
     format_option,
     parallel_options,
     plot_option,
     sampling_options,
 )
+from .run import run
 from .types import CLAIM
 
 
@@ -48,22 +47,12 @@ Examples:
 @parallel_options
 @format_option()
 @plot_option("estimate and interval against d_k")
-@click.pass_context
 def command(
-    ctx: click.Context,
     dks: list[int],
-    dist: Distribution,
-    q_dist: Distribution | None,
-    k_dist: Distribution | None,
-    rho: float,
+    laws: dict[str, Any],
     claim: Claim,
-    precision: float,
-    samples: int | None,
-    max_seconds: float | None,
-    confidence: float,
-    seed: int | None,
-    workers: int | None,
-    scheduler: str | None,
+    sampling: dict[str, Any],
+    parallel: dict[str, Any],
     fmt: str,
     plot: str | None,
 ) -> int:
@@ -76,32 +65,21 @@ def command(
     """
     from ..checks import sweep as api
     from ..checks.render import render_sweep
+    from ..output.figures import plot_sweep
 
-    exclusive(ctx, "precision", "samples", SAMPLES_REASON)
-    if plot is not None:
-        from ..output.figures import check_plot_path
-
-        check_plot_path(plot)
-    with ProgressReporter("sweep d_k") as progress:
-        result = api.sweep(
+    result = run(
+        lambda progress: api.sweep(
             dks,
-            dist=dist,
-            q_dist=q_dist,
-            k_dist=k_dist,
-            rho=rho,
+            **laws,
             claim=claim.text,
-            confidence=confidence,
-            precision=None if samples else precision,
-            samples=samples,
-            max_seconds=max_seconds,
-            seed=seed,
-            workers=workers,
-            scheduler=scheduler,
+            **sampling,
+            **parallel,
             progress=progress,
-        )
-    render_sweep(result, fmt, stdout_console())
-    if plot is not None:
-        from ..output.figures import plot_sweep
-
-        plot_sweep(result, plot)
+        ),
+        render_sweep,
+        fmt=fmt,
+        plot=plot,
+        figure=plot_sweep,
+        progress="sweep d_k",
+    )
     return result.exit_code

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from . import EXIT_CODES_HELP
-from .console import stdout_console
-from .options import format_option, plot_option, seed_option
-from .run import check_plot_path
+from .options import format_option, int_option, plot_option, seed_option
+from .run import run
 from .types import INIT, FiniteFloat
 
 
@@ -46,13 +47,7 @@ Examples:
     + EXIT_CODES_HELP
     + " train tests nothing: it exits 0, or 2 for bad usage.",
 )
-@click.option(
-    "--steps",
-    type=click.IntRange(1, 100_000),
-    default=600,
-    show_default=True,
-    help="Adam steps per run.",
-)
+@int_option("--steps", 1, 100_000, 600, "Adam steps per run.")
 @click.option(
     "--lr",
     type=FiniteFloat(0.0, 1.0 + 1e-12, what="a number in (0, 1]"),
@@ -69,60 +64,15 @@ Examples:
     help="β schemes to run: fixed (1/√d_k), paper (σ-based, updated every step), "
     "exact (from ‖W_q W_kᵀ‖_F, updated every step).",
 )
-@click.option(
-    "--dx",
-    type=click.IntRange(2, 4096),
-    default=32,
-    show_default=True,
-    help="Input (embedding) width.",
-)
-@click.option(
-    "--dk", type=click.IntRange(1, 4096), default=16, show_default=True, help="Query/key width."
-)
-@click.option(
-    "--dv", type=click.IntRange(1, 4096), default=16, show_default=True, help="Value width."
-)
-@click.option(
-    "--memory",
-    type=click.IntRange(2, 1024),
-    default=8,
-    show_default=True,
-    help="Key-value items per sequence.",
-)
-@click.option(
-    "--keys",
-    type=click.IntRange(2, 1_000_000),
-    default=64,
-    show_default=True,
-    help="Distinct keys (>= --memory).",
-)
-@click.option(
-    "--values",
-    type=click.IntRange(2, 1024),
-    default=8,
-    show_default=True,
-    help="Value classes (chance accuracy 1/values).",
-)
-@click.option(
-    "--batch",
-    type=click.IntRange(1, 100_000),
-    default=64,
-    show_default=True,
-    help="Sequences per step.",
-)
-@click.option(
-    "--eval-size",
-    type=click.IntRange(16, 1_000_000),
-    default=512,
-    show_default=True,
-    help="Sequences in the fixed evaluation batch.",
-)
-@click.option(
-    "--every",
-    type=click.IntRange(1, 100_000),
-    default=None,
-    help="Record every N steps [default: steps/20].",
-)
+@int_option("--dx", 2, 4096, 32, "Input (embedding) width.")
+@int_option("--dk", 1, 4096, 16, "Query/key width.")
+@int_option("--dv", 1, 4096, 16, "Value width.")
+@int_option("--memory", 2, 1024, 8, "Key-value items per sequence.")
+@int_option("--keys", 2, 1_000_000, 64, "Distinct keys (>= --memory).")
+@int_option("--values", 2, 1024, 8, "Value classes (chance accuracy 1/values).")
+@int_option("--batch", 1, 100_000, 64, "Sequences per step.")
+@int_option("--eval-size", 16, 1_000_000, 512, "Sequences in the fixed evaluation batch.")
+@int_option("--every", 1, 100_000, None, "Record every N steps [default: steps/20].")
 @click.option(
     "--init",
     type=INIT,
@@ -160,28 +110,26 @@ def command(
     the run records σ_Wq, σ_Wk, the paper's predicted and the measured variance of the logits
     β·q·k, the attention entropy, the weight on the matching item, loss and accuracy.
     """
+    from ..paper.figures import plot_train
     from ..paper.render import render_train
     from ..paper.training import TrainConfig, train
 
-    check_plot_path(plot)
-    config = TrainConfig(
-        steps=steps,
-        lr=lr,
-        dx=dx,
-        dk=dk,
-        dv=dv,
-        memory=memory,
-        keys=keys,
-        values=values,
-        batch=batch,
-        eval_size=eval_size,
-        every=every if every is not None else max(1, steps // 20),
-        init=init,
-    )
-    result = train(config, schemes=schemes, seed=seed)
-    render_train(result, fmt, stdout_console())
-    if plot is not None:
-        from ..paper.figures import plot_train
+    def compute() -> Any:
+        config = TrainConfig(
+            steps=steps,
+            lr=lr,
+            dx=dx,
+            dk=dk,
+            dv=dv,
+            memory=memory,
+            keys=keys,
+            values=values,
+            batch=batch,
+            eval_size=eval_size,
+            every=every if every is not None else max(1, steps // 20),
+            init=init,
+        )
+        return train(config, schemes=schemes, seed=seed)
 
-        plot_train(result, plot)
+    run(compute, render_train, fmt=fmt, plot=plot, figure=plot_train)
     return 0

@@ -1,0 +1,103 @@
+"""The command line's layout (#14): what its shared modules promise the commands.
+
+Guards against start-up getting heavier again (``varcheck.cli`` once loaded numpy through its
+option types), against commands importing each other instead of the shared modules, and pins
+what the option groups and ``exclusive`` hand over or refuse.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+import varcheck.cli
+from varcheck.cli import COMMANDS
+from varcheck.cli.options import exclusive, grouped, int_option, sampling_options, stack
+
+CLI = Path(varcheck.cli.__file__).parent
+
+
+def test_importing_the_command_line_loads_no_numpy() -> None:
+    """``import varcheck.cli`` (every start-up, --help and --version included) stays light."""
+    code = "import sys, varcheck.cli; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("module", sorted(set(COMMANDS.values())))
+def test_commands_do_not_import_each_other(module: str) -> None:
+    """A command module imports the shared modules (types, options, console, run), never a
+    sibling command: what two commands share belongs in a shared module."""
+    tree = ast.parse((CLI / f"{module}.py").read_text(encoding="utf-8"))
+    siblings = set(COMMANDS.values()) - {module}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            names = {node.module} if node.module else {a.name for a in node.names}
+            assert not names & siblings, f"cli/{module}.py imports {names & siblings}"
+
+
+def _invoke(command: click.Command, *args: str) -> click.testing.Result:
+    return CliRunner().invoke(command, list(args), catch_exceptions=False)
+
+
+def test_grouped_options_reach_the_command_as_one_argument() -> None:
+    seen = {}
+
+    @click.command()
+    @grouped("sizes", stack(int_option("--a", 1, 9, 2, "A."), int_option("--b", 1, 9, 3, "B.")))
+    @int_option("--c", 1, 9, 4, "C.")
+    def command(sizes: dict, c: int) -> None:
+        seen.update(sizes=sizes, c=c)
+
+    assert _invoke(command, "--b", "5").exit_code == 0
+    assert seen == {"sizes": {"a": 2, "b": 5}, "c": 4}
+    help_text = _invoke(command, "--help").output
+    assert help_text.index("--a") < help_text.index("--b") < help_text.index("--c")
+
+
+def test_sampling_options_hand_over_the_api_arguments() -> None:
+    """--samples replaces the default --precision; the five values keep the API's names."""
+    seen = {}
+
+    @click.command()
+    @sampling_options
+    def command(sampling: dict) -> None:
+        seen.update(sampling)
+
+    assert _invoke(command, "--samples", "1e6", "--seed", "3").exit_code == 0
+    assert seen == {
+        "confidence": 0.95,
+        "precision": None,
+        "samples": 1_000_000,
+        "max_seconds": None,
+        "seed": 3,
+    }
+    refused = _invoke(command, "--samples", "1e6", "--precision", "0.01")
+    assert refused.exit_code == 2
+    assert "--precision and --samples cannot be used together: --samples fixes" in refused.output
+
+
+@pytest.mark.parametrize(
+    ("args", "refused"),
+    [((), False), (("--x", "1"), False), (("--y", "1"), False), (("--x", "1", "--y", "2"), True)],
+)
+def test_exclusive_refuses_only_both_given(args: tuple[str, ...], refused: bool) -> None:
+    """An option given on the command line counts, even with its default value; a default
+    alone never does."""
+
+    @click.command()
+    @int_option("--x", 0, None, 1, "X.")
+    @int_option("--y", 0, None, None, "Y.")
+    def command(x: int, y: int | None) -> None:
+        exclusive("x", "y", "pick one")
+
+    result = _invoke(command, *args)
+    assert (result.exit_code == 2) == refused
+    if refused:
+        assert "--x and --y cannot be used together: pick one" in result.output
