@@ -167,3 +167,26 @@ def test_normal_sample_into_out_allocates_nothing(dtype):
     assert got is out
     assert peak < out.nbytes / 4
     np.testing.assert_array_equal(got, dist.sample(np.random.default_rng(3), out.shape, dtype))
+
+
+def test_mean_out_of_range_names_the_spec():
+    """Guards against the scale check losing the spec (`None` in its message) and against `>=`
+    at the bound: |mean| = 1e6 is accepted, just above is refused, naming what was typed."""
+    assert parse_distribution("normal:mean=1e6").mean == 1e6
+    with pytest.raises(VarcheckError, match=r"^distribution 'normal:mean=1000001': its mean"):
+        parse_distribution("normal:mean=1000001")
+
+
+def test_raw_t_refusal_names_the_spec():
+    """Guards against the raw t (df <= 2) losing the spec in its messages."""
+    with pytest.raises(VarcheckError, match=r"^distribution 't:df=2,sd=1': sd= is impossible"):
+        parse_distribution("t:df=2,sd=1")
+
+
+@pytest.mark.parametrize("df", [3.5, 4.0])
+def test_t_third_moment_is_zero_above_df_3(df):
+    """Guards against a wrong threshold for the t's third moment (`df > 4`): E[X^3] exists for
+    df > 3 and is 0 by symmetry, while the fourth is still infinite at df <= 4."""
+    dist = parse_distribution(f"t:df={df}")
+    assert dist.mu3 == 0.0
+    assert dist.mu4 == math.inf

@@ -403,7 +403,6 @@ def _make_named(spec: str, name: str, params: dict[str, float]) -> Distribution:
         target_mean = 0.0 if mean is None else mean
         mu3 = 0.0 if df > 3 else math.inf
         return _affine(
-            spec,
             name,
             fam_params,
             target_mean,
@@ -417,12 +416,11 @@ def _make_named(spec: str, name: str, params: dict[str, float]) -> Distribution:
     target_sd = 1.0 if sd is None else sd
     target_mean = 0.0 if mean is None else mean
     return _affine(
-        spec, name, fam_params, target_mean, target_sd, 0.0, mu4, loc=target_mean, scale=target_sd
+        name, fam_params, target_mean, target_sd, 0.0, mu4, loc=target_mean, scale=target_sd
     )
 
 
 def _affine(
-    spec: str,
     family: str,
     fam_params: tuple[tuple[str, float], ...],
     mean: float,
