@@ -41,6 +41,7 @@ T = TypeVar("T")
 
 __all__ = [
     "ConfidenceInterval",
+    "IntervalTest",
     "Rounds",
     "StopRule",
     "draw_rounds",
@@ -219,8 +220,32 @@ def _sym(delta: np.ndarray, m2: np.ndarray) -> np.ndarray:
     )
 
 
+class IntervalTest:
+    """The test a block interval inverts, for results with ``var``, ``se``, ``skewness``,
+    ``blocks`` and ``interval_method`` (a variance estimate here, a projection's in the paper
+    family): the claim is outside the interval exactly when its p-value is below 1 - confidence.
+    """
+
+    __slots__ = ()
+
+    def t_statistic(self, claim: float) -> float:
+        """The studentised distance of the claim that the interval inverts."""
+        return claim_statistic(
+            self.var,  # type: ignore[attr-defined]
+            self.se,  # type: ignore[attr-defined]
+            claim,
+            skewness=self.skewness,  # type: ignore[attr-defined]
+            blocks=self.blocks,  # type: ignore[attr-defined]
+            method=self.interval_method,  # type: ignore[attr-defined]
+        )
+
+    def p_value(self, claim: float) -> float:
+        """Two-sided p-value of the claim Var(q·k) = ``claim`` (Student t, blocks - 1 df)."""
+        return t_two_sided_p(self.t_statistic(claim), self.blocks - 1)  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
-class VarianceEstimate:
+class VarianceEstimate(IntervalTest):
     """A Monte-Carlo estimate of Var(q·k) with its interval.
 
     Attributes
@@ -274,21 +299,6 @@ class VarianceEstimate:
     @property
     def df(self) -> int:
         return self.blocks - 1
-
-    def t_statistic(self, claim: float) -> float:
-        """The studentised distance of the claim that the interval inverts."""
-        return claim_statistic(
-            self.var,
-            self.se,
-            claim,
-            skewness=self.skewness,
-            blocks=self.blocks,
-            method=self.interval_method,
-        )
-
-    def p_value(self, claim: float) -> float:
-        """Two-sided p-value of the claim Var(q·k) = ``claim``."""
-        return t_two_sided_p(self.t_statistic(claim), self.df)
 
     def scaled(self, factor: float) -> tuple[float, ConfidenceInterval]:
         """Estimate and interval of Var(c · q·k) for ``factor`` = c²."""

@@ -64,13 +64,12 @@ from ..core.estimation import (
     MIN_BLOCKS,
     BlockAccumulator,
     ConfidenceInterval,
+    IntervalTest,
     StopRule,
     block_interval,
-    claim_statistic,
     draw_rounds,
     relative_half_width,
     t_quantile,
-    t_two_sided_p,
 )
 from ..core.logit_variance import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
 from ..core.options import resolve_seed, sampling_effort, valid_count, valid_positive
@@ -280,7 +279,7 @@ def rank_one_weights(
 
 
 @dataclass(frozen=True)
-class MonteCarloVariance:
+class MonteCarloVariance(IntervalTest):
     """A Monte-Carlo estimate of Var(q·k) (and E[q·k]) over independent blocks.
 
     Attributes
@@ -322,21 +321,6 @@ class MonteCarloVariance:
     stop_reason: str
     skewness: float = 0.0
     interval_method: str = "hall"
-
-    def t_statistic(self, claim: float) -> float:
-        """The studentised distance of the claim that the interval inverts (as in ``sweep``)."""
-        return claim_statistic(
-            self.var,
-            self.se,
-            claim,
-            skewness=self.skewness,
-            blocks=self.blocks,
-            method=self.interval_method,
-        )
-
-    def p_value(self, claim: float) -> float:
-        """Two-sided p-value of the claim Var(q·k) = ``claim``."""
-        return t_two_sided_p(self.t_statistic(claim), self.blocks - 1)
 
 
 def _summarise(
