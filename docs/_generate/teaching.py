@@ -88,7 +88,7 @@ def build(write_figures: bool) -> dict[str, dict[str, str]]:
         blocks["theory.md"][name] = _render(render_derive, res, "markdown")
     sw = sweep("2..512", seed=SEED, precision=0.02)
     if write_figures:
-        from varcheck.output.figures import plot_sweep
+        from varcheck.checks.figures import plot_sweep
 
         plot_sweep(sw, str(FIGURES / "sweep_normal.png"))
 

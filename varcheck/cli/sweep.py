@@ -64,8 +64,8 @@ def command(
     rows (Holm), so a true claim shows any rejection at most 1 − confidence of the time.
     """
     from ..checks import sweep as api
+    from ..checks.figures import plot_sweep
     from ..checks.render import render_sweep
-    from ..output.figures import plot_sweep
 
     result = run(
         lambda progress: api.sweep(
