@@ -36,3 +36,81 @@ def test_public_names_are_not_shadowed_by_modules(name: str) -> None:
         importlib.import_module(module)
     value = getattr(varcheck, name)
     assert not isinstance(value, types.ModuleType), f"varcheck.{name} is a module"
+
+
+FAMILIES = ("checks", "teaching", "paper", "encoder")
+BASE = {"errors", "_version"}
+
+
+def _imports(path) -> set[str]:
+    """Every varcheck module a file imports (inside functions and TYPE_CHECKING blocks too),
+    as the part after ``varcheck.``."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    rel = path.relative_to(ROOT).with_suffix("")
+    package = list(rel.parts[:-1]) if rel.name != "__init__" else list(rel.parts[:-1])
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            names = [f"{mod}.{a.name}" for a in node.names] if node.module is None else [mod]
+            found.update(names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m[len("varcheck.") :] for m in found if m.startswith("varcheck.")}
+
+
+ROOT = __import__("pathlib").Path(varcheck.__file__).resolve().parents[1]
+
+
+def _layer(module: str) -> str:
+    return module.split(".")[0]
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((ROOT / "varcheck").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(ROOT / "varcheck")),
+)
+def test_imports_run_one_way(path) -> None:
+    """Data flows one way: core → output → families (checks, teaching, paper, encoder) → cli.
+    core imports nothing above it, output only core, a family only core, output and itself
+    (never another family), and nothing below cli imports cli."""
+    here = path.relative_to(ROOT / "varcheck").with_suffix("").parts
+    layer = here[0] if len(here) > 1 else "top"
+    allowed = {
+        "core": {"core"},
+        "output": {"core", "output"},
+        **{f: {"core", "output", f} for f in FAMILIES},
+        "cli": {"core", "output", "cli", *FAMILIES},
+        "top": {"core", "output", *FAMILIES},
+    }[layer] | BASE
+    if path.name in ("__main__.py",) or (layer == "top" and path.name == "__init__.py"):
+        allowed = allowed | {"cli"}
+    wrong = sorted(m for m in _imports(path) if _layer(m) not in allowed)
+    assert not wrong, f"{'/'.join(here)} imports {wrong}"
+
+
+def test_few_modules_at_the_top() -> None:
+    """At most ten modules directly in varcheck/; the rest live in one subpackage per family."""
+    top = sorted(p.name for p in (ROOT / "varcheck").glob("*.py"))
+    assert len(top) <= 10, top
+
+
+def test_functions_fit_on_a_screen() -> None:
+    """No function in varcheck/ is longer than 80 lines, docstring and signature included."""
+    import ast
+
+    long = []
+    for path in sorted((ROOT / "varcheck").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                size = node.end_lineno - node.lineno + 1
+                if size > 80:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({size})")
+    assert not long, long
