@@ -318,7 +318,7 @@ def test_audit_on_tiny_checkpoint_is_batch_independent(tmp_path):
         ({"batch_size": 0}, "batch_size must be a whole number >= 1, got 0"),
         ({"batch_size": "8"}, "batch_size must be a whole number >= 1, got '8'"),
         ({"confidence": 1.0}, "confidence must be in (0, 1), got 1.0"),
-        ({"confidence": 0}, "confidence must be in (0, 1), got 0.0"),  # ints echo as floats
+        ({"confidence": 0}, "confidence must be in (0, 1), got 0"),  # the value as given
         ({"confidence": "0.9"}, "confidence must be in (0, 1), got '0.9'"),
         ({"sentences": "one string"}, "sentences must be a sequence of strings, not one string"),
         ({"sentences": [" ", ""]}, "sentences has no non-empty sentence"),
