@@ -30,6 +30,19 @@ def test_importing_the_command_line_loads_no_numpy() -> None:
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.parametrize("name", sorted(set(COMMANDS) - {"beta"}))
+def test_a_command_help_loads_no_numpy(name: str) -> None:
+    """Parsing (--help, usage errors) waits for numpy only where the help text itself comes
+    from a numpy module (beta's epilog is paper.beta.WEIGHTS_FORMAT)."""
+    code = (
+        "import sys\nfrom varcheck.cli import main\n"
+        f"try:\n    main([{name!r}, '--help'])\nexcept SystemExit:\n    pass\n"
+        "print('numpy' in sys.modules, file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr.strip() == "False"
+
+
 @pytest.mark.parametrize("module", sorted(set(COMMANDS.values())))
 def test_commands_do_not_import_each_other(module: str) -> None:
     """A command module imports the shared modules (types, options, console, run), never a

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..core.distributions import Distribution
 from . import EXIT_CODES_HELP
 from .options import confidence_option, dist_option, format_option, plot_option, seed_option
 from .run import run
 from .types import CountType, ParsedType, as_number
+
+if TYPE_CHECKING:
+    from ..core.distributions import Distribution
 
 
 def _shape(value: Any) -> Any:

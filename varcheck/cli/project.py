@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from ..core.distributions import Distribution
 from . import EXIT_CODES_HELP
 from .options import (
     confidence_option,
@@ -19,6 +20,9 @@ from .options import (
 )
 from .run import run
 from .types import INIT
+
+if TYPE_CHECKING:
+    from ..core.distributions import Distribution
 
 
 @click.command(

@@ -1,6 +1,8 @@
 """The click parameter types of the command line: parsed specs, counts, bounded floats, inits.
 
 Like ``click.INT``, the parsed types are shared instances: a type holds no state of its own.
+Parsers that need numpy import it when they parse, so that ``varcheck COMMAND --help`` and
+usage errors do not wait for it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from typing import Any
 import click
 
 from ..checks.claims import Claim, parse_claim
-from ..core.distributions import Distribution, parse_distribution
 from ..core.ranges import parse_dk
 from ..errors import VarcheckError
 
@@ -59,6 +60,13 @@ class ParsedType(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+def _distribution(value: Any) -> Any:
+    """An entry distribution (imported, with numpy, only when a command parses one)."""
+    from ..core.distributions import Distribution, parse_distribution
+
+    return value if isinstance(value, Distribution) else parse_distribution(value)
+
+
 def _init_spec(value: Any) -> str:
     """An init name, checked by the projection's own rule (imported only when one is given)."""
     from ..paper.projection import init_sd
@@ -68,7 +76,7 @@ def _init_spec(value: Any) -> str:
 
 
 #: an entry distribution spec: normal, t:df=5, scipy.gamma:a=2, ...
-DISTRIBUTION = ParsedType("SPEC", parse_distribution, Distribution)
+DISTRIBUTION = ParsedType("SPEC", _distribution)
 #: d_k values: 2..512, 8..64:8, 2,3,10..40:10
 DK_RANGE = ParsedType("RANGE", parse_dk, list)
 #: a claimed variance: theory, dk, a number or an expression
