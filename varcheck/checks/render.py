@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.verdicts import OUTCOME_RANK
 from ..output.formats import (
     VERDICT_STYLE,
+    confidence_label,
     fmt,
     fmt_p,
     interval,
@@ -168,11 +169,7 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
     """Print the sweep as a rich table with its header, fit line and notes."""
     from rich.table import Table
 
-    conf = (
-        f"{result.confidence:.0%}"
-        if result.confidence * 100 == round(result.confidence * 100)
-        else f"{result.confidence:.4g}"
-    )
+    conf = confidence_label(result.confidence)
     target = (
         f"target precision ±{result.precision:.3g}"
         if result.precision is not None
@@ -355,7 +352,7 @@ def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
         + (f", rho={result.rho:g}" if result.rho else "")
         + ")",
         f"  claimed value {fmt(result.claim_value, 6)}; exact theory {fmt(result.theory_value, 6)}",
-        f"  estimate {fmt(result.estimate, 6)}, {result.confidence:.0%} interval "
+        f"  estimate {fmt(result.estimate, 6)}, {confidence_label(result.confidence)} interval "
         f"[{fmt(lo, 6)}, {fmt(hi, 6)}] from {result.samples:,} products; "
         f"p = {fmt_p(result.p_value)}",
         f"  {result.reason}",
@@ -430,7 +427,7 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     table = Table(
         title=f"varcheck check {result.path}",
         caption=(
-            f"seed {result.seed} · {result.confidence:.0%} intervals · Holm over "
+            f"seed {result.seed} · {confidence_label(result.confidence)} intervals · Holm over "
             f"{result.family_size} tests (family-wise error ≤ {1 - result.confidence:.3g}) · "
             f"varcheck {result.version}"
         ),

@@ -6,7 +6,14 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..output.formats import fmt, records_to_csv, records_to_markdown, to_json, write
+from ..output.formats import (
+    confidence_label,
+    fmt,
+    records_to_csv,
+    records_to_markdown,
+    to_json,
+    write,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -173,7 +180,7 @@ def _table(title: str, caption: str, columns: list[str]) -> Table:
 
 def _scale_table(result: AuditResult) -> Table:
     """Per head: the three predictions, the measured variance, the scaled one and β_unit."""
-    conf = f"{result.confidence:.0%}"
+    conf = confidence_label(result.confidence)
     table = _table(
         audit_title(result),
         f"paper, exact, cov: predicted Var(q·k) · measured: Var(q·k) over all token pairs · "

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMATS",
     "VERDICT_STYLE",
+    "confidence_label",
     "fmt",
     "fmt_p",
     "interval",
@@ -127,6 +128,12 @@ def _md_value(v: Any) -> str:
     if isinstance(v, float):
         return fmt(v, 6)
     return "—" if v is None else str(v)
+
+
+def confidence_label(confidence: float) -> str:
+    """A confidence level as a percentage: ``95%``, ``97.5%`` (up to four significant digits)."""
+    pct = confidence * 100
+    return f"{pct:.0f}%" if pct == round(pct) else f"{pct:.4g}%"
 
 
 def styled(word: str, styles: Mapping[str, str] = VERDICT_STYLE) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..output.formats import (
+    confidence_label,
     fmt,
     fmt_p,
     interval,
@@ -48,11 +49,6 @@ CLAIM_LABEL = {
     "sigma-based": "σ-based (measured σ_W)",
     "exact": "exact given W",
 }
-
-
-def _conf(confidence: float) -> str:
-    pct = confidence * 100
-    return f"{pct:.0f}%" if pct == round(pct) else f"{confidence:.4g}"
 
 
 # --- project -----------------------------------------------------------------------------------
@@ -312,7 +308,7 @@ def _print_table(table: Any, console: Console) -> None:
 
 
 def render_project_table(result: ProjectionResult, console: Console) -> None:
-    conf = _conf(result.confidence)
+    conf = confidence_label(result.confidence)
     target = (
         f"target precision ±{result.precision:.3g}"
         if result.precision is not None

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.verdicts import REJECTED, UNRELIABLE
 from ..output.formats import (
+    confidence_label,
     fmt,
     fmt_p,
     interval,
@@ -49,11 +50,6 @@ def _pm(value: float, se: float, digits: int = 4) -> str:
     if math.isnan(se) or se == 0:
         return fmt(value, digits)
     return f"{fmt(value, digits)} ± {fmt(se, 2)}"
-
-
-def _conf(confidence: float) -> str:
-    pct = confidence * 100
-    return f"{pct:.0f}%" if pct == round(pct) else f"{pct:.4g}%"
 
 
 # --- explain -----------------------------------------------------------------------------------
@@ -371,7 +367,8 @@ def _readings_table(result: ExplainResult) -> Table:
         )
         table.add_row("p-value (two-sided)", *both(lambda r: fmt_p(r.p_value)))
         table.add_row(
-            f"verdict (level {_conf(result.confidence)})", *both(lambda r: styled(r.verdict))
+            f"verdict (level {confidence_label(result.confidence)})",
+            *both(lambda r: styled(r.verdict)),
         )
     return table
 
@@ -727,7 +724,7 @@ def _render_derive_table(result: DeriveResult, console: Console) -> None:
     dists = f"X = q_i ~ {q}, Y = k_i ~ {k}"
     if result.rho:
         dists += f", corr(X, Y) = {result.rho:g}"
-    conf = _conf(result.confidence)
+    conf = confidence_label(result.confidence)
     table = Table(
         title=escape(f"Var(q·k) = d_k, step by step, for d_k = {result.dk} ({dists})"),
         caption=(
