@@ -13,12 +13,12 @@ from typing import Any, TypeVar
 
 from .console import ProgressReporter, stdout_console
 
-__all__ = ["check_plot_path", "run"]
+__all__ = ["run"]
 
 R = TypeVar("R")
 
 
-def check_plot_path(plot: str | None) -> None:
+def _check_plot_path(plot: str | None) -> None:
     """Fail before the run, not after it, when the figure cannot be written."""
     if plot is not None:
         from ..output.figures import check_plot_path as check
@@ -57,7 +57,7 @@ def run(
     -------
     The result of ``compute``, for the command's exit status.
     """
-    check_plot_path(plot)
+    _check_plot_path(plot)
     if progress is None:
         result = compute()
     else:
