@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..output.formats import (
     confidence_label,
     fmt,
+    plain_table,
     records_to_csv,
     records_to_markdown,
     to_json,
@@ -162,20 +163,7 @@ def layer_cells(summary: LayerSummary) -> list[str]:
 
 
 def _table(title: str, caption: str, columns: list[str]) -> Table:
-    from rich import box
-    from rich.table import Table
-
-    table = Table(
-        title=title,
-        caption=caption,
-        caption_justify="left",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        pad_edge=False,
-    )
-    for name in columns:
-        table.add_column(name, justify="right", no_wrap=True)
-    return table
+    return plain_table(title, caption, [(name, "right") for name in columns])
 
 
 def _scale_table(result: AuditResult) -> Table:

@@ -23,6 +23,7 @@ __all__ = [
     "fmt",
     "fmt_p",
     "interval",
+    "plain_table",
     "json_clean",
     "records_to_csv",
     "records_to_markdown",
@@ -147,6 +148,40 @@ def interval(low: float, high: float, digits: int = 4, sep: str = ", ") -> str:
     if math.isnan(low) or math.isnan(high):
         return ""
     return f"[{fmt(low, digits)}{sep}{fmt(high, digits)}]"
+
+
+def plain_table(
+    title: str,
+    caption: str | None,
+    columns: Sequence[tuple[str, str]],
+    *,
+    padding: tuple[int, ...] = (0, 1),
+    show_edge: bool = True,
+    fold: bool = False,
+) -> Any:
+    """A rich table with only a rule under its header and a left-aligned caption.
+
+    ``columns`` are ``(name, justify)`` pairs; cells never wrap unless ``fold`` (then a long
+    cell folds onto the next line instead of being cut).
+    """
+    from rich import box
+    from rich.table import Table
+
+    table = Table(
+        title=title,
+        caption=caption,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=padding,
+        pad_edge=False,
+        show_edge=show_edge,
+    )
+    for name, justify in columns:
+        if fold:
+            table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        else:
+            table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    return table
 
 
 def write(

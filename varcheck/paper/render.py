@@ -11,6 +11,7 @@ from ..output.formats import (
     fmt,
     fmt_p,
     interval,
+    plain_table,
     records_to_csv,
     records_to_markdown,
     styled,
@@ -275,22 +276,8 @@ def project_notes(result: ProjectionResult) -> list[str]:
     return notes
 
 
-def _table(title: str, caption: str | None, columns: list[tuple[str, str]]):  # noqa: ANN202
-    from rich import box
-    from rich.table import Table
-
-    table = Table(
-        title=title,
-        caption=caption,
-        caption_justify="left",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 0, 0, 1),
-        pad_edge=False,
-        show_edge=False,
-    )
-    for name, justify in columns:
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    return table
+def _table(title: str, caption: str | None, columns: list[tuple[str, str]]) -> Any:
+    return plain_table(title, caption, columns, padding=(0, 0, 0, 1), show_edge=False, fold=True)
 
 
 def _right_aligned(*names: str) -> list[tuple[str, str]]:
