@@ -30,7 +30,7 @@ Held fixed (fixture ``pinned_environment``) so that outputs depend neither on th
 on the working directory, nor on the number of cores:
 
 * width: stdout is not a terminal under ``CliRunner``, so ``stdout_console`` in
-  ``varcheck/cli/_common.py`` gives rich an explicit width of 150 columns (rich then ignores
+  ``varcheck/cli/console.py`` gives rich an explicit width of 150 columns (rich then ignores
   ``COLUMNS``), and ``CliRunner`` wraps click's ``--help`` at 80 columns
   (``click.formatting.FORCED_WIDTH``). ``COLUMNS=200`` is set anyway, for any console made
   without an explicit width;
