@@ -25,6 +25,9 @@ def assert_variance(
 ) -> VerifyResult:
     """Raise ``AssertionError`` unless the claim about Var(q·k) passes.
 
+    Call it inside a test function; the failure message is the claim's paragraph, with the
+    command that reproduces the run.
+
     Parameters
     ----------
     dk : int

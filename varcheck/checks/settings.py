@@ -29,9 +29,9 @@ def estimate_row(
     q: Distribution,
     k: Distribution,
     theory: DotProductTheory,
+    stream: tuple[int, ...],
     *,
     seed: int,
-    stream: tuple[int, ...],
     confidence: float,
     precision: float | None,
     samples: int | None,
@@ -39,7 +39,7 @@ def estimate_row(
     progress: Callable[[float], None] | None = None,
     runner: Runner | None = None,
 ) -> VarianceEstimate | None:
-    """Estimate one setting; ``None`` when Var(q·k) is infinite (nothing to estimate)."""
+    """Estimate one setting ``(q, k, theory, stream)``; ``None`` when Var(q·k) is infinite."""
     if not theory.var_finite:
         return None
     if not theory.estimable and samples is None:
@@ -121,8 +121,8 @@ def estimate_settings(
                         q,
                         k,
                         th,
+                        stream,
                         seed=seed,
-                        stream=stream,
                         confidence=confidence,
                         precision=precision,
                         samples=samples,
