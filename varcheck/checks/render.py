@@ -6,18 +6,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..core.verdicts import OUTCOME_RANK
-from ..output.formats import (
-    VERDICT_STYLE,
-    confidence_label,
-    fmt,
-    fmt_p,
-    interval,
-    records_to_csv,
-    records_to_markdown,
-    styled,
-    to_json,
-    write,
-)
+from ..output import formats
+from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "sweep_records",
     "sweep_meta",
-    "sweep_to_json",
+    "sweep_dict",
     "sweep_markdown",
     "render_sweep",
     "render_sweep_table",
@@ -108,10 +98,8 @@ def _fit_record(result: SweepResult) -> dict[str, Any] | None:
     }
 
 
-def sweep_to_json(result: SweepResult) -> str:
-    return to_json(
-        {**sweep_meta(result), "rows": sweep_records(result), "fit": _fit_record(result)}
-    )
+def sweep_dict(result: SweepResult) -> dict[str, Any]:
+    return {**sweep_meta(result), "rows": sweep_records(result), "fit": _fit_record(result)}
 
 
 def _interval(lo: float, hi: float, *, valid: bool = True) -> str:
@@ -259,13 +247,15 @@ def sweep_markdown(result: SweepResult) -> str:
 
 def render_sweep(result: SweepResult, fmt_name: str, console: Console) -> None:
     """Write a sweep in one of :data:`FORMATS` to ``console``."""
-    write(
+    formats.write(
         fmt_name,
         console,
-        table=lambda c: render_sweep_table(result, c),
-        json=lambda: sweep_to_json(result),
-        csv=lambda: records_to_csv(sweep_records(result), sweep_meta(result)),
-        markdown=lambda: sweep_markdown(result),
+        result,
+        table=render_sweep_table,
+        data=sweep_dict,
+        records=sweep_records,
+        meta=sweep_meta,
+        markdown=sweep_markdown,
     )
 
 
@@ -297,16 +287,14 @@ def verify_record(result: VerifyResult) -> dict[str, Any]:
     }
 
 
-def verify_to_json(result: VerifyResult) -> str:
-    return to_json(
-        {
-            "command": "assert",
-            "version": result.version,
-            "seed": result.seed,
-            "confidence": result.confidence,
-            **verify_record(result),
-        }
-    )
+def verify_dict(result: VerifyResult) -> dict[str, Any]:
+    return {
+        "command": "assert",
+        "version": result.version,
+        "seed": result.seed,
+        "confidence": result.confidence,
+        **verify_record(result),
+    }
 
 
 def _quantity(scaled: bool) -> str:
@@ -327,14 +315,21 @@ def reproduce_command(result: VerifyResult) -> str:
         parts.append("--scaled")
     if result.tolerance is not None:
         parts.append(f"--tolerance {result.tolerance!r}")
-    if result.requested_samples is not None:
-        parts.append(f"--samples {result.requested_samples}")
-    elif result.precision is not None and result.precision != 0.01:
-        parts.append(f"--precision {result.precision!r}")
-    if result.confidence != 0.95:
-        parts.append(f"--confidence {result.confidence!r}")
+    parts += _effort_options(result.requested_samples, result.precision, result.confidence)
     parts.append(f"--seed {result.seed}")
     return " ".join(parts)
+
+
+def _effort_options(samples: int | None, precision: float | None, confidence: float) -> list[str]:
+    """The sampling options of a rerun that differ from the defaults (a fixed count wins)."""
+    options = []
+    if samples is not None:
+        options.append(f"--samples {samples}")
+    elif precision is not None and precision != 0.01:
+        options.append(f"--precision {precision!r}")
+    if confidence != 0.95:
+        options.append(f"--confidence {confidence!r}")
+    return options
 
 
 def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
@@ -365,16 +360,11 @@ def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
 
 def render_verify(result: VerifyResult, fmt_name: str, console: Console) -> None:
     """Write one claim's result: JSON, or its paragraph (in every text format)."""
-    write(
-        fmt_name,
-        console,
-        table=lambda c: _print_verify(result, c),
-        json=lambda: verify_to_json(result),
-    )
+    formats.write(fmt_name, console, result, table=_print_verify, data=verify_dict)
 
 
 def _print_verify(result: VerifyResult, console: Console) -> None:
-    style = VERDICT_STYLE.get(result.outcome, "")
+    style = formats.VERDICT_STYLE.get(result.outcome, "")
     head, *rest = verify_paragraph(result).splitlines()
     console.print(f"[{style}]{head}[/]" if style else head, highlight=False)
     for line in rest:
@@ -395,37 +385,39 @@ def check_records(result: CheckResult) -> list[dict[str, Any]]:
     return out
 
 
-def check_to_json(result: CheckResult) -> str:
-    return to_json(
-        {
-            "command": "check",
-            "version": result.version,
-            "file": result.path,
-            "seed": result.seed,
-            "confidence": result.confidence,
-            "alpha": round(1.0 - result.confidence, 12),
-            "family_size": result.family_size,
-            "outcome": result.outcome,
-            "interrupted": result.interrupted,
-            "claims": [
-                {
-                    "name": co.spec.name,
-                    "description": co.spec.description,
-                    "line": co.spec.line,
-                    "outcome": co.outcome,
-                    "tests": [verify_record(r) for r in co.results],
-                }
-                for co in result.claims
-            ],
-        }
-    )
+def check_dict(result: CheckResult) -> dict[str, Any]:
+    return {
+        "command": "check",
+        "version": result.version,
+        "file": result.path,
+        "seed": result.seed,
+        "confidence": result.confidence,
+        "alpha": round(1.0 - result.confidence, 12),
+        "family_size": result.family_size,
+        "outcome": result.outcome,
+        "interrupted": result.interrupted,
+        "claims": [
+            {
+                "name": co.spec.name,
+                "description": co.spec.description,
+                "line": co.spec.line,
+                "outcome": co.outcome,
+                "tests": [verify_record(r) for r in co.results],
+            }
+            for co in result.claims
+        ],
+    }
+
+
+def check_title(result: CheckResult) -> str:
+    return f"varcheck check {result.path}"
 
 
 def render_check_table(result: CheckResult, console: Console) -> None:
     from rich.table import Table
 
     table = Table(
-        title=f"varcheck check {result.path}",
+        title=check_title(result),
         caption=(
             f"seed {result.seed} · {confidence_label(result.confidence)} intervals · Holm over "
             f"{result.family_size} tests (family-wise error ≤ {1 - result.confidence:.3g}) · "
@@ -484,26 +476,22 @@ def check_meta(result: CheckResult) -> dict[str, Any]:
 
 def render_check(result: CheckResult, fmt_name: str, console: Console) -> None:
     """Write a claim file's results in one of :data:`FORMATS` to ``console``."""
-    title = f"varcheck check {result.path}"
-    write(
+    formats.write(
         fmt_name,
         console,
-        table=lambda c: render_check_table(result, c),
-        json=lambda: check_to_json(result),
-        csv=lambda: records_to_csv(check_records(result), check_meta(result)),
-        markdown=lambda: records_to_markdown(check_records(result), check_meta(result), title),
+        result,
+        table=render_check_table,
+        data=check_dict,
+        records=check_records,
+        meta=check_meta,
+        title=check_title,
     )
 
 
 def rerun_command(result: CheckResult) -> str:
     """The command line that reruns a claim file with the same seed and sampling effort."""
     parts = [f"varcheck check {result.path}", f"--seed {result.seed}"]
-    if result.samples is not None:
-        parts.append(f"--samples {result.samples}")
-    elif result.precision is not None and result.precision != 0.01:
-        parts.append(f"--precision {result.precision!r}")
-    if result.confidence != 0.95:
-        parts.append(f"--confidence {result.confidence!r}")
+    parts += _effort_options(result.samples, result.precision, result.confidence)
     return " ".join(parts)
 
 
@@ -520,7 +508,7 @@ def check_to_junit(result: CheckResult) -> str:
         suites,
         "testsuite",
         {
-            "name": f"varcheck check {result.path}",
+            "name": check_title(result),
             "tests": str(len(result.claims) + result.interrupted),
             "failures": str(failures),
             "errors": str(errors),

@@ -6,15 +6,8 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..output.formats import (
-    confidence_label,
-    fmt,
-    plain_table,
-    records_to_csv,
-    records_to_markdown,
-    to_json,
-    write,
-)
+from ..output import formats
+from ..output.formats import confidence_label, fmt, plain_table, records_to_markdown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,7 +19,7 @@ __all__ = [
     "audit_meta",
     "audit_records",
     "summary_records",
-    "audit_to_json",
+    "audit_dict",
     "audit_title",
     "audit_markdown",
     "layer_cells",
@@ -103,14 +96,12 @@ def summary_records(result: AuditResult) -> list[dict[str, Any]]:
     return [dataclasses.asdict(s) for s in result.summaries]
 
 
-def audit_to_json(result: AuditResult) -> str:
-    return to_json(
-        {
-            **audit_meta(result),
-            "rows": audit_records(result),
-            "layer_summary": summary_records(result),
-        }
-    )
+def audit_dict(result: AuditResult) -> dict[str, Any]:
+    return {
+        **audit_meta(result),
+        "rows": audit_records(result),
+        "layer_summary": summary_records(result),
+    }
 
 
 def audit_title(result: AuditResult) -> str:
@@ -242,11 +233,13 @@ def audit_markdown(result: AuditResult) -> str:
 
 def render_audit(result: AuditResult, fmt_name: str, console: Console) -> None:
     """Write an audit in one of :data:`~varcheck.output.formats.FORMATS` to ``console``."""
-    write(
+    formats.write(
         fmt_name,
         console,
-        table=lambda c: render_audit_table(result, c),
-        json=lambda: audit_to_json(result),
-        csv=lambda: records_to_csv(audit_records(result), audit_meta(result)),
-        markdown=lambda: audit_markdown(result),
+        result,
+        table=render_audit_table,
+        data=audit_dict,
+        records=audit_records,
+        meta=audit_meta,
+        markdown=audit_markdown,
     )

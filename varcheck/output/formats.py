@@ -11,7 +11,7 @@ import io
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -33,6 +33,9 @@ __all__ = [
 ]
 
 FORMATS = ("table", "json", "csv", "markdown")
+
+#: The result a renderer writes (each command's own dataclass).
+R = TypeVar("R")
 
 VERDICT_STYLE = {
     "consistent": "green",
@@ -187,22 +190,35 @@ def plain_table(
 def write(
     fmt_name: str,
     console: Console,
+    result: R,
     *,
-    table: Callable[[Console], None],
-    json: Callable[[], str],
-    csv: Callable[[], str] | None = None,
-    markdown: Callable[[], str] | None = None,
+    table: Callable[[R, Console], None],
+    data: Callable[[R], Any],
+    records: Callable[[R], Sequence[Mapping[str, Any]]] | None = None,
+    meta: Callable[[R], Mapping[str, Any]] | None = None,
+    title: Callable[[R], str] | None = None,
+    markdown: Callable[[R], str] | None = None,
 ) -> None:
-    """Write a result in one of :data:`FORMATS`: the one place a format is chosen.
+    """Write ``result`` in one of :data:`FORMATS`: the one place a format is chosen.
 
-    ``table`` prints through rich; the others return text written as it is (no markup, no
-    wrapping), so pipes and files get exactly the bytes produced. A result without rows (one
-    claim) passes no ``csv``/``markdown`` and prints its table form for them.
+    Each form is a function of ``result``. ``table`` prints it through rich. JSON is
+    ``to_json(data(result))``; CSV is its ``records`` under a comment line of ``meta``; Markdown
+    is ``markdown(result)``, or else the records as one table headed by ``title`` and ``meta``.
+    The text forms are written as they are (no markup, no wrapping), so pipes and files get
+    exactly the bytes produced. A result without rows (one claim) passes no ``records`` and
+    prints its table form for CSV and Markdown.
     """
     if fmt_name not in FORMATS:
         raise ValueError(f"unknown format {fmt_name!r}; accepted: {', '.join(FORMATS)}")
-    text = {"json": json, "csv": csv, "markdown": markdown}.get(fmt_name)
-    if text is None:
-        table(console)
+    if fmt_name == "json":
+        text = to_json(data(result))
+    elif fmt_name == "csv" and records and meta:
+        text = records_to_csv(records(result), meta(result))
+    elif fmt_name == "markdown" and markdown:
+        text = markdown(result)
+    elif fmt_name == "markdown" and records and meta and title:
+        text = records_to_markdown(records(result), meta(result), title(result))
+    else:
+        table(result, console)
         return
-    console.file.write(text())
+    console.file.write(text)

@@ -6,18 +6,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..output.formats import (
-    confidence_label,
-    fmt,
-    fmt_p,
-    interval,
-    plain_table,
-    records_to_csv,
-    records_to_markdown,
-    styled,
-    to_json,
-    write,
-)
+from ..output import formats
+from ..output.formats import confidence_label, fmt, fmt_p, interval, plain_table, styled
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -33,13 +23,16 @@ __all__ = [
     "project_meta",
     "project_records",
     "project_notes",
+    "project_dict",
     "render_project",
     "beta_meta",
     "beta_records",
+    "beta_dict",
     "render_beta",
     "train_meta",
     "train_records",
     "train_summary",
+    "train_dict",
     "train_step_cells",
     "render_train",
 ]
@@ -364,27 +357,25 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
 
 def render_project(result: ProjectionResult, fmt_name: str, console: Console) -> None:
     """Write a project result as table, json, csv or markdown."""
-    write(
+    formats.write(
         fmt_name,
         console,
-        table=lambda c: render_project_table(result, c),
-        json=lambda: _project_json(result),
-        csv=lambda: records_to_csv(project_records(result), project_meta(result)),
-        markdown=lambda: records_to_markdown(
-            project_records(result), project_meta(result), project_title(result)
-        ),
+        result,
+        table=render_project_table,
+        data=project_dict,
+        records=project_records,
+        meta=project_meta,
+        title=project_title,
     )
 
 
-def _project_json(result: ProjectionResult) -> str:
-    return to_json(
-        {
-            **project_meta(result),
-            "rows": project_records(result),
-            "sections": _section_records(result),
-            "exit_code": result.exit_code,
-        }
-    )
+def project_dict(result: ProjectionResult) -> dict[str, Any]:
+    return {
+        **project_meta(result),
+        "rows": project_records(result),
+        "sections": _section_records(result),
+        "exit_code": result.exit_code,
+    }
 
 
 # --- beta --------------------------------------------------------------------------------------
@@ -430,16 +421,20 @@ def beta_title(report: BetaReport) -> str:
 
 def render_beta(report: BetaReport, fmt_name: str, console: Console) -> None:
     """Write per-head β as table, json, csv or markdown."""
-    write(
+    formats.write(
         fmt_name,
         console,
-        table=lambda c: render_beta_table(report, c),
-        json=lambda: to_json({**beta_meta(report), "rows": beta_records(report)}),
-        csv=lambda: records_to_csv(beta_records(report), beta_meta(report)),
-        markdown=lambda: records_to_markdown(
-            beta_records(report), beta_meta(report), beta_title(report)
-        ),
+        report,
+        table=render_beta_table,
+        data=beta_dict,
+        records=beta_records,
+        meta=beta_meta,
+        title=beta_title,
     )
+
+
+def beta_dict(report: BetaReport) -> dict[str, Any]:
+    return {**beta_meta(report), "rows": beta_records(report)}
 
 
 def render_beta_table(report: BetaReport, console: Console) -> None:
@@ -569,18 +564,20 @@ def train_title(result: TrainResult) -> str:
 
 def render_train(result: TrainResult, fmt_name: str, console: Console) -> None:
     """Write a training result as tables over steps, json, csv or markdown."""
-    write(
+    formats.write(
         fmt_name,
         console,
-        table=lambda c: render_train_tables(result, c),
-        json=lambda: to_json(
-            {**train_meta(result), "rows": train_records(result), "summary": train_summary(result)}
-        ),
-        csv=lambda: records_to_csv(train_records(result), train_meta(result)),
-        markdown=lambda: records_to_markdown(
-            train_records(result), train_meta(result), train_title(result)
-        ),
+        result,
+        table=render_train_tables,
+        data=train_dict,
+        records=train_records,
+        meta=train_meta,
+        title=train_title,
     )
+
+
+def train_dict(result: TrainResult) -> dict[str, Any]:
+    return {**train_meta(result), "rows": train_records(result), "summary": train_summary(result)}
 
 
 def train_step_cells(step: TrainStep, *, attention_decimals: int = 3) -> list[str]:

@@ -7,17 +7,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..core.verdicts import REJECTED, UNRELIABLE
-from ..output.formats import (
-    confidence_label,
-    fmt,
-    fmt_p,
-    interval,
-    records_to_csv,
-    records_to_markdown,
-    styled,
-    to_json,
-    write,
-)
+from ..output import formats
+from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -445,13 +436,15 @@ def _explain_markdown(result: ExplainResult) -> str:
 
 def render_explain(result: ExplainResult, fmt_name: str, console: Console) -> None:
     """Write an explain result as ``table``, ``json``, ``csv`` (growing shapes) or ``markdown``."""
-    write(
+    formats.write(
         fmt_name,
         console,
-        table=lambda c: _render_explain_table(result, c),
-        json=lambda: to_json(explain_dict(result)),
-        csv=lambda: records_to_csv(_growing_records(result), _explain_meta(result)),
-        markdown=lambda: _explain_markdown(result),
+        result,
+        table=_render_explain_table,
+        data=explain_dict,
+        records=_growing_records,
+        meta=_explain_meta,
+        markdown=_explain_markdown,
     )
 
 
@@ -575,13 +568,15 @@ def _render_softmax_table(result: SoftmaxResult, console: Console) -> None:
 
 def render_softmax(result: SoftmaxResult, fmt_name: str, console: Console) -> None:
     """Write a softmax study in one of table, json, csv, markdown."""
-    write(
+    formats.write(
         fmt_name,
         console,
-        table=lambda c: _render_softmax_table(result, c),
-        json=lambda: to_json(softmax_dict(result)),
-        csv=lambda: records_to_csv(softmax_records(result), _softmax_meta(result)),
-        markdown=lambda: _softmax_markdown(result),
+        result,
+        table=_render_softmax_table,
+        data=softmax_dict,
+        records=softmax_records,
+        meta=_softmax_meta,
+        markdown=_softmax_markdown,
     )
 
 
@@ -761,13 +756,15 @@ def _render_derive_table(result: DeriveResult, console: Console) -> None:
 
 def render_derive(result: DeriveResult, fmt_name: str, console: Console) -> None:
     """Write a derivation in one of table, json, csv, markdown."""
-    write(
+    formats.write(
         fmt_name,
         console,
-        table=lambda c: _render_derive_table(result, c),
-        json=lambda: to_json(derive_dict(result)),
-        csv=lambda: records_to_csv(derive_records(result), _derive_meta(result)),
-        markdown=lambda: _derive_markdown(result),
+        result,
+        table=_render_derive_table,
+        data=derive_dict,
+        records=derive_records,
+        meta=_derive_meta,
+        markdown=_derive_markdown,
     )
 
 
