@@ -30,15 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._version import __version__
+from ..core import options
 from ..core.distributions import Distribution
-from ..core.options import (
-    confidence_from,
-    entry_laws,
-    resolve_seed,
-    sampling_effort,
-    valid_rho,
-    valid_tolerance,
-)
 from ..core.ranges import resolve_dks
 from ..core.theory import dot_product_theory
 from ..core.verdicts import OUTCOME_RANK, PASS, exit_code
@@ -183,18 +176,13 @@ def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> C
             raise VarcheckError(f"{where}: missing {required} = ...")
     try:
         dk_value = table["dk"]
-        if isinstance(dk_value, list):
-            dks = resolve_dks(
-                [int(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in dk_value]
-            )
-        elif isinstance(dk_value, str | int) and not isinstance(dk_value, bool):
-            dks = resolve_dks(dk_value)
-        else:
+        if isinstance(dk_value, bool) or not isinstance(dk_value, list | str | int):
             raise VarcheckError(
                 f"dk must be an integer, a range string or a list, got {dk_value!r}"
             )
-        q, k = entry_laws(table.get("dist"), table.get("q_dist"), table.get("k_dist"))
-        rho = valid_rho(_number(table.get("rho", 0.0), "rho", where), q, k)
+        dks = tuple(resolve_dks(dk_value))
+        q, k = options.entry_laws(table.get("dist"), table.get("q_dist"), table.get("k_dist"))
+        rho = options.valid_rho(_number(table.get("rho", 0.0), "rho", where), q, k)
         claim_value = table["claim"]
         if isinstance(claim_value, bool) or not isinstance(claim_value, str | int | float):
             raise VarcheckError(
@@ -205,7 +193,9 @@ def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> C
         if not isinstance(scaled, bool):
             raise VarcheckError(f"scaled must be true or false, got {scaled!r}")
         tol = table.get("tolerance")
-        tolerance = valid_tolerance(None if tol is None else _number(tol, "tolerance", where))
+        tolerance = options.valid_tolerance(
+            None if tol is None else _number(tol, "tolerance", where)
+        )
         description = table.get("description", "")
         if not isinstance(description, str):
             raise VarcheckError(f"description must be a string, got {description!r}")
@@ -219,7 +209,7 @@ def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> C
     return ClaimSpec(
         name=name.strip(),
         line=line,
-        dks=tuple(dks),
+        dks=dks,
         q=q,
         k=k,
         rho=rho,
@@ -271,34 +261,32 @@ def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
     if not isinstance(tables, list) or not tables:
         raise VarcheckError(f"{path}: no claims; add at least one [[claim]] table")
     lines = _claim_lines(text)
-    specs = []
-    seen: set[str] = set()
+    specs: dict[str, ClaimSpec] = {}
     for i, table in enumerate(tables):
         line = lines[i] if i < len(lines) else None
         spec = _parse_claim_table(table, i, line, path)
-        if spec.name in seen:
+        if spec.name in specs:
             raise VarcheckError(f"{_where(path, line, spec.name)}: the name is used twice")
-        seen.add(spec.name)
-        specs.append(spec)
+        specs[spec.name] = spec
     seed = defaults.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise VarcheckError(f"{path}: [defaults] seed must be a whole number >= 0, got {seed!r}")
     try:
-        confidence = confidence_from(defaults.get("confidence"), defaults.get("alpha"))
+        confidence = options.confidence_from(defaults.get("confidence"), defaults.get("alpha"))
         samples = defaults.get("samples")
         if samples is not None and "precision" in defaults:
             raise VarcheckError(
                 "give samples or precision, not both (samples fixes the number of products)"
             )
         precision = None if samples is not None else defaults.get("precision", 0.01)
-        confidence, precision, samples, max_seconds = sampling_effort(
+        confidence, precision, samples, max_seconds = options.sampling_effort(
             confidence, precision, samples, defaults.get("max_seconds")
         )
     except VarcheckError as exc:
         raise VarcheckError(f"{path}: [defaults] {exc}") from None
     return CheckFile(
         path=path,
-        claims=tuple(specs),
+        claims=tuple(specs.values()),
         seed=seed,
         confidence=confidence,
         precision=precision,
@@ -340,10 +328,10 @@ def check(
         prec, samp = precision, None
     else:
         prec, samp = spec_file.precision, spec_file.samples
-    conf, prec, samp, max_s = sampling_effort(
+    conf, prec, samp, max_s = options.sampling_effort(
         conf, prec, samp, spec_file.max_seconds if max_seconds is None else max_seconds
     )
-    seed = resolve_seed(spec_file.seed if seed is None else seed)
+    seed = options.resolve_seed(spec_file.seed if seed is None else seed)
     tests: list[ClaimTest] = []
     owners: list[int] = []
     for ci, spec in enumerate(spec_file.claims):
