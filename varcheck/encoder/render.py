@@ -56,6 +56,11 @@ def audit_meta(result: AuditResult) -> dict[str, Any]:
     }
 
 
+def audit_records(result: AuditResult) -> list[dict[str, Any]]:
+    """One flat record per head (the JSON ``rows`` and the CSV lines)."""
+    return [_record(row) for row in result.rows]
+
+
 def _record(row: HeadAudit) -> dict[str, Any]:
     lo, hi = row.scaled_var_ci
     return {
@@ -84,11 +89,6 @@ def _record(row: HeadAudit) -> dict[str, Any]:
         "beta_unit": row.beta_unit,
         "beta_default": row.beta_default,
     }
-
-
-def audit_records(result: AuditResult) -> list[dict[str, Any]]:
-    """One flat record per head (the JSON ``rows`` and the CSV lines)."""
-    return [_record(row) for row in result.rows]
 
 
 def summary_records(result: AuditResult) -> list[dict[str, Any]]:

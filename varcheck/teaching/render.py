@@ -51,7 +51,6 @@ def _dists(a_spec: str, b_spec: str) -> str:
 
 
 def _reading_dict(r: Reading) -> dict[str, Any]:
-    lo, hi = r.central_range
     return {
         "theory_var": r.theory_var,
         "expected": r.expected,
@@ -60,7 +59,7 @@ def _reading_dict(r: Reading) -> dict[str, Any]:
             {"level": q.level, "value": q.value, "ci_low": q.low, "ci_high": q.high}
             for q in r.quantiles
         ],
-        "central_95": [lo, hi],
+        "central_95": list(r.central_range),
         "observed": r.observed,
         "percentile": r.percentile,
         "percentile_se": r.percentile_se,
