@@ -332,23 +332,12 @@ def check(
         conf, prec, samp, spec_file.max_seconds if max_seconds is None else max_seconds
     )
     seed = options.resolve_seed(spec_file.seed if seed is None else seed)
-    tests: list[ClaimTest] = []
-    owners: list[int] = []
-    for ci, spec in enumerate(spec_file.claims):
-        for dk in spec.dks:
-            tests.append(
-                ClaimTest(
-                    dk=dk,
-                    q=spec.q,
-                    k=spec.k,
-                    rho=spec.rho,
-                    claim=spec.claim,
-                    scaled=spec.scaled,
-                    tolerance=spec.tolerance,
-                    stream=(ci, dk),
-                )
-            )
-            owners.append(ci)
+    tests = [
+        ClaimTest(dk, s.q, s.k, s.rho, s.claim, s.scaled, s.tolerance, stream=(ci, dk))
+        for ci, s in enumerate(spec_file.claims)
+        for dk in s.dks
+    ]
+    owners = [ci for ci, s in enumerate(spec_file.claims) for _ in s.dks]
     results = run_claim_tests(
         tests,
         seed=seed,
