@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core.distributions import Distribution
 from ..core.estimation import VarianceEstimate, estimate_variance
-from ..core.parallel import Runner, check_workers, open_runner
+from ..core.parallel import Runner, open_runner, valid_workers
 from ..core.shared_blocks import SHARED_STREAM, can_share, estimate_shared
 from ..core.theory import DotProductTheory
 
@@ -106,7 +106,7 @@ def estimate_settings(
     precision. The third value is the covariance matrix of the variance estimates: squared standard
     errors on the diagonal, the estimated covariance within a shared group, 0 elsewhere.
     """
-    workers = check_workers(workers)
+    workers = valid_workers(workers)
     n = len(settings)
     estimates: list[VarianceEstimate | None] = []
     cov = np.zeros((n, n))

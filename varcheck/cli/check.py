@@ -93,7 +93,7 @@ def command(
     from ..checks.claim_file import check, load_check_file
     from ..checks.render import check_to_junit, render_check
     from ..errors import VarcheckError
-    from ..output.figures import check_output_path
+    from ..output.figures import ensure_writable
 
     spec = load_check_file(file)
     if junit is not None:
@@ -101,7 +101,7 @@ def command(
 
         # like pytest's --junitxml, create the report's folder (e.g. reports/varcheck.xml)
         os.makedirs(os.path.dirname(os.path.abspath(junit)), exist_ok=True)
-        check_output_path(junit, "--junit-xml")
+        ensure_writable(junit, "--junit-xml")
     result = run(
         lambda progress: check(spec, **overrides, **parallel, progress=progress),
         render_check,

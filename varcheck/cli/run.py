@@ -21,7 +21,7 @@ R = TypeVar("R")
 def _check_plot_path(plot: str | None) -> None:
     """Fail before the run, not after it, when the figure cannot be written."""
     if plot is not None:
-        from ..output.figures import check_plot_path as check
+        from ..output.figures import ensure_plot_path as check
 
         check(plot)
 

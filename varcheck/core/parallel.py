@@ -95,7 +95,7 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def check_workers(workers: int | None) -> int:
+def valid_workers(workers: int | None) -> int:
     if workers is None:
         return default_workers()
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 256:
@@ -116,7 +116,7 @@ def open_runner(workers: int | None = None, scheduler: str | None = None) -> Ite
         ``"local"`` for a Dask LocalCluster, or the address of a running Dask scheduler
         (``tcp://host:8786``). Needs the optional extra ``varcheck[dask]``.
     """
-    n = check_workers(workers)
+    n = valid_workers(workers)
     if scheduler is None:
         if n == 1:
             yield SerialRunner()

@@ -8,14 +8,14 @@ from typing import Any
 from ..errors import VarcheckError
 
 __all__ = [
-    "check_output_path",
-    "check_plot_path",
+    "ensure_writable",
+    "ensure_plot_path",
     "save_figure",
     "require_matplotlib",
 ]
 
 
-def check_output_path(path: str, option: str = "--plot") -> None:
+def ensure_writable(path: str, option: str = "--plot") -> None:
     """Refuse an output path that cannot be written, before any work is done."""
     folder = os.path.dirname(os.path.abspath(path)) or "."
     if not os.path.isdir(folder):
@@ -26,13 +26,13 @@ def check_output_path(path: str, option: str = "--plot") -> None:
         raise VarcheckError(f"{option} {path!r}: not writable")
 
 
-def check_plot_path(path: str) -> str:
+def ensure_plot_path(path: str) -> str:
     """Check, before any work, that a figure can be written to ``path``.
 
     Needs matplotlib (a clear message when it is missing), a writable file in an existing folder
     and a format matplotlib writes, taken from the extension (none means PNG).
     """
-    check_output_path(path)
+    ensure_writable(path)
     require_matplotlib()
     from matplotlib.backend_bases import FigureCanvasBase
 
@@ -58,7 +58,7 @@ def save_figure(fig: Any, path: str) -> None:
         fig.savefig(path, dpi=110, format=fmt, metadata={"Software": None})
     except OSError as exc:
         raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc.strerror})") from None
-    except ValueError as exc:  # an unknown format (check_plot_path refuses it first)
+    except ValueError as exc:  # an unknown format (ensure_plot_path refuses it first)
         raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc})") from None
     finally:
         plt.close(fig)
