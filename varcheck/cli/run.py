@@ -18,7 +18,7 @@ __all__ = ["run"]
 R = TypeVar("R")
 
 
-def _check_plot_path(plot: str | None) -> None:
+def _ensure_plot_path(plot: str | None) -> None:
     """Fail before the run, not after it, when the figure cannot be written."""
     if plot is not None:
         from ..output.figures import ensure_plot_path as check
@@ -57,7 +57,7 @@ def run(
     -------
     The result of ``compute``, for the command's exit status.
     """
-    _check_plot_path(plot)
+    _ensure_plot_path(plot)
     if progress is None:
         result = compute()
     else:

@@ -363,7 +363,7 @@ def _run(
     return TrainRun(scheme=scheme, steps=tuple(recorded))
 
 
-def _check_config(cfg: TrainConfig) -> TrainConfig:
+def _valid_config(cfg: TrainConfig) -> TrainConfig:
     ints = {
         "steps": (cfg.steps, 1, 100_000),
         "dx": (cfg.dx, 2, 4096),
@@ -418,7 +418,7 @@ def train(
     [0, 10, 20]
     """
 
-    cfg = _check_config(config if config is not None else TrainConfig())
+    cfg = _valid_config(config if config is not None else TrainConfig())
     if not schemes or len(set(schemes)) != len(schemes):
         raise VarcheckError(f"schemes must list distinct names from {BETA_SCHEMES}, got {schemes}")
     for sch in schemes:

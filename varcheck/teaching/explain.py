@@ -307,7 +307,7 @@ def exact_moments(
     """
     shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
     a, b = entry_laws(parse_distribution(a_dist), None, b_dist)  # b defaults to a
-    ddof = _check_ddof(ddof, shp)
+    ddof = _valid_ddof(ddof, shp)
     n = shp.entries
     th = dot_product_theory(shp.d, a, b)
     entry_var = th.var
@@ -336,7 +336,7 @@ def exact_moments(
     return VarMoments(shp, ddof, entry_var, row_cov, col_cov, expected, sd)
 
 
-def _check_ddof(ddof: int, shape: Shape) -> int:
+def _valid_ddof(ddof: int, shape: Shape) -> int:
     if isinstance(ddof, bool) or ddof not in (0, 1):
         raise VarcheckError(f"ddof must be 0 or 1, got {ddof!r}")
     if shape.entries <= max(ddof, 1):
@@ -372,7 +372,7 @@ def simulate_np_var(
     """
     shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
     a, b = entry_laws(parse_distribution(a_dist), None, b_dist)  # b defaults to a
-    ddof = _check_ddof(ddof, shp)
+    ddof = _valid_ddof(ddof, shp)
     per = shp.n * shp.d + shp.d * shp.m + shp.entries
     chunk = max(1, _CHUNK_ELEMENTS // per)
     out = np.empty(replicates)
@@ -413,7 +413,7 @@ def _replicate_elements(shape: Shape) -> int:
     return shape.n * shape.d + shape.d * shape.m + shape.entries
 
 
-def _check_replicates(replicates: int, shape: Shape) -> int:
+def _valid_replicates(replicates: int, shape: Shape) -> int:
     replicates = valid_count("replicates", replicates, 100)
     if _replicate_elements(shape) > MAX_REPLICATE_ELEMENTS:
         raise VarcheckError(
@@ -716,7 +716,7 @@ def _reading_gamma(
     return Reading(name, theory_var, mean, sd, quantiles, observed, pct, 0.0, p, verdict)
 
 
-def _check_observed(observed: float | None) -> float | None:
+def _valid_observed(observed: float | None) -> float | None:
     if observed is None:
         return None
     if isinstance(observed, bool) or not isinstance(observed, int | float):
@@ -766,11 +766,11 @@ def _explain_iv(
     shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
     # dist is parsed first: None is refused, not read as normal
     a, b = entry_laws(parse_distribution(dist), a_dist, b_dist)
-    ddof = _check_ddof(ddof, shp)
-    observed = _check_observed(observed)
+    ddof = _valid_ddof(ddof, shp)
+    observed = _valid_observed(observed)
     confidence = valid_confidence(confidence)
     if replicates is not None:
-        replicates = _check_replicates(replicates, shp)
+        replicates = _valid_replicates(replicates, shp)
     return _Settings(shp, ddof, a, b, observed, confidence, replicates, resolve_seed(seed))
 
 

@@ -223,7 +223,7 @@ def study_cost(dks: Sequence[int], keys: int, blocks: int) -> float:
     return float(blocks * sum(per_dk))
 
 
-def _check_size(dks: Sequence[int], keys: int, queries: int) -> None:
+def _valid_size(dks: Sequence[int], keys: int, queries: int) -> None:
     worst = max(dks)
     if _block_elements(worst, keys) > MAX_BLOCK_ELEMENTS:
         raise VarcheckError(
@@ -242,7 +242,7 @@ def _check_size(dks: Sequence[int], keys: int, queries: int) -> None:
         )
 
 
-def _check_queries(queries: int) -> int:
+def _valid_queries(queries: int) -> int:
     least = BLOCK_QUERIES * _MIN_BLOCKS
     try:
         return valid_count("queries", queries, least)
@@ -294,8 +294,8 @@ def softmax_study(
 
     dks = resolve_dks(dk)
     keys = valid_count("keys", keys, 2, MAX_KEYS)
-    queries = _check_queries(queries)
-    _check_size(dks, keys, queries)
+    queries = _valid_queries(queries)
+    _valid_size(dks, keys, queries)
     # dist is parsed first: None is refused, not read as normal
     q, k = entry_laws(parse_distribution(dist), q_dist, k_dist)
     seed = resolve_seed(seed)
