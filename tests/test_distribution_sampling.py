@@ -190,3 +190,20 @@ def test_t_third_moment_is_zero_above_df_3(df):
     dist = parse_distribution(f"t:df={df}")
     assert dist.mu3 == 0.0
     assert dist.mu4 == math.inf
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("scipy.gamma:a=-1", "invalid parameters for scipy.gamma (a=-1)"),
+        ("scipy.uniform:scale=1e9", "its sd 2.89e+08 is outside the accepted range"),
+        ("scipy.cauchy:sd=1", "sd= is impossible, scipy.cauchy with these parameters has infinite"),
+        ("scipy.cauchy:mean=1", "mean=/sd= are impossible, scipy.cauchy with these parameters"),
+    ],
+)
+def test_scipy_refusals_name_the_spec(spec, says):
+    """Guards against a scipy law's moment or rescaling step losing the spec (None in its
+    message): each refusal starts with the distribution as it was typed."""
+    with pytest.raises(VarcheckError) as err:
+        parse_distribution(spec)
+    assert str(err.value).startswith(f"distribution {spec!r}: {says}")
