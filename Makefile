@@ -41,7 +41,7 @@ bench-docs: $(STAMP)
 	$(BIN)/python bench/run.py --write-docs
 
 ## mutation testing of the statistical core, the claim language and the audit's forward pass
-## (mutmut, about 40-60 min on 2 cores; not part of `make test`). Results: mutants/, report in
+## (mutmut, about 20 min on 2 cores; not part of `make test`). Results: mutants/, report in
 ## docs/testing.md. Re-running resumes where it stopped; `rm -rf mutants` starts afresh.
 mutate: $(STAMP)
 	$(BIN)/mutmut run --max-children $$(nproc)
