@@ -1,0 +1,105 @@
+"""A user's sampler under the block estimator (core.sampler_blocks): errors, determinism and
+calibration with strongly dependent values inside a call.
+
+The calibration tests use the binomial rule of tests/test_calibration.py: over 400 seeds the
+count of intervals covering the true variance must pass a two-sided binomial test against 95% at
+p > 0.001 (a calibrated estimator fails it once in a thousand), and the count is pinned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from varcheck.core.parallel import open_runner
+from varcheck.core.sampler_blocks import call_sampler, estimate_sampler
+from varcheck.errors import VarcheckError
+
+
+def logits(rng: np.random.Generator, dk: int, n: int = 64, m: int = 64, dx: int = 32):
+    """The pre-softmax logits Q Kᵀ of one batch: n queries and m keys from unit-variance tokens,
+    W_q and W_k drawn fresh with entries of variance 1/d_x (a LeCun-normal init). For different
+    tokens Var(q·k) = E‖W_q W_kᵀ‖_F² = d_x² · d_k / d_x² = d_k; every logit of a row shares its
+    query, every logit of the batch shares the weights."""
+    x = rng.standard_normal((n + m, dx))
+    w_q = rng.standard_normal((dx, dk)) / np.sqrt(dx)
+    w_k = rng.standard_normal((dx, dk)) / np.sqrt(dx)
+    return (x[:n] @ w_q) @ (x[n:] @ w_k).T
+
+
+def laplace(rng: np.random.Generator, dk: int):
+    """dk i.i.d. Laplace values of scale 1 (variance 2), shifted by 5 (a non-zero mean)."""
+    return 5.0 + rng.laplace(size=dk)
+
+
+@pytest.mark.parametrize(
+    ("fn", "says"),
+    [
+        (lambda rng, dk: 1 / 0, "raised ZeroDivisionError: division by zero"),
+        (lambda rng, dk: np.array([]), "returned no values (an empty array)"),
+        (lambda rng, dk: np.array([1.0, np.nan]), "returned NaN values at d_k=4"),
+        (lambda rng, dk: np.array([1.0, np.inf]), "returned infinite values at d_k=4"),
+        (lambda rng, dk: np.array([1j, 2.0]), "returned complex values; give real numbers"),
+        (lambda rng, dk: np.array(["a", "b"]), "returned <U1 values, not numbers"),
+        (lambda rng, dk: {"a": 1}, "returned object values, not numbers"),
+        (lambda rng: 1.0, "raised TypeError"),
+    ],
+)
+def test_bad_samplers_get_one_line_naming_them(fn, says) -> None:
+    with pytest.raises(VarcheckError) as err:
+        estimate_sampler(fn, 4, seed=0, name="mod:fn")
+    message = str(err.value)
+    assert message.startswith("sampler mod:fn ") and says in message
+    assert "\n" not in message
+
+
+def test_a_sampler_whose_size_changes_is_refused() -> None:
+    def varying(rng, dk):
+        return rng.standard_normal(int(rng.integers(3, 6)))
+
+    with pytest.raises(VarcheckError, match=r"^sampler v returned \d values, then \d: every call"):
+        estimate_sampler(varying, 4, seed=2, name="v")
+
+
+def test_values_are_flattened_and_cast() -> None:
+    got = call_sampler(lambda rng, dk: [[1, 2], [3, 4]], np.random.default_rng(0), 2, name="x")
+    assert got.dtype == np.float64 and got.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_same_seed_same_estimate_for_any_worker_count() -> None:
+    serial = estimate_sampler(logits, 8, seed=5, precision=0.05)
+    with open_runner(2) as runner:
+        threaded = estimate_sampler(logits, 8, seed=5, precision=0.05, runner=runner)
+    assert serial == threaded
+    assert serial.samples == serial.blocks * 64 * 64
+
+
+def test_fixed_budget_counts_values() -> None:
+    est = estimate_sampler(laplace, 10, seed=1, samples=5000)
+    assert (est.blocks, est.samples, est.stop_reason) == (500, 5000, "samples")
+    assert est.mean == pytest.approx(5.0, abs=0.2)
+
+
+def _coverage(fn, dk: int, truth: float, precision: float, seeds: int = 400) -> int:
+    covered = 0
+    for seed in range(seeds):
+        lo, hi = estimate_sampler(fn, dk, seed=seed, precision=precision).confidence_interval
+        covered += lo <= truth <= hi
+    return covered
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(
+    ("fn", "dk", "truth", "precision", "pinned"),
+    [(logits, 16, 16.0, 0.1, 378), (laplace, 32, 2.0, 0.1, 384)],
+    ids=["dependent-logits", "iid-laplace"],
+)
+def test_coverage_of_sampler_intervals(fn, dk, truth, precision, pinned) -> None:
+    """Guards against an interval that treats the values of one call as independent (the
+    logits of a batch share queries, keys and weights: such an interval would cover far less
+    than 95%) and against any miscalibration of the per-call blocks."""
+    covered = _coverage(fn, dk, truth, precision)
+    assert binomtest(covered, 400, 0.95).pvalue > 0.001, covered
+    if pinned is not None:
+        assert covered == pinned

@@ -1,0 +1,190 @@
+"""A user's sampler as a source of independent blocks: each call of ``fn(rng, dk)`` is one block.
+
+The values one call returns (attention logits of one batch, say) may depend on each other in any
+way: they share rows, columns and freshly drawn weights. Different calls are independent, given
+independent generators, so each call is one block of the block estimator of
+:mod:`varcheck.core.estimation`, and its interval accounts for the dependence inside a call as
+it does for products that share rows and columns. Call ``i`` of chunk ``c`` gets the generator
+of ``SeedSequence(seed, spawn_key=(*stream, c)).spawn(blocks)[i]``: the same seed gives the same
+values for any split of the work, as long as ``fn`` draws only from the generator it is given.
+
+This module is the statistical core of verifying a user's own code (issue #15); loading a
+sampler by name and the command line come on top of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ..errors import VarcheckError
+from .estimation import (
+    MIN_BLOCKS,
+    BlockAccumulator,
+    StopRule,
+    VarianceEstimate,
+    block_interval,
+    draw_rounds,
+    relative_half_width,
+    summarise,
+)
+from .parallel import Runner, SerialRunner, ordered_map
+
+__all__ = ["Sampler", "call_sampler", "sampler_chunk", "estimate_sampler", "PILOT_STREAM"]
+
+#: ``fn(rng, dk)`` returning the values of one independent run (any shape).
+Sampler = Callable[[np.random.Generator, int], Any]
+
+#: Spawn key of the one pilot call that checks the sampler and fixes the centring shift.
+PILOT_STREAM = 2**31 - 1
+
+#: Values a chunk of calls holds at most (chunks are the unit of seeding and parallel work).
+_CHUNK_VALUES = 1 << 18
+
+
+def call_sampler(fn: Sampler, rng: np.random.Generator, dk: int, *, name: str) -> np.ndarray:
+    """One call of the sampler, as a flat float64 array; a one-line error naming what is wrong.
+
+    Anything ``numpy.asarray`` turns into a real array of numbers is accepted (numpy arrays, CPU
+    tensors of other frameworks), without importing those frameworks.
+    """
+    try:
+        out = fn(rng, dk)
+    except Exception as exc:  # the user's code: any failure is reported, not raised through
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise VarcheckError(
+            f"sampler {name} raised {type(exc).__name__}" + (f": {first[:60]}" if first else "")
+        ) from exc
+    try:
+        values = np.asarray(out)
+    except Exception as exc:
+        raise VarcheckError(
+            f"sampler {name} returned a {type(out).__name__}, which is not an array of numbers"
+        ) from exc
+    kind = values.dtype.kind
+    if kind == "c":
+        raise VarcheckError(f"sampler {name} returned complex values; give real numbers")
+    if kind not in "biuf":
+        raise VarcheckError(
+            f"sampler {name} returned {values.dtype} values, not numbers (expected an array "
+            "of floats such as the attention logits)"
+        )
+    values = values.astype(np.float64, copy=False).ravel()
+    if values.size == 0:
+        raise VarcheckError(f"sampler {name} returned no values (an empty array)")
+    if not np.isfinite(values).all():
+        bad = "NaN" if np.isnan(values).any() else "infinite"
+        raise VarcheckError(f"sampler {name} returned {bad} values at d_k={dk}")
+    return values
+
+
+def sampler_chunk(
+    fn: Sampler,
+    dk: int,
+    seed: int,
+    stream: tuple[int, ...],
+    chunk: int,
+    blocks: int,
+    shift: float,
+    size: int,
+    name: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-call means of the values and of their squares, centred by ``shift`` (one chunk).
+
+    Every call must return ``size`` values (the pilot call's count), so that the number of
+    values reported is the number used.
+    """
+    children = np.random.SeedSequence(seed, spawn_key=(*stream, chunk)).spawn(blocks)
+    m = np.empty(blocks)
+    a = np.empty(blocks)
+    for i, child in enumerate(children):
+        x = call_sampler(fn, np.random.default_rng(child), dk, name=name) - shift
+        if x.size != size:
+            raise VarcheckError(
+                f"sampler {name} returned {size} values, then {x.size}: every call must "
+                "return the same number of values"
+            )
+        m[i] = x.mean()
+        a[i] = np.dot(x, x) / x.size
+    return m, a
+
+
+def estimate_sampler(
+    fn: Sampler,
+    dk: int,
+    *,
+    seed: int,
+    stream: tuple[int, ...] = (),
+    confidence: float = 0.95,
+    precision: float | None = 0.01,
+    samples: int | None = None,
+    max_seconds: float | None = None,
+    progress: Callable[[float], None] | None = None,
+    runner: Runner | None = None,
+    name: str = "sampler",
+) -> VarianceEstimate:
+    """Estimate the variance of the values a sampler returns, each call one independent block.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(rng, dk)``: the values of one independent run of the user's code.
+    dk : int
+        Passed to ``fn``.
+    seed, stream
+        Root seed and stream, as in :func:`varcheck.core.estimation.estimate_variance`.
+    confidence, precision, samples, max_seconds, progress, runner
+        As in :func:`varcheck.core.estimation.estimate_variance`; ``samples`` counts values
+        (rounded up to whole calls, at least ``MIN_BLOCKS`` calls from 200 values on).
+    name : str
+        How errors name the sampler (``module:function``).
+
+    Returns
+    -------
+    VarianceEstimate
+        ``samples`` counts values, ``blocks`` calls; ``block_side`` is 0 (a call has no rows).
+
+    Notes
+    -----
+    The variance is that of one entry drawn at random from a call's values: it is the variance
+    of "the logits" when every entry has the same law. One pilot call (its own generator) checks
+    the sampler before any work and fixes the shift that centres the values (the estimate does
+    not depend on it; it only keeps the squares from cancelling when the mean is large).
+    """
+    pilot_key = np.random.SeedSequence(seed, spawn_key=(*stream, PILOT_STREAM))
+    pilot = call_sampler(fn, np.random.default_rng(pilot_key), dk, name=name)
+    per_call, shift = pilot.size, float(pilot.mean())
+    per_chunk = max(1, min(MIN_BLOCKS, _CHUNK_VALUES // per_call))
+    acc = BlockAccumulator()
+    runner = SerialRunner() if runner is None else runner
+    task = (fn, dk, seed, stream)
+
+    def draw(tasks: Iterator[tuple[int, int]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        return ordered_map(
+            runner, sampler_chunk, ((*task, c, b, shift, per_call, name) for c, b in tasks)
+        )
+
+    def widest() -> float:
+        est, se, _ = acc.variance_and_se()
+        return relative_half_width(est, block_interval(acc, est, se, confidence, "hall"))
+
+    if samples is None:
+        rule = StopRule(precision, MIN_BLOCKS, None, max_seconds)
+    else:
+        floor = MIN_BLOCKS if samples >= MIN_BLOCKS else 2
+        rule = StopRule(None, max(floor, math.ceil(samples / per_call)), "samples", max_seconds)
+    rounds = draw_rounds(
+        rule, per_chunk, draw, lambda rs: acc.add(*rs[0]), widest, progress=progress
+    )
+    return summarise(
+        acc,
+        confidence=confidence,
+        method="hall",
+        products_per_block=per_call,
+        block_side=0,
+        stop_reason=rounds.stop_reason,
+        shift=shift,
+    )
