@@ -21,16 +21,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import VarcheckError
-from .estimation import (
-    MIN_BLOCKS,
-    BlockAccumulator,
-    StopRule,
-    VarianceEstimate,
-    block_interval,
-    draw_rounds,
-    relative_half_width,
-    summarise,
-)
+from . import estimation as est
+from .estimation import MIN_BLOCKS, StopRule, VarianceEstimate
 from .parallel import Runner, SerialRunner, ordered_map
 
 __all__ = ["Sampler", "call_sampler", "sampler_chunk", "estimate_sampler", "PILOT_STREAM"]
@@ -158,7 +150,7 @@ def estimate_sampler(
     pilot = call_sampler(fn, np.random.default_rng(pilot_key), dk, name=name)
     per_call, shift = pilot.size, float(pilot.mean())
     per_chunk = max(1, min(MIN_BLOCKS, _CHUNK_VALUES // per_call))
-    acc = BlockAccumulator()
+    acc = est.BlockAccumulator()
     runner = SerialRunner() if runner is None else runner
     task = (fn, dk, seed, stream)
 
@@ -168,18 +160,18 @@ def estimate_sampler(
         )
 
     def widest() -> float:
-        est, se, _ = acc.variance_and_se()
-        return relative_half_width(est, block_interval(acc, est, se, confidence, "hall"))
+        var, se, _ = acc.variance_and_se()
+        return est.relative_half_width(var, est.block_interval(acc, var, se, confidence, "hall"))
 
     if samples is None:
         rule = StopRule(precision, MIN_BLOCKS, None, max_seconds)
     else:
         floor = MIN_BLOCKS if samples >= MIN_BLOCKS else 2
         rule = StopRule(None, max(floor, math.ceil(samples / per_call)), "samples", max_seconds)
-    rounds = draw_rounds(
+    rounds = est.draw_rounds(
         rule, per_chunk, draw, lambda rs: acc.add(*rs[0]), widest, progress=progress
     )
-    return summarise(
+    return est.summarise(
         acc,
         confidence=confidence,
         method="hall",
