@@ -412,7 +412,7 @@ def report(res: dict[str, Any]) -> str:
     for r in res["rng"]:
         fam = r["family"]
         if fam == "normal32":
-            current = f"{res['current_shared']['c_rng']:g} (shared.py)"
+            current = f"{res['current_shared']['c_rng']:g} (shared_blocks.py)"
         elif fam == "ziggurat32":
             current = "–"
         else:
@@ -449,7 +449,7 @@ def report(res: dict[str, Any]) -> str:
         _constants_table(
             fit,
             current,
-            "sampling.py",
+            "core/blocks.py",
             [
                 ("c_rng", "c_rng (normal, ns/number)", ".2f"),
                 ("c_flop", "c_flop (ns/multiply-add)", ".4f"),
@@ -480,7 +480,7 @@ def report(res: dict[str, Any]) -> str:
         _constants_table(
             sfit,
             scur,
-            "shared.py",
+            "core/shared_blocks.py",
             [
                 ("c_rng", "c_rng (normal32, ns/number)", ".2f"),
                 ("c_flop", "c_flop (float32, ns/flop)", ".4f"),

@@ -524,7 +524,7 @@ def render(r: dict[str, Any]) -> str:
         L.append("\n## Cost model\n")
         L.append(
             "Measured by `bench/cost_model.py` with `OPENBLAS_NUM_THREADS=1`. The model "
-            "(`varcheck/sampling.py`) prices a block of side n as "
+            "(`varcheck/core/blocks.py`) prices a block of side n as "
             "c_rng·2nd + c_flop·n²d + c_out·n² + c_block nanoseconds and credits it with "
             "n²/(1 + 2(n−1)r) independent products.\n"
         )

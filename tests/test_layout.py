@@ -49,7 +49,7 @@ def _imports(path) -> set[str]:
 
     tree = ast.parse(path.read_text(encoding="utf-8"))
     rel = path.relative_to(ROOT).with_suffix("")
-    package = list(rel.parts[:-1]) if rel.name != "__init__" else list(rel.parts[:-1])
+    package = list(rel.parts[:-1])  # a module's package; for __init__.py, the package itself
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):

@@ -144,6 +144,12 @@ def summarise(mutants: list[Mutant], equivalent: dict) -> tuple[str, float, list
     return "\n".join(lines), score, open_
 
 
+def _stale(mutants: list[Mutant], equivalent: dict) -> list[tuple[str, str, str]]:
+    """Arguments in the equivalence list that match no surviving mutant (code since changed)."""
+    alive = {_key(m) for m in mutants if m.status in ("survived", "no tests")}
+    return sorted(key for key in equivalent if key not in alive)
+
+
 def write_block(doc: Path, block: str) -> None:
     """Replace the text between the report markers in ``doc``."""
     text = doc.read_text()
@@ -155,7 +161,9 @@ def write_block(doc: Path, block: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--check", action="store_true", help="fail on open or unrun mutants; write nothing"
+        "--check",
+        action="store_true",
+        help="fail on open or unrun mutants or stale equivalence arguments; write nothing",
     )
     parser.add_argument("--list", action="store_true", help="print open survivors as TSV rows")
     args = parser.parse_args(argv)
@@ -167,10 +175,13 @@ def main(argv: list[str] | None = None) -> int:
         for m in open_:
             print("\t".join([f"{m.module}.{m.function}", m.removed, m.added, m.name]))
         return 0
+    stale = _stale(mutants, load_equivalent(EQUIVALENT))
     if args.check:
         print(block)
+        for key in stale:
+            print("argued equivalent but no such survivor: " + "\t".join(key))
         unrun = sum(m.status == "not run" for m in mutants)
-        return 0 if score >= TARGET and not open_ and not unrun else 1
+        return 0 if score >= TARGET and not open_ and not unrun and not stale else 1
     write_block(DOC, block)
     print(block)
     return 0

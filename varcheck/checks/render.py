@@ -246,7 +246,7 @@ def sweep_markdown(result: SweepResult) -> str:
 
 
 def render_sweep(result: SweepResult, fmt_name: str, console: Console) -> None:
-    """Write a sweep in one of :data:`FORMATS` to ``console``."""
+    """Write a sweep in one of :data:`~varcheck.output.formats.FORMATS` to ``console``."""
     formats.write(
         fmt_name,
         console,
@@ -475,7 +475,7 @@ def check_meta(result: CheckResult) -> dict[str, Any]:
 
 
 def render_check(result: CheckResult, fmt_name: str, console: Console) -> None:
-    """Write a claim file's results in one of :data:`FORMATS` to ``console``."""
+    """Write a claim file's results in one of :data:`~varcheck.output.formats.FORMATS`."""
     formats.write(
         fmt_name,
         console,

@@ -60,7 +60,7 @@ def estimate_row(
     )
 
 
-def share_groups(
+def _share_groups(
     settings: list[tuple[Distribution, Distribution, DotProductTheory, tuple[int, ...]]],
     share_keys: list[object] | None,
     precision: float | None,
@@ -112,7 +112,7 @@ def estimate_settings(
     cov = np.zeros((n, n))
     try:
         with open_runner(workers, scheduler) as runner:
-            for group, shared in share_groups(settings, share_keys, precision, samples):
+            for group, shared in _share_groups(settings, share_keys, precision, samples):
                 i0 = group[0]
                 if not shared:
                     q, k, th, stream = settings[i0]

@@ -277,7 +277,7 @@ def verify(
         A number or an expression in ``dk``, ``rho``, ``theory`` and the entry moments (see
         :func:`varcheck.parse_claim`).
     dist, q_dist, k_dist, rho
-        Entry distributions and correlation, as in :func:`sweep`.
+        Entry distributions and correlation, as in :func:`~varcheck.checks.sweep.sweep`.
     scaled : bool
         Test the variance of q·k / sqrt(d_k) instead of q·k.
     tolerance : float, optional
@@ -286,7 +286,7 @@ def verify(
     confidence, alpha : float, optional
         Interval level, or its complement (give one; default 0.95).
     precision, samples, max_seconds, workers, scheduler
-        Sampling effort and where chunks run, as in :func:`sweep`.
+        Sampling effort and where chunks run, as in :func:`~varcheck.checks.sweep.sweep`.
     seed : int, optional
         Root seed; drawn and reported when not given.
     progress : callable, optional

@@ -35,6 +35,19 @@ __all__ = [
 MIN_SAMPLES = 1000
 
 
+def _real(value: object) -> bool:
+    """A real number (any numeric type, numpy's included), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _shown(value: object) -> str:
+    """A refused value as typed; a numpy scalar as its Python value (3, not np.int64(3))."""
+    item = getattr(value, "item", None)
+    if type(value).__module__ == "numpy" and callable(item) and getattr(value, "ndim", 1) == 0:
+        value = item()
+    return repr(value)
+
+
 def resolve_seed(seed: int | None) -> int:
     """The seed to use: the one given, or a fresh one drawn from the OS (to be reported)."""
     if seed is None:
@@ -50,9 +63,8 @@ def resolve_seed(seed: int | None) -> int:
 
 def valid_confidence(confidence: float) -> float:
     """A confidence level in (0, 1), as a float (the message repeats the value as given)."""
-    ok = isinstance(confidence, numbers.Real) and not isinstance(confidence, bool)
-    if not (ok and 0.0 < confidence < 1.0):
-        raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
+    if not (_real(confidence) and 0.0 < confidence < 1.0):
+        raise VarcheckError(f"confidence must be in (0, 1), got {_shown(confidence)}")
     return float(confidence)
 
 
@@ -72,18 +84,14 @@ def valid_count(
         or value < least
         or (most is not None and value > most)
     ):
-        raise VarcheckError(f"{name} must be a whole number {bound}, got {value!r}")
+        raise VarcheckError(f"{name} must be a whole number {bound}, got {_shown(value)}")
     return int(value)
 
 
 def valid_positive(name: str, value: object) -> float:
     """``value`` as a finite float > 0."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not (math.isfinite(value) and value > 0)
-    ):
-        raise VarcheckError(f"{name} must be a finite number > 0, got {value!r}")
+    if not (_real(value) and math.isfinite(value) and value > 0):
+        raise VarcheckError(f"{name} must be a finite number > 0, got {_shown(value)}")
     return float(value)
 
 
@@ -108,16 +116,16 @@ def sampling_effort(
     if fixed is not None:
         fixed = valid_count(name, fixed, least, most, whole_floats=whole_floats)
         precision = None
-    elif isinstance(precision, bool) or not (
-        isinstance(precision, numbers.Real) and math.isfinite(precision) and 0 < precision < 1
-    ):
-        raise VarcheckError(f"precision must be in (0, 1), got {precision!r}")
+    elif not (_real(precision) and math.isfinite(precision) and 0 < precision < 1):
+        raise VarcheckError(f"precision must be in (0, 1), got {_shown(precision)}")
     else:
         precision = float(precision)
     if max_seconds is not None and not (
-        isinstance(max_seconds, int | float) and math.isfinite(max_seconds) and max_seconds > 0
+        _real(max_seconds) and math.isfinite(max_seconds) and max_seconds > 0
     ):
-        raise VarcheckError(f"max_seconds must be > 0, got {max_seconds!r}")
+        raise VarcheckError(f"max_seconds must be > 0, got {_shown(max_seconds)}")
+    if max_seconds is not None and not isinstance(max_seconds, int | float):
+        max_seconds = float(max_seconds)  # a numpy number, as a plain one for the result
     return confidence, precision, fixed, max_seconds
 
 
@@ -137,8 +145,8 @@ def entry_laws(
 
 def valid_rho(rho: float, q: Distribution, k: Distribution) -> float:
     """``rho`` as a float in [-1, 1]; a non-zero correlation needs normal q and k."""
-    if isinstance(rho, bool) or not isinstance(rho, int | float) or not -1.0 <= rho <= 1.0:
-        raise VarcheckError(f"rho must be in [-1, 1], got {rho!r}")
+    if not (_real(rho) and -1.0 <= rho <= 1.0):
+        raise VarcheckError(f"rho must be in [-1, 1], got {_shown(rho)}")
     if rho != 0.0 and not (q.is_normal and k.is_normal):
         raise VarcheckError(
             f"rho={rho!r} needs normal entries for q and k (got q ~ {q.spec}, k ~ {k.spec})"
@@ -150,12 +158,8 @@ def valid_tolerance(tolerance: float | None) -> float | None:
     """A relative tolerance in (0, 1), or None."""
     if tolerance is None:
         return None
-    if (
-        isinstance(tolerance, bool)
-        or not isinstance(tolerance, int | float)
-        or not (0.0 < tolerance < 1.0)
-    ):
-        raise VarcheckError(f"tolerance must be in (0, 1), got {tolerance!r}")
+    if not (_real(tolerance) and 0.0 < tolerance < 1.0):
+        raise VarcheckError(f"tolerance must be in (0, 1), got {_shown(tolerance)}")
     return float(tolerance)
 
 
@@ -163,8 +167,8 @@ def confidence_from(confidence: float | None, alpha: float | None) -> float:
     """The confidence level from ``confidence`` or ``alpha`` (they must agree), 0.95 by default."""
     if alpha is None:
         return 0.95 if confidence is None else confidence
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 < alpha < 1.0:
-        raise VarcheckError(f"alpha must be in (0, 1), got {alpha!r}")
+    if not (_real(alpha) and 0.0 < alpha < 1.0):
+        raise VarcheckError(f"alpha must be in (0, 1), got {_shown(alpha)}")
     if confidence is not None and not math.isclose(confidence, 1.0 - alpha):
         raise VarcheckError(
             f"confidence={confidence!r} and alpha={alpha!r} disagree; give one of them"

@@ -99,7 +99,7 @@ SHARED_STREAM = 1 << 40
 FLOAT32_MIN_PRECISION = 1e-4
 # Cost constants of shared blocks in float32 (ns per normal number, drawn by Box-Muller; per
 # flop; per block; per d_k per block), fitted by bench/cost_model.py to draw_shared_chunk wall
-# times; other families' random numbers are priced by sampling.py. Three fits on the 2-core
+# times; other families' random numbers are priced by blocks.py. Three fits on the 2-core
 # development machine gave 4.1-7.7, 0.0087-0.011, 0 and 1300-2100 (the first two trade off
 # against each other); c_block is set above 0 because a fit with a term per chunk found about
 # 90 us per chunk, which a chunk spreads over its 25-64 blocks. The default sweep gets the same

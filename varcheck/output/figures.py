@@ -1,4 +1,4 @@
-"""Figures (optional extra ``varcheck[plot]``): pure functions of a result, written to a PNG."""
+"""Figure plumbing every family shares (optional extra ``varcheck[plot]``): path checks, saving."""
 
 from __future__ import annotations
 

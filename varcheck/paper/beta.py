@@ -15,7 +15,7 @@ Multiplying the logits by β = 1 / sqrt(Var) gives them unit variance; β = 1/�
 case d_x s_x² s_q² = d_x s_x² s_k² = 1.
 
 The paper's algorithm re-measures s_q, s_k (``weight_sigma``) after every step and sets
-:func:`beta_paper`; :func:`beta_exact` uses the weights themselves and stays right when W_q and
+``beta_paper``; ``beta_exact`` uses the weights themselves and stays right when W_q and
 W_k share directions (see :mod:`varcheck.paper.projection`). :func:`head_betas` applies both to
 every head of a layer, and :func:`load_weights` reads them from the ``.npz`` file ``varcheck beta``
 takes (:data:`WEIGHTS_FORMAT`).

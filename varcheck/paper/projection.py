@@ -617,10 +617,6 @@ def _project_iv(
     tokens = valid_count("tokens", tokens, 2, 256)
     sd = init_sd(init, dx, dk)
     x = input_law(x_dist, sigma_x)
-    # kept here rather than core.options.valid_confidence, whose message shows the value as a
-    # float (1.0 for 1) and which accepts any real number
-    if not (isinstance(confidence, int | float) and 0.0 < confidence < 1.0):
-        raise VarcheckError(f"confidence must be in (0, 1), got {confidence!r}")
     confidence, precision, blocks, max_seconds = sampling_effort(
         confidence,
         precision,

@@ -37,14 +37,6 @@ __all__ = [
     "render_train",
 ]
 
-CLAIM_LABEL = {
-    "relaxed": "relaxed formula",
-    "same-token": "derived same-token value",
-    "sigma-based": "σ-based (measured σ_W)",
-    "exact": "exact given W",
-}
-
-
 # --- project -----------------------------------------------------------------------------------
 
 

@@ -378,11 +378,13 @@ def _valid_config(cfg: TrainConfig) -> TrainConfig:
     cfg = dataclasses.replace(
         cfg, **{name: valid_count(name, value, lo, hi) for name, (value, lo, hi) in ints.items()}
     )
-    if isinstance(cfg.keys, bool) or not isinstance(cfg.keys, int) or cfg.keys < cfg.memory:
+    try:
+        cfg = dataclasses.replace(cfg, keys=valid_count("keys", cfg.keys, cfg.memory))
+    except VarcheckError:
         raise VarcheckError(
             f"keys must be a whole number >= memory ({cfg.memory}) so that the keys of a "
             f"sequence can be distinct, got {cfg.keys!r}"
-        )
+        ) from None
     if not (isinstance(cfg.lr, int | float) and math.isfinite(cfg.lr) and 0 < cfg.lr <= 1):
         raise VarcheckError(f"lr must be in (0, 1], got {cfg.lr!r}")
     init_sd(cfg.init, cfg.dx, cfg.dk)

@@ -526,7 +526,6 @@ def derive(
     >>> res.broken_step, res.correct_var     # 16 * ((1 + 0.25)^2 - 0.25^2)
     (2, 24.0)
     """
-
     cfg = _derive_iv(
         dk, dist, q_dist, k_dist, rho, confidence, precision, samples, max_seconds, seed
     )

@@ -763,6 +763,7 @@ def _explain_iv(
     confidence: float,
     seed: int | None,
 ) -> _Settings:
+    """Validate :func:`explain`'s arguments once, in the order of its signature."""
     shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
     # dist is parsed first: None is refused, not read as normal
     a, b = entry_laws(parse_distribution(dist), a_dist, b_dist)
@@ -873,7 +874,6 @@ def explain(
     >>> explain(observed=40.0, seed=1, growing=None).raw.verdict
     'rejected'
     """
-
     cfg = _explain_iv(shape, observed, ddof, dist, a_dist, b_dist, replicates, confidence, seed)
     mom = exact_moments(cfg.shape, cfg.ddof, cfg.a, cfg.b)
     th = dot_product_theory(cfg.shape.d, cfg.a, cfg.b)

@@ -648,7 +648,6 @@ def derive_dict(result: DeriveResult) -> dict[str, Any]:
 
 def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
     """What the derivation concludes for these distributions."""
-
     from rich.markup import escape
 
     def b(text: str, style: str) -> str:

@@ -291,7 +291,6 @@ def softmax_study(
     >>> [round(r.scaled.max_weight, 2) for r in res.rows]
     [0.11, 0.11]
     """
-
     dks = resolve_dks(dk)
     keys = valid_count("keys", keys, 2, MAX_KEYS)
     queries = _valid_queries(queries)
