@@ -106,11 +106,6 @@ def _interval(lo: float, hi: float, *, valid: bool = True) -> str:
     return interval(lo, hi) if valid else "(no valid CI)"
 
 
-def _marginal_only(row: SweepRow, confidence: float) -> bool:
-    """The row's marginal interval excludes the claim but Holm does not reject it."""
-    return row.verdict == "consistent" and row.p_value < 1.0 - confidence
-
-
 def _row_cells(row: SweepRow, confidence: float) -> list[str]:
     est = row.estimate
     verdict = styled(row.verdict)
@@ -136,7 +131,7 @@ def _row_cells(row: SweepRow, confidence: float) -> list[str]:
         str(row.dk),
         fmt(row.theory.var),
         f"{fmt(est.var)} {_interval(lo, hi, valid=valid)}{capped}"
-        + (" †" if _marginal_only(row, confidence) else ""),
+        + (" †" if row.marginal_only(1.0 - confidence) else ""),
         fmt(ratio),
         f"{fmt(row.scaled_var)} {_interval(slo, shi, valid=valid)}",
         fmt_p(row.p_adjusted),
@@ -220,7 +215,7 @@ def sweep_notes(result: SweepResult) -> list[str]:
             "coverage slowly (a few points short at coarse precision; see "
             "tests/test_calibration.py). A finer --precision helps."
         )
-    if any(_marginal_only(r, result.confidence) for r in result.rows):
+    if any(r.marginal_only(result.alpha) for r in result.rows):
         notes.append(
             "† this row's own interval excludes the claim, but over all rows that happens by "
             "chance more often than 1 − confidence; the Holm-adjusted p-value is not small "

@@ -62,6 +62,11 @@ class SweepRow:
             return "stopped at --max-seconds before the target precision"
         return None
 
+    def marginal_only(self, alpha: float) -> bool:
+        """True when the row's own interval excludes the claim (p < alpha) but Holm, over all
+        rows, does not reject it."""
+        return self.verdict == CONSISTENT and self.p_value < alpha
+
     @property
     def scaled_var(self) -> float:
         """Estimate of Var(q·k / sqrt(d_k))."""

@@ -62,11 +62,11 @@ def command(
     fmt: str,
 ) -> int:
     """Assert one claim about Var(q·k) at one d_k; the exit code is the verdict."""
-    from ..checks import verify as api
+    from ..checks import verify as claim_tests
     from ..checks.render import render_verify
 
     result = run(
-        lambda progress: api.verify(
+        lambda progress: claim_tests.verify(
             dk,
             claim=claim.text,
             **laws,

@@ -21,9 +21,9 @@ R = TypeVar("R")
 def _ensure_plot_path(plot: str | None) -> None:
     """Fail before the run, not after it, when the figure cannot be written."""
     if plot is not None:
-        from ..output.figures import ensure_plot_path as check
+        from ..output.figures import ensure_plot_path
 
-        check(plot)
+        ensure_plot_path(plot)
 
 
 def run(

@@ -63,12 +63,12 @@ def command(
     scaled variance Var(q·k/√d_k) and a verdict. Verdicts control the family-wise error over all
     rows (Holm), so a true claim shows any rejection at most 1 − confidence of the time.
     """
-    from ..checks import sweep as api
+    from ..checks import sweep as sweeps
     from ..checks.figures import plot_sweep
     from ..checks.render import render_sweep
 
     result = run(
-        lambda progress: api.sweep(
+        lambda progress: sweeps.sweep(
             dks,
             **laws,
             claim=claim.text,
