@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -10,33 +9,10 @@ import click
 from . import EXIT_CODES_HELP
 from .options import confidence_option, dist_option, format_option, plot_option, seed_option
 from .run import run
-from .types import CountType, ParsedType, as_number
+from .types import OBSERVED, SHAPE, CountType
 
 if TYPE_CHECKING:
     from ..core.distributions import Distribution
-
-
-def _shape(value: Any) -> Any:
-    """NxDxM read by the explain module (imported only when a shape is given)."""
-    from ..teaching.explain import Shape, parse_shape
-
-    return value if isinstance(value, Shape) else parse_shape(value)
-
-
-class ObservedType(click.ParamType):
-    name = "V"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float | str:
-        if isinstance(value, float):
-            return value
-        if str(value).strip().lower() == "none":
-            return "none"
-        number = as_number(self, value, "accepted: a variance >= 0, or none", param, ctx)
-        if not math.isfinite(number) or number < 0:
-            self.fail(f"{value!r} is out of range; accepted: a finite variance >= 0", param, ctx)
-        return number
 
 
 @click.command(
@@ -59,13 +35,13 @@ reject it.
 )
 @click.option(
     "--shape",
-    type=ParsedType("NxDxM", _shape),
+    type=SHAPE,
     default=None,
     help="NxDxM: A is N×D, B is D×M (default 2x2x2, the seed's experiment).",
 )
 @click.option(
     "--observed",
-    type=ObservedType(),
+    type=OBSERVED,
     default=None,
     help="The np.var value seen (default 1.6 when --shape is omitted, else none).",
 )

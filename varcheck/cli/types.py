@@ -22,6 +22,8 @@ __all__ = [
     "DISTRIBUTION",
     "DK_RANGE",
     "INIT",
+    "OBSERVED",
+    "SHAPE",
     "CountType",
     "FiniteFloat",
     "ParsedType",
@@ -153,3 +155,33 @@ class FiniteFloat(click.ParamType):
         if not (math.isfinite(number) and above and below):
             self.fail(f"{value!r} is out of range; accepted: {self.what}", param, ctx)
         return number
+
+
+def _shape(value: Any) -> Any:
+    """NxDxM read by the explain module (imported only when a shape is given)."""
+    from ..teaching.explain import Shape, parse_shape
+
+    return value if isinstance(value, Shape) else parse_shape(value)
+
+
+class ObservedType(click.ParamType):
+    """The variance explain is asked about: a number >= 0, or ``none``."""
+
+    name = "V"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float | str:
+        if isinstance(value, float):
+            return value
+        if str(value).strip().lower() == "none":
+            return "none"
+        number = as_number(self, value, "accepted: a variance >= 0, or none", param, ctx)
+        if not math.isfinite(number) or number < 0:
+            self.fail(f"{value!r} is out of range; accepted: a finite variance >= 0", param, ctx)
+        return number
+
+
+#: explain's NxDxM shape, read by the teaching family's parser (imported when one is given).
+SHAPE = ParsedType("NxDxM", _shape)
+OBSERVED = ObservedType()

@@ -557,6 +557,11 @@ class ProjectionResult:
         return 1.0 - self.confidence
 
     @property
+    def rejected_checks(self) -> list[ProjectionRow]:
+        """Rows whose claim is meant to hold here (role ``check``) and was rejected."""
+        return [r for r in self.rows if r.role == CHECK and r.verdict == REJECTED]
+
+    @property
     def exit_code(self) -> int:
         """0 every check consistent, 1 a check rejected, 4 a row without a valid test.
 

@@ -222,7 +222,7 @@ def project_notes(result: ProjectionResult) -> list[str]:
         "input rows, same = from one row (the diagonal of self-attention).",
     ]
     findings = result.findings
-    checks_rejected = [r for r in result.rows if r.role == "check" and r.verdict == "rejected"]
+    checks_rejected = result.rejected_checks
     notes.append(
         "role: [bold]check[/] rows hold predictions derived to be exact in their setting; "
         "a rejection there sets exit status 1. [bold]finding[/] rows apply the paper's formula "
