@@ -135,20 +135,11 @@ def _correlated_normal_raw_moments(q: Distribution, k: Distribution, rho: float)
     b0, b1, b2 = k.mean, k.sd * rho, k.sd * math.sqrt(max(0.0, 1.0 - rho * rho))
     poly_q = {(0, 0): a0, (1, 0): a1}
     poly_k = {(0, 0): b0, (1, 0): b1, (0, 1): b2}
-
-    def mul(p: dict[tuple[int, int], float], r: dict[tuple[int, int], float]) -> dict:
-        out: dict[tuple[int, int], float] = {}
-        for (i1, j1), c1 in p.items():
-            for (i2, j2), c2 in r.items():
-                key = (i1 + i2, j1 + j2)
-                out[key] = out.get(key, 0.0) + c1 * c2
-        return out
-
-    x = mul(poly_q, poly_k)
+    x = _poly_mul(poly_q, poly_k)
     power = {(0, 0): 1.0}
     moments = []
     for _ in range(4):
-        power = mul(power, x)
+        power = _poly_mul(power, x)
         moments.append(
             sum(c * _normal_moment(i) * _normal_moment(j) for (i, j), c in power.items())
         )
@@ -175,6 +166,7 @@ def _expect(poly: dict[tuple[int, int], float], m1: list[float], m2: list[float]
 
 
 def _poly_mul(p: dict[tuple[int, int], float], r: dict[tuple[int, int], float]) -> dict:
+    """The product of two polynomials in two variables, as {(power1, power2): coefficient}."""
     out: dict[tuple[int, int], float] = {}
     for (i1, j1), c1 in p.items():
         for (i2, j2), c2 in r.items():
