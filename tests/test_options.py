@@ -76,3 +76,35 @@ def test_sampling_effort_names_its_budget() -> None:
         sampling_effort(0.95, None, 1e3, None, name="blocks", least=2, most=64, whole_floats=False)
     with pytest.raises(VarcheckError, match=f"samples must be a whole number >= {MIN_SAMPLES}"):
         sampling_effort(0.95, None, MIN_SAMPLES - 1, None)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: valid_count("n", np.int64(0), 1), "n must be a whole number >= 1, got 0"),
+        (lambda: valid_confidence(np.float64(1.5)), "confidence must be in (0, 1), got 1.5"),
+        (lambda: valid_confidence(1), "confidence must be in (0, 1), got 1"),
+        (
+            lambda: valid_positive("sigma_x", np.float32(-2)),
+            "sigma_x must be a finite number > 0, got -2.0",
+        ),
+    ],
+)
+def test_refusals_show_numpy_scalars_as_numbers(call, message) -> None:
+    """A refused numpy value is quoted as the number it holds (not np.int64(0)), any other value
+    as typed."""
+    with pytest.raises(VarcheckError) as err:
+        call()
+    assert str(err.value) == message
+
+
+def test_every_real_option_accepts_numpy_numbers() -> None:
+    """rho, alpha, tolerance and max_seconds take a numpy number as confidence does."""
+    from varcheck.core.distributions import parse_distribution
+    from varcheck.core.options import confidence_from, valid_rho, valid_tolerance
+
+    z = parse_distribution("normal")
+    assert valid_rho(np.float32(0.5), z, z) == 0.5
+    assert confidence_from(None, np.float64(0.1)) == pytest.approx(0.9)
+    assert valid_tolerance(np.float64(0.25)) == 0.25
+    assert sampling_effort(0.95, 0.1, None, np.int64(3))[3] == 3.0
