@@ -485,3 +485,32 @@ def test_cli_explain_readings(run_cli, args: tuple[str, ...], readings: tuple[st
     printed = (doc["verdict"], doc["scaled"]["verdict"])
     assert printed == readings, res.output
     assert doc["exit_code"] == res.exit_code == documented_explain_exit(*printed), res.output
+
+
+def test_exit_4_is_described_with_all_its_causes() -> None:
+    """Guards against describing exit 4 as infinite moments only (issue #22, item 5): derive
+    exits 4 for Rademacher entries at d_k = 1, where every moment is finite but (q·k)^2 is
+    constant, and sweep rows with kurtosis above 10^6 exit 4 too. --help, the README and
+    docs/ci.md name every cause."""
+    from pathlib import Path
+
+    from varcheck.cli import EXIT_CODES_HELP
+
+    root = Path(__file__).resolve().parents[1]
+    readme_row = next(
+        line
+        for line in (root / "README.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| 4 |")
+    )
+    ci_row = next(
+        line
+        for line in (root / "docs" / "ci.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| unreliable / infinite |")
+    )
+    for text in (EXIT_CODES_HELP, readme_row, ci_row):
+        assert "no valid test" in text and "kurtosis" in text and "constant" in text, text
+
+
+def test_derive_exits_4_for_a_constant_square(run_cli) -> None:
+    res = run_cli("derive", "--dist", "rademacher", "--dk", "1", "--seed", "1")
+    assert res.exit_code == 4

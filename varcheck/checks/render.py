@@ -366,8 +366,8 @@ def _print_verify(result: VerifyResult, console: Console) -> None:
         console.print(line, highlight=False)
     if result.outcome in ("unreliable", "infinite"):
         console.print(
-            "  (no verdict: with an infinite variance or fourth moment no interval can be "
-            "trusted; exit 4)"
+            "  (no verdict: no interval for this variance can be trusted, for the reason "
+            "above; exit 4)"
         )
     console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
 

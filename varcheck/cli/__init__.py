@@ -23,7 +23,8 @@ __all__ = ["EXIT_CODES_HELP", "cli", "main"]
 #: the exit statuses, closing every command's help (core.verdicts.exit_code sets 0-4 and 130)
 EXIT_CODES_HELP = (
     "Exit codes: 0 all consistent (or pass), 1 some claim rejected (fail), 2 bad usage or input, "
-    "3 inconclusive, 4 no valid test for some row (infinite variance or infinite fourth moment), "
+    "3 inconclusive, 4 no valid test for some row (infinite variance or fourth moment, kurtosis "
+    "above 10^6, or a constant (q·k)^2), "
     "130 interrupted (partial results are printed), 141 output pipe closed (e.g. | head)."
 )
 
