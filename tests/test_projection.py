@@ -459,3 +459,19 @@ def test_project_cli_bad_usage(run_cli, args, fragment: str) -> None:
     assert res.exit_code == 2, res.output
     assert fragment in res.output
     assert len(res.output.strip().splitlines()) == 1
+
+
+def test_a_check_row_excluded_by_its_own_interval_is_marked(run_cli) -> None:
+    """Guards against project hiding a row whose own interval excludes its prediction while
+    Holm keeps it consistent (issue #22, item 4): the table marks it † and explains the mark,
+    with the same rule and footnote as the sweep (core.verdicts.marginal_only)."""
+    from varcheck import project
+    from varcheck.output.formats import MARGINAL_NOTE
+
+    result = project(64, 64, init="kaiming", seed=2)
+    marked = [r for r in result.rows if r.marginal_only(result.alpha)]
+    assert [(r.claim, r.role) for r in marked] == [("same-token", "check")]
+    lo, hi = marked[0].estimate.confidence_interval
+    assert not lo <= marked[0].predicted_var <= hi and marked[0].verdict == "consistent"
+    out = run_cli("project", "--dx", "64", "--dk", "64", "--init", "kaiming", "--seed", "2").output
+    assert out.count(" † ") == 1 and MARGINAL_NOTE[:40] in out

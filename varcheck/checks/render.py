@@ -216,11 +216,7 @@ def sweep_notes(result: SweepResult) -> list[str]:
             "tests/test_calibration.py). A finer --precision helps."
         )
     if any(r.marginal_only(result.alpha) for r in result.rows):
-        notes.append(
-            "† this row's own interval excludes the claim, but over all rows that happens by "
-            "chance more often than 1 − confidence; the Holm-adjusted p-value is not small "
-            "enough to reject."
-        )
+        notes.append(formats.MARGINAL_NOTE)
     if any(r.estimate is not None and r.estimate.stop_reason == "max-seconds" for r in result.rows):
         notes.append("[yellow]Some rows stopped at --max-seconds before the target precision.[/]")
     if result.interrupted:

@@ -15,7 +15,15 @@ from ..core.estimation import ConfidenceInterval, VarianceEstimate
 from ..core.options import entry_laws, resolve_seed, sampling_effort, valid_rho
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
-from ..core.verdicts import CONSISTENT, REJECTED, GrowthFit, exit_code, fit_growth, judge
+from ..core.verdicts import (
+    CONSISTENT,
+    REJECTED,
+    GrowthFit,
+    exit_code,
+    fit_growth,
+    judge,
+    marginal_only,
+)
 from .claims import Claim, claimed_value, parse_claim
 from .settings import ProgressCallback, estimate_settings
 
@@ -65,7 +73,7 @@ class SweepRow:
     def marginal_only(self, alpha: float) -> bool:
         """True when the row's own interval excludes the claim (p < alpha) but Holm, over all
         rows, does not reject it."""
-        return self.verdict == CONSISTENT and self.p_value < alpha
+        return marginal_only(self.verdict, self.p_value, alpha)
 
     @property
     def scaled_var(self) -> float:

@@ -20,6 +20,7 @@ __all__ = [
     "exit_code",
     "verdict_of",
     "judge",
+    "marginal_only",
     "Decision",
     "decide",
     "CONSISTENT",
@@ -78,6 +79,13 @@ def verdict_of(p_adjusted: float, alpha: float, *, finite: bool = True, valid: b
     if not valid:
         return UNRELIABLE
     return REJECTED if p_adjusted < alpha else CONSISTENT
+
+
+def marginal_only(verdict: str, p_value: float, alpha: float) -> bool:
+    """True for a row whose own interval excludes its claim (raw p < alpha) although the
+    family's Holm adjustment keeps it consistent: over many rows such exclusions happen by
+    chance more often than alpha, so the row is marked, not rejected."""
+    return verdict == CONSISTENT and p_value < alpha
 
 
 def judge(

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMATS",
+    "MARGINAL_NOTE",
     "VERDICT_STYLE",
     "confidence_label",
     "fmt",
@@ -132,6 +133,14 @@ def _md_value(v: Any) -> str:
     if isinstance(v, float):
         return fmt(v, 6)
     return "—" if v is None else str(v)
+
+
+#: The footnote under every table that marks rows with † (``marginal_only`` in core.verdicts).
+MARGINAL_NOTE = (
+    "† this row's own interval excludes the claim, but over all rows that happens by "
+    "chance more often than 1 − confidence; the Holm-adjusted p-value is not small "
+    "enough to reject."
+)
 
 
 def confidence_label(confidence: float) -> str:

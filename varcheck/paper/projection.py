@@ -73,7 +73,7 @@ from ..core.estimation import (
 )
 from ..core.logit_variance import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
 from ..core.options import resolve_seed, sampling_effort, valid_count, valid_positive
-from ..core.verdicts import REJECTED, exit_code, judge
+from ..core.verdicts import REJECTED, exit_code, judge, marginal_only
 from ..errors import VarcheckError
 
 __all__ = [
@@ -508,6 +508,11 @@ class ProjectionRow:
         if self.estimate is None or not self.predicted_var or not math.isfinite(self.predicted_var):
             return math.nan
         return self.estimate.var / self.predicted_var
+
+    def marginal_only(self, alpha: float) -> bool:
+        """True when the row's own interval excludes its prediction (p < alpha) but Holm, over
+        all rows, does not reject it (the tables mark it †, as the sweep's do)."""
+        return marginal_only(self.verdict, self.p_value, alpha)
 
     @property
     def logit_var_at_beta(self) -> float:

@@ -154,11 +154,13 @@ def project_cells(
     short_labels: bool = True,
     digits: int = 3,
     verdict: Callable[[str], str] = styled,
+    alpha: float | None = None,
 ) -> ProjectCells:
     """The cells of one project row: labels, prediction, estimate with its interval, verdict, β.
 
     The terminal tables take the defaults (short labels, ratios to 3 digits, a rich-styled
-    verdict); docs/paper.md takes full labels, 4 digits and its own verdict markup.
+    verdict); docs/paper.md takes full labels, 4 digits and its own verdict markup. With
+    ``alpha``, a row whose own interval excludes its prediction but Holm keeps is marked †.
     """
     est = row.estimate
     if short_labels:
@@ -173,8 +175,9 @@ def project_cells(
         measured = ("—", "", "—")
     else:
         capped = "*" if est.stop_reason == "max-seconds" else ""
+        dagger = " †" if alpha is not None and row.marginal_only(alpha) else ""
         measured = (
-            f"{fmt(est.var)} {interval(*est.confidence_interval)}{capped}",
+            f"{fmt(est.var)} {interval(*est.confidence_interval)}{capped}{dagger}",
             fmt(row.ratio, digits),
             fmt_p(row.p_adjusted),
         )
@@ -198,7 +201,9 @@ def project_table_rows(
 ) -> list[ProjectCells]:
     """:func:`project_cells` of every row of ``result``: the project table, written once."""
     return [
-        project_cells(row, short_labels=short_labels, digits=digits, verdict=verdict)
+        project_cells(
+            row, short_labels=short_labels, digits=digits, verdict=verdict, alpha=result.alpha
+        )
         for row in result.rows
     ]
 
@@ -238,6 +243,8 @@ def project_notes(result: ProjectionResult) -> list[str]:
             )
             + ")."
         )
+    if any(r.marginal_only(result.alpha) for r in result.rows):
+        notes.append(formats.MARGINAL_NOTE)
     if checks_rejected:
         notes.append(
             "[bold red]A check is rejected[/]: a derived prediction disagrees with the "
