@@ -63,3 +63,14 @@ def test_exit_code_of_every_pair(pair: tuple[str, str]) -> None:
 
 def test_no_verdicts_exit_zero() -> None:
     assert exit_code([]) == 0
+
+
+def test_marginal_mark_needs_p_below_alpha() -> None:
+    """Guards against `<=` in the marginal rule: a row is marked † only when its own interval
+    excludes the claim (p < alpha, as for a rejection); p == alpha sits on the interval's edge.
+    A rejected row is never marked (its verdict already says so)."""
+    from varcheck.core.verdicts import marginal_only
+
+    assert marginal_only(CONSISTENT, 0.0499, 0.05)
+    assert not marginal_only(CONSISTENT, 0.05, 0.05)
+    assert not marginal_only(REJECTED, 0.001, 0.05)
