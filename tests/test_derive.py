@@ -228,3 +228,19 @@ def test_render_refuses_an_unknown_format() -> None:
     res = derive(4, samples=1000, seed=1)
     with pytest.raises(ValueError, match="unknown format 'yaml'"):
         render_derive(res, "yaml", Console(file=io.StringIO()))
+
+
+def test_a_step_excluded_by_its_own_interval_is_marked(run_cli) -> None:
+    """The derive table marks † a step whose own interval excludes its exact value while Holm
+    over the steps keeps it consistent, with the sweep's footnote (issue #22, item 4)."""
+    from varcheck import derive
+    from varcheck.output.formats import MARGINAL_NOTE
+
+    result = derive(8, dist="normal:mean=0.5", seed=25, precision=0.05)
+    alpha = 1.0 - result.confidence
+    assert [s.number for s in result.steps if s.marginal_only(alpha)] == [2]
+    step = result.steps[1]
+    assert step.verdict == "consistent" and step.p_value < alpha <= step.p_adjusted
+    args = ("derive", "--dk", "8", "--dist", "normal:mean=0.5", "--seed", "25")
+    out = run_cli(*args, "--precision", "0.05").output
+    assert out.count("†") == 2 and MARGINAL_NOTE[:40] in out

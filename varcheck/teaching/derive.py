@@ -36,7 +36,7 @@ from ..core.estimation import (
 from ..core.options import entry_laws, resolve_seed, sampling_effort, valid_count, valid_rho
 from ..core.ranges import MAX_DK
 from ..core.theory import DotProductTheory, dot_product_theory
-from ..core.verdicts import REJECTED, exit_code, judge
+from ..core.verdicts import REJECTED, exit_code, judge, marginal_only
 
 __all__ = ["DeriveStep", "DeriveResult", "derive"]
 
@@ -114,6 +114,11 @@ class DeriveStep:
     textbook_p_value: float
     verdict: str
     stop_reason: str = ""
+
+    def marginal_only(self, alpha: float) -> bool:
+        """True when this step's own interval excludes its value (p < alpha) but Holm, over the
+        steps, keeps it consistent (the table marks it †, as the sweep's does)."""
+        return marginal_only(self.verdict, self.p_value, alpha)
 
 
 @dataclass(frozen=True)

@@ -734,9 +734,11 @@ def _render_derive_table(result: DeriveResult, console: Console) -> None:
     table.add_column(f"Monte-Carlo [{conf}]", justify="right", ratio=2)
     table.add_column("p", justify="right", no_wrap=True)
     table.add_column("check", no_wrap=True)
+    alpha = 1.0 - result.confidence
     for s in result.steps:
         lo, hi = s.confidence_interval
         mc = fmt(s.estimate) if math.isnan(lo) else f"{fmt(s.estimate)}\n{interval(lo, hi)}"
+        mc += " †" if s.marginal_only(alpha) else ""
         table.add_row(
             f"{s.number} {escape(s.quantity)}\n" + styled(s.status, STATUS_STYLE),
             escape(s.formula),
@@ -750,6 +752,8 @@ def _render_derive_table(result: DeriveResult, console: Console) -> None:
     console.print(table)
     for note in derive_notes(result):
         console.print(note)
+    if any(s.marginal_only(alpha) for s in result.steps):
+        console.print(formats.MARGINAL_NOTE)
 
 
 def render_derive(result: DeriveResult, fmt_name: str, console: Console) -> None:
