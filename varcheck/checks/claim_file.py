@@ -16,6 +16,17 @@ A claim file is TOML with an optional ``[defaults]`` table and one ``[[claim]]``
     tolerance = 0.02                  # optional: equivalence test within claim × (1 ± 0.02)
     description = "Var(q·k) = d_k for unit normal entries"
 
+    [[claim]]
+    name = "my-attention"
+    dk = [16, 64]
+    sampler = "attention.py:logits"   # a user's code: MODULE:FUNCTION or FILE.py:FUNCTION
+    args = { heads = 4 }              # keyword arguments bound to every call
+    claim = 1                         # with a sampler: a number or an expression in dk
+    scaled = true
+
+A sampler's file path is read relative to the claim file's folder; a module is imported from
+the current directory or ``sys.path``.
+
 Every (claim, d_k) pair is one test; Holm's procedure over all of them keeps the chance that a
 file of true claims fails at most ``1 - confidence``.
 """
@@ -26,18 +37,18 @@ import os
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._version import __version__
 from ..core import options
 from ..core.distributions import Distribution
 from ..core.ranges import resolve_dks
-from ..core.theory import dot_product_theory
+from ..core.user_code import UserSampler, load_sampler
 from ..core.verdicts import OUTCOME_RANK, PASS, exit_code
 from ..errors import VarcheckError
-from .claims import Claim, parse_claim
-from .verify import ClaimTest, VerifyResult, claimed_value, run_claim_tests
+from .claims import Claim, parse_claim, sampler_claim
+from .verify import ClaimTest, VerifyResult, run_claim_tests
 
 __all__ = ["ClaimSpec", "CheckFile", "ClaimOutcome", "CheckResult", "load_check_file", "check"]
 
@@ -52,6 +63,8 @@ CLAIM_KEYS = (
     "scaled",
     "tolerance",
     "description",
+    "sampler",
+    "args",
 )
 DEFAULT_KEYS = ("seed", "confidence", "alpha", "precision", "samples", "max_seconds")
 
@@ -63,13 +76,14 @@ class ClaimSpec:
     name: str
     line: int | None
     dks: tuple[int, ...]
-    q: Distribution
-    k: Distribution
+    q: Distribution | None
+    k: Distribution | None
     rho: float
     claim: Claim
     scaled: bool
     tolerance: float | None
     description: str
+    sampler: UserSampler | None = None
 
 
 @dataclass(frozen=True)
@@ -175,49 +189,72 @@ def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> C
         if required not in table:
             raise VarcheckError(f"{where}: missing {required} = ...")
     try:
-        dk_value = table["dk"]
-        if isinstance(dk_value, bool) or not isinstance(dk_value, list | str | int):
-            raise VarcheckError(
-                f"dk must be an integer, a range string or a list, got {dk_value!r}"
-            )
-        dks = tuple(resolve_dks(dk_value))
-        q, k = options.entry_laws(table.get("dist"), table.get("q_dist"), table.get("k_dist"))
-        rho = options.valid_rho(_number(table.get("rho", 0.0), "rho", where), q, k)
-        claim_value = table["claim"]
-        if isinstance(claim_value, bool) or not isinstance(claim_value, str | int | float):
-            raise VarcheckError(
-                f"claim must be a string expression or a number, got {claim_value!r}"
-            )
-        claim = parse_claim(claim_value)
-        scaled = table.get("scaled", False)
-        if not isinstance(scaled, bool):
-            raise VarcheckError(f"scaled must be true or false, got {scaled!r}")
-        tol = table.get("tolerance")
-        tolerance = options.valid_tolerance(
-            None if tol is None else _number(tol, "tolerance", where)
-        )
-        description = table.get("description", "")
-        if not isinstance(description, str):
-            raise VarcheckError(f"description must be a string, got {description!r}")
-        for dk in dks:  # every claimed value must exist and be > 0 before any sampling
-            claimed_value(claim, dot_product_theory(dk, q, k, rho), q, k, scaled=scaled)
+        return _claim_spec(table, name.strip(), line, where, os.path.dirname(path))
     except VarcheckError as exc:
         message = str(exc)
         raise VarcheckError(
             message if message.startswith(where) else f"{where}: {message}"
         ) from None
+
+
+def _claim_spec(
+    table: dict[str, Any], name: str, line: int | None, where: str, folder: str
+) -> ClaimSpec:
+    """The checked fields of one ``[[claim]]`` table (errors get ``where`` from the caller)."""
+    dk_value = table["dk"]
+    if isinstance(dk_value, bool) or not isinstance(dk_value, list | str | int):
+        raise VarcheckError(f"dk must be an integer, a range string or a list, got {dk_value!r}")
+    dks = tuple(resolve_dks(dk_value))
+    claim_value = table["claim"]
+    if isinstance(claim_value, bool) or not isinstance(claim_value, str | int | float):
+        raise VarcheckError(f"claim must be a string expression or a number, got {claim_value!r}")
+    scaled = table.get("scaled", False)
+    if not isinstance(scaled, bool):
+        raise VarcheckError(f"scaled must be true or false, got {scaled!r}")
+    tol = table.get("tolerance")
+    tolerance = options.valid_tolerance(None if tol is None else _number(tol, "tolerance", where))
+    description = table.get("description", "")
+    if not isinstance(description, str):
+        raise VarcheckError(f"description must be a string, got {description!r}")
+    user = _claim_sampler(table, folder)
+    laws = tuple(table.get(key) for key in ("dist", "q_dist", "k_dist"))
+    rho = _number(table.get("rho", 0.0), "rho", where)
+    test = ClaimTest(0, None, None, 0.0, parse_claim(claim_value), scaled, tolerance, ())
+    if user is None:
+        q, k = options.entry_laws(*laws)
+        test = replace(test, q=q, k=k, rho=options.valid_rho(rho, q, k))
+    else:
+        options.user_sampler(user, (*laws, rho), None)
+        test = replace(test, claim=sampler_claim(test.claim, user.target), sampler=user)
+    for dk in dks:  # every claimed value must exist and be > 0 before any sampling
+        replace(test, dk=dk).prepare()
     return ClaimSpec(
-        name=name.strip(),
+        name=name,
         line=line,
         dks=dks,
-        q=q,
-        k=k,
-        rho=rho,
-        claim=claim,
+        q=test.q,
+        k=test.k,
+        rho=test.rho,
+        claim=test.claim,
         scaled=scaled,
         tolerance=tolerance,
         description=description,
+        sampler=user,
     )
+
+
+def _claim_sampler(table: dict[str, Any], folder: str) -> UserSampler | None:
+    """The claim's ``sampler`` (a file path is relative to the claim file) and its ``args``."""
+    target, args = table.get("sampler"), table.get("args")
+    if target is None:
+        if args is not None:
+            raise VarcheckError("args = {...} binds arguments of a sampler: add sampler = ...")
+        return None
+    if not isinstance(target, str):
+        raise VarcheckError(f'sampler must be a string "MODULE:FUNCTION", got {target!r}')
+    if args is not None and not isinstance(args, dict):
+        raise VarcheckError(f"args must be a table such as {{ heads = 4 }}, got {args!r}")
+    return load_sampler(target, args, base=folder)
 
 
 def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
@@ -333,7 +370,9 @@ def check(
     )
     seed = options.resolve_seed(spec_file.seed if seed is None else seed)
     tests = [
-        ClaimTest(dk, s.q, s.k, s.rho, s.claim, s.scaled, s.tolerance, stream=(ci, dk))
+        ClaimTest(
+            dk, s.q, s.k, s.rho, s.claim, s.scaled, s.tolerance, stream=(ci, dk), sampler=s.sampler
+        )
         for ci, s in enumerate(spec_file.claims)
         for dk in s.dks
     ]

@@ -22,7 +22,14 @@ if TYPE_CHECKING:
     from ..core.distributions import Distribution
     from ..core.theory import DotProductTheory
 
-__all__ = ["Claim", "parse_claim", "claimed_value", "CLAIM_NAMES"]
+__all__ = [
+    "Claim",
+    "parse_claim",
+    "claimed_value",
+    "sampler_claim",
+    "sampler_claimed_value",
+    "CLAIM_NAMES",
+]
 
 CLAIM_NAMES: tuple[str, ...] = (
     "dk",
@@ -208,9 +215,37 @@ def claimed_value(
     if not theory.var_finite:
         return None
     exact = theory.scaled_var if scaled else theory.var
-    value = claim.evaluate(claim_context(theory.dk, theory.rho, exact, q, k))
+    return _positive(
+        claim, claim.evaluate(claim_context(theory.dk, theory.rho, exact, q, k)), theory.dk
+    )
+
+
+def _positive(claim: Claim, value: float, dk: int) -> float:
     if value <= 0:
         raise VarcheckError(
-            f"claim {claim.text!r} is {value!r} at d_k={theory.dk}; a variance claim must be > 0"
+            f"claim {claim.text!r} is {value!r} at d_k={dk}; a variance claim must be > 0"
         )
     return value
+
+
+def sampler_claim(claim: str | float | Claim | None, target: str) -> Claim:
+    """The claim about a user's sampler: a number or an expression in ``dk`` only (varcheck
+    knows neither the theory nor the entry laws of the user's code); it must be given."""
+    if claim is None:
+        raise VarcheckError(
+            f"sampler {target} needs a claim: a number or an expression in dk (e.g. 1 for "
+            "the scaled logits, or dk)"
+        )
+    parsed = claim if isinstance(claim, Claim) else parse_claim(claim)
+    if parsed.names - {"dk"}:
+        used = ", ".join(sorted(parsed.names - {"dk"}))
+        raise VarcheckError(
+            f"claim {parsed.text!r} uses {used}, which varcheck knows only for its own "
+            f"sampler; with sampler {target} give a number or an expression in dk"
+        )
+    return parsed
+
+
+def sampler_claimed_value(claim: Claim, dk: int) -> float:
+    """The value of a claim (in ``dk`` only) at one d_k; it must be positive."""
+    return _positive(claim, claim.evaluate({"dk": float(dk)}), dk)

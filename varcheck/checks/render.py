@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from ..core.verdicts import OUTCOME_RANK
@@ -36,9 +37,10 @@ def sweep_meta(result: SweepResult) -> dict[str, Any]:
         "version": result.version,
         "seed": result.seed,
         "confidence": result.confidence,
-        "q_dist": result.q_dist.spec,
-        "k_dist": result.k_dist.spec,
+        "q_dist": _spec(result.q_dist),
+        "k_dist": _spec(result.k_dist),
         "rho": result.rho,
+        "sampler": _sampler(result.sampler),
         "claim": result.claim,
         "precision": result.precision,
         "samples": result.samples,
@@ -47,10 +49,24 @@ def sweep_meta(result: SweepResult) -> dict[str, Any]:
     }
 
 
+def _spec(dist: Any) -> str | None:
+    return None if dist is None else dist.spec
+
+
+def _sampler(sampler: Any) -> str | None:
+    """The sampler with its arguments in one cell (JSON gives them as a table instead)."""
+    return None if sampler is None else sampler.label
+
+
+def _sampler_json(sampler: Any) -> dict[str, Any] | None:
+    return None if sampler is None else sampler.as_dict()
+
+
 def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
     recs = []
     for row in result.rows:
         est = row.estimate
+        th = row.theory
         lo, hi = est.confidence_interval if est else (math.nan, math.nan)
         slo, shi = row.scaled_confidence_interval
         if row.verdict == "unreliable":  # an interval exists numerically but is not valid
@@ -58,13 +74,13 @@ def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
         recs.append(
             {
                 "dk": row.dk,
-                "theory_var": row.theory.var,
-                "theory_status": row.theory.status,
+                "theory_var": th.var if th else None,
+                "theory_status": th.status if th else None,
                 "claim_value": row.claim_value,
                 "var": est.var if est else None,
                 "ci_low": lo,
                 "ci_high": hi,
-                "ratio": est.var / row.theory.var if est and row.theory.var else None,
+                "ratio": est.var / th.var if est and th and th.var else None,
                 "scaled_var": row.scaled_var,
                 "scaled_ci_low": slo,
                 "scaled_ci_high": shi,
@@ -99,7 +115,12 @@ def _fit_record(result: SweepResult) -> dict[str, Any] | None:
 
 
 def sweep_dict(result: SweepResult) -> dict[str, Any]:
-    return {**sweep_meta(result), "rows": sweep_records(result), "fit": _fit_record(result)}
+    return {
+        **sweep_meta(result),
+        "sampler": _sampler_json(result.sampler),
+        "rows": sweep_records(result),
+        "fit": _fit_record(result),
+    }
 
 
 def _interval(lo: float, hi: float, *, valid: bool = True) -> str:
@@ -109,10 +130,13 @@ def _interval(lo: float, hi: float, *, valid: bool = True) -> str:
 def _row_cells(row: SweepRow, confidence: float) -> list[str]:
     est = row.estimate
     verdict = styled(row.verdict)
+    # with a user's sampler there is no theory: the column holds the claim, the ratio is to it
+    reference = row.claim_value if row.theory is None else row.theory.var
+    reference = math.nan if reference is None else reference
     if est is None:
         return [
             str(row.dk),
-            fmt(row.theory.var),
+            fmt(reference),
             "no estimate: Var is infinite",
             "",
             "",
@@ -123,13 +147,11 @@ def _row_cells(row: SweepRow, confidence: float) -> list[str]:
     lo, hi = est.confidence_interval
     slo, shi = row.scaled_confidence_interval
     valid = row.verdict != "unreliable"  # an interval exists numerically but is not valid
-    ratio = (
-        est.var / row.theory.var if math.isfinite(row.theory.var) and row.theory.var else math.nan
-    )
+    ratio = est.var / reference if math.isfinite(reference) and reference else math.nan
     capped = " [yellow](time cap)[/]" if est.stop_reason == "max-seconds" else ""
     return [
         str(row.dk),
-        fmt(row.theory.var),
+        fmt(reference),
         f"{fmt(est.var)} {_interval(lo, hi, valid=valid)}{capped}"
         + (" †" if row.marginal_only(1.0 - confidence) else ""),
         fmt(ratio),
@@ -141,7 +163,9 @@ def _row_cells(row: SweepRow, confidence: float) -> list[str]:
 
 
 def sweep_title(result: SweepResult) -> str:
-    q, k = result.q_dist.spec, result.k_dist.spec
+    if result.sampler is not None:
+        return f"Var of the values of {result.sampler.label}; claim: {result.claim}"
+    q, k = result.q_dist.spec, result.k_dist.spec  # type: ignore[union-attr]
     dists = f"q, k ~ {q}" if q == k else f"q ~ {q}, k ~ {k}"
     if result.rho:
         dists += f", corr(q_i, k_i) = {result.rho:g}"
@@ -153,11 +177,14 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
     from rich.table import Table
 
     conf = confidence_label(result.confidence)
+    unit = "products" if result.sampler is None else "values"
     target = (
         f"target precision ±{result.precision:.3g}"
         if result.precision is not None
-        else f"{result.samples:,} products per row"
+        else f"{result.samples:,} {unit} per row"
     )
+    if result.sampler is not None:
+        target += " · ratio = estimate / claim"
     table = Table(
         title=f"{sweep_title(result)} · seed {result.seed} · {conf} intervals",
         caption=(
@@ -169,13 +196,13 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
     )
     for name, justify in [
         ("d_k", "right"),
-        ("theory Var", "right"),
+        ("theory Var" if result.sampler is None else "claim Var", "right"),
         (f"estimate [{conf} CI]", "right"),
         ("ratio", "right"),
         ("scaled Var [CI]", "right"),
         ("p (Holm)", "right"),
         ("verdict", "left"),
-        ("products", "right"),
+        (unit, "right"),
     ]:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in result.rows:
@@ -208,7 +235,7 @@ def sweep_notes(result: SweepResult) -> list[str]:
             "(> 10^6) that the sample variance converges too slowly; no interval for it can be "
             "trusted. Estimates are shown, verdicts are not."
         )
-    if any(r.theory.slow_convergence for r in result.rows):
+    if any(r.theory is not None and r.theory.slow_convergence for r in result.rows):
         notes.append(
             "[yellow]heavy tails:[/] an entry distribution has an infinite sixth moment, so the "
             "variance estimate has no finite skewness and its interval approaches nominal "
@@ -259,9 +286,10 @@ def verify_record(result: VerifyResult) -> dict[str, Any]:
         lo = hi = math.nan
     return {
         "dk": result.dk,
-        "q_dist": result.q_dist.spec,
-        "k_dist": result.k_dist.spec,
+        "q_dist": _spec(result.q_dist),
+        "k_dist": _spec(result.k_dist),
         "rho": result.rho,
+        "sampler": _sampler(result.sampler),
         "claim": result.claim,
         "claim_value": result.claim_value,
         "scaled": result.scaled,
@@ -285,22 +313,18 @@ def verify_dict(result: VerifyResult) -> dict[str, Any]:
         "seed": result.seed,
         "confidence": result.confidence,
         **verify_record(result),
+        "sampler": _sampler_json(result.sampler),
     }
 
 
-def _quantity(scaled: bool) -> str:
-    return "Var(q·k/√d_k)" if scaled else "Var(q·k)"
+def _quantity(result: VerifyResult) -> str:
+    if result.sampler is not None:
+        return "Var(values/√d_k)" if result.scaled else "Var(values)"
+    return "Var(q·k/√d_k)" if result.scaled else "Var(q·k)"
 
 
 def reproduce_command(result: VerifyResult) -> str:
-    parts = ["varcheck assert", f"--dk {result.dk}"]
-    if result.q_dist == result.k_dist:
-        if result.q_dist.spec != "normal":
-            parts.append(f"--dist {result.q_dist.spec}")
-    else:
-        parts += [f"--q-dist {result.q_dist.spec}", f"--k-dist {result.k_dist.spec}"]
-    if result.rho:
-        parts.append(f"--rho {result.rho!r}")
+    parts = ["varcheck assert", f"--dk {result.dk}", *_source_options(result)]
     parts.append(f"--claim '{result.claim}'")
     if result.scaled:
         parts.append("--scaled")
@@ -309,6 +333,24 @@ def reproduce_command(result: VerifyResult) -> str:
     parts += _effort_options(result.requested_samples, result.precision, result.confidence)
     parts.append(f"--seed {result.seed}")
     return " ".join(parts)
+
+
+def _source_options(result: VerifyResult) -> list[str]:
+    """The options that say where the values come from: the laws, or the sampler."""
+    if result.sampler is not None:
+        parts = [f"--sampler {shlex.quote(result.sampler.target)}"]
+        parts += [f"--sampler-arg {shlex.quote(f'{k}={v!r}')}" for k, v in result.sampler.args]
+        return parts
+    q, k = result.q_dist, result.k_dist
+    parts = []
+    if q == k:
+        if q.spec != "normal":  # type: ignore[union-attr]
+            parts.append(f"--dist {q.spec}")  # type: ignore[union-attr]
+    else:
+        parts += [f"--q-dist {q.spec}", f"--k-dist {k.spec}"]  # type: ignore[union-attr]
+    if result.rho:
+        parts.append(f"--rho {result.rho!r}")
+    return parts
 
 
 def _effort_options(samples: int | None, precision: float | None, confidence: float) -> list[str]:
@@ -329,24 +371,34 @@ def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
     ``reproduce`` replaces the ``varcheck assert`` command line that reruns the test.
     """
     lo, hi = result.confidence_interval
-    q, k = result.q_dist.spec, result.k_dist.spec
-    dists = f"q, k ~ {q}" if q == k else f"q ~ {q}, k ~ {k}"
     tol = "" if result.tolerance is None else f" within ±{result.tolerance:g} (relative)"
+    claimed = f"  claimed value {fmt(result.claim_value, 6)}"
+    if result.sampler is None:
+        claimed += f"; exact theory {fmt(result.theory_value, 6)}"
+    unit = "products" if result.sampler is None else "values"
     lines = [
-        f"varcheck: {result.outcome.upper()}: claim {_quantity(result.scaled)} = {result.claim}"
-        f"{tol} at d_k={result.dk} ({dists}"
-        + (f", rho={result.rho:g}" if result.rho else "")
-        + ")",
-        f"  claimed value {fmt(result.claim_value, 6)}; exact theory {fmt(result.theory_value, 6)}",
+        f"varcheck: {result.outcome.upper()}: claim {_quantity(result)} = {result.claim}"
+        f"{tol} at d_k={result.dk} ({_source(result)})",
+        claimed,
         f"  estimate {fmt(result.estimate, 6)}, {confidence_label(result.confidence)} interval "
-        f"[{fmt(lo, 6)}, {fmt(hi, 6)}] from {result.samples:,} products; "
+        f"[{fmt(lo, 6)}, {fmt(hi, 6)}] from {result.samples:,} {unit}; "
         f"p = {fmt_p(result.p_value)}",
         f"  {result.reason}",
     ]
     if result.more_samples:
-        lines.append(f"  about {result.more_samples:,} more products would settle it")
+        lines.append(f"  about {result.more_samples:,} more {unit} would settle it")
     lines.append(f"  reproduce: {reproduce or reproduce_command(result)}")
     return "\n".join(lines)
+
+
+def _source(result: VerifyResult) -> str:
+    """Where the values come from, in words: the entry laws or the sampler."""
+    if result.sampler is not None:
+        calls = "" if result.raw is None else f", {result.raw.blocks:,} calls"
+        return f"sampler {result.sampler.label}{calls}"
+    q, k = result.q_dist.spec, result.k_dist.spec  # type: ignore[union-attr]
+    dists = f"q, k ~ {q}" if q == k else f"q ~ {q}, k ~ {k}"
+    return dists + (f", rho={result.rho:g}" if result.rho else "")
 
 
 def render_verify(result: VerifyResult, fmt_name: str, console: Console) -> None:
@@ -392,6 +444,7 @@ def check_dict(result: CheckResult) -> dict[str, Any]:
                 "name": co.spec.name,
                 "description": co.spec.description,
                 "line": co.spec.line,
+                "sampler": _sampler_json(co.spec.sampler),
                 "outcome": co.outcome,
                 "tests": [verify_record(r) for r in co.results],
             }

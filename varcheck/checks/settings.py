@@ -8,21 +8,44 @@ together from shared blocks (:mod:`varcheck.core.shared_blocks`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..core.distributions import Distribution
 from ..core.estimation import VarianceEstimate, estimate_variance
-from ..core.parallel import Runner, open_runner, valid_workers
+from ..core.parallel import Runner, SerialRunner, open_runner, valid_workers
+from ..core.sampler_blocks import estimate_sampler
 from ..core.shared_blocks import SHARED_STREAM, can_share, estimate_shared
 from ..core.theory import DotProductTheory
+from ..core.user_code import UserSampler
 
-__all__ = ["ProgressCallback", "UNRELIABLE_SAMPLES", "estimate_row", "estimate_settings"]
+__all__ = [
+    "ProgressCallback",
+    "SamplerSetting",
+    "UNRELIABLE_SAMPLES",
+    "estimate_row",
+    "estimate_settings",
+]
 
 ProgressCallback = Callable[[int, int, float], None]
 
 #: Products drawn for a row whose interval cannot be valid (infinite fourth moment).
 UNRELIABLE_SAMPLES = 1_000_000
+
+
+@dataclass(frozen=True)
+class SamplerSetting:
+    """A setting whose values come from a user's sampler (each call one block) at one d_k."""
+
+    sampler: UserSampler
+    dk: int
+    stream: tuple[int, ...]
+
+
+#: One setting: varcheck's own (laws, theory, stream) or a user's sampler.
+Setting = tuple[Distribution, Distribution, DotProductTheory, tuple[int, ...]] | SamplerSetting
 
 
 def estimate_row(
@@ -61,7 +84,7 @@ def estimate_row(
 
 
 def _share_groups(
-    settings: list[tuple[Distribution, Distribution, DotProductTheory, tuple[int, ...]]],
+    settings: list[Setting],
     share_keys: list[object] | None,
     precision: float | None,
     samples: int | None,
@@ -72,12 +95,14 @@ def _share_groups(
     """
     groups: list[tuple[list[int], bool]] = []
     last_key: object = None
-    for i, (q, k, th, _) in enumerate(settings):
-        if not (samples is None and precision is not None and can_share(q, k, th)):
+    for i, setting in enumerate(settings):
+        if isinstance(setting, SamplerSetting) or not (
+            samples is None and precision is not None and can_share(*setting[:3])
+        ):
             groups.append(([i], False))
             last_key = None
             continue
-        key = (None if share_keys is None else share_keys[i], q, k)
+        key = (None if share_keys is None else share_keys[i], setting[0], setting[1])
         if last_key is not None and key == last_key:
             groups[-1][0].append(i)
         else:
@@ -86,8 +111,30 @@ def _share_groups(
     return groups
 
 
+def _estimate_alone(
+    setting: Setting,
+    effort: dict[str, Any],
+    progress: Callable[[float], None] | None,
+    runner: Runner,
+    sampler_runner: Runner,
+) -> VarianceEstimate | None:
+    """One setting that is not drawn in shared blocks."""
+    if isinstance(setting, SamplerSetting):
+        return estimate_sampler(
+            setting.sampler,
+            setting.dk,
+            stream=setting.stream,
+            progress=progress,
+            runner=sampler_runner,
+            name=setting.sampler.label,
+            **effort,
+        )
+    q, k, th, stream = setting
+    return estimate_row(q, k, th, stream, progress=progress, runner=runner, **effort)
+
+
 def estimate_settings(
-    settings: list[tuple[Distribution, Distribution, DotProductTheory, tuple[int, ...]]],
+    settings: list[Setting],
     *,
     seed: int,
     confidence: float,
@@ -103,58 +150,61 @@ def estimate_settings(
 
     Consecutive zero-mean settings with the same distributions and ``share_keys`` entry are
     drawn together in shared blocks (:mod:`varcheck.core.shared_blocks`) when sampling to a
-    precision. The third value is the covariance matrix of the variance estimates: squared standard
-    errors on the diagonal, the estimated covariance within a shared group, 0 elsewhere.
+    precision. A user's sampler runs on one thread unless ``workers`` is given. The third value
+    is the covariance matrix of the variance estimates: squared standard errors on the
+    diagonal, the estimated covariance within a shared group, 0 elsewhere.
     """
-    workers = valid_workers(workers)
     n = len(settings)
+    effort = {"seed": seed, "confidence": confidence, "precision": precision}
+    effort.update(samples=samples, max_seconds=max_seconds)
     estimates: list[VarianceEstimate | None] = []
     cov = np.zeros((n, n))
     try:
-        with open_runner(workers, scheduler) as runner:
+        with open_runner(valid_workers(workers), scheduler) as runner:
+            alone_runner = runner if workers is not None else SerialRunner()
             for group, shared in _share_groups(settings, share_keys, precision, samples):
                 i0 = group[0]
                 if not shared:
-                    q, k, th, stream = settings[i0]
                     cb = None if progress is None else (lambda f, i=i0: progress(i, n, f))
-                    est = estimate_row(
-                        q,
-                        k,
-                        th,
-                        stream,
-                        seed=seed,
-                        confidence=confidence,
-                        precision=precision,
-                        samples=samples,
-                        max_seconds=max_seconds,
-                        progress=cb,
-                        runner=runner,
-                    )
+                    est = _estimate_alone(settings[i0], effort, cb, runner, alone_runner)
                     estimates.append(est)
                     if est is not None:
                         cov[i0, i0] = est.se**2
                     continue
-                q, k, _, stream = settings[i0]
-                size = len(group)
-
-                def cb_group(f: float, i0: int = i0, size: int = size) -> None:
-                    done = min(f * size, size - 1e-9)
-                    progress(i0 + int(done), n, done - int(done))  # type: ignore[misc]
-
-                res = estimate_shared(
-                    q,
-                    k,
-                    [settings[i][2] for i in group],
-                    seed=seed,
-                    stream=(SHARED_STREAM, *stream),
-                    confidence=confidence,
-                    precision=precision,  # type: ignore[arg-type]
-                    max_seconds=None if max_seconds is None else max_seconds * size,
-                    progress=None if progress is None else cb_group,
-                    runner=runner,
-                )
+                res = _estimate_group([settings[i] for i in group], i0, n, effort, progress, runner)
                 estimates.extend(res.estimates)
-                cov[i0 : i0 + size, i0 : i0 + size] = res.covariance
+                cov[i0 : i0 + len(group), i0 : i0 + len(group)] = res.covariance
     except KeyboardInterrupt:
         return estimates, True, cov
     return estimates, False, cov
+
+
+def _estimate_group(
+    group: list[Setting],
+    i0: int,
+    n: int,
+    effort: dict[str, Any],
+    progress: ProgressCallback | None,
+    runner: Runner,
+) -> Any:
+    """Settings ``i0, i0+1, ...`` of one law drawn together in shared blocks."""
+    q, k, _, stream = group[0]  # type: ignore[misc]
+    size = len(group)
+
+    def cb_group(f: float) -> None:
+        done = min(f * size, size - 1e-9)
+        progress(i0 + int(done), n, done - int(done))  # type: ignore[misc]
+
+    max_seconds = effort["max_seconds"]
+    return estimate_shared(
+        q,
+        k,
+        [s[2] for s in group],  # type: ignore[index]
+        seed=effort["seed"],
+        stream=(SHARED_STREAM, *stream),
+        confidence=effort["confidence"],
+        precision=effort["precision"],
+        max_seconds=None if max_seconds is None else max_seconds * size,
+        progress=None if progress is None else cb_group,
+        runner=runner,
+    )

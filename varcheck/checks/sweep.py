@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,9 +12,10 @@ import numpy as np
 from .._version import __version__
 from ..core.distributions import Distribution
 from ..core.estimation import ConfidenceInterval, VarianceEstimate
-from ..core.options import entry_laws, resolve_seed, sampling_effort, valid_rho
+from ..core.options import entry_laws, resolve_seed, sampling_effort, user_sampler, valid_rho
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
+from ..core.user_code import UserSampler
 from ..core.verdicts import (
     CONSISTENT,
     REJECTED,
@@ -24,8 +25,8 @@ from ..core.verdicts import (
     judge,
     marginal_only,
 )
-from .claims import Claim, claimed_value, parse_claim
-from .settings import ProgressCallback, estimate_settings
+from .claims import Claim, claimed_value, parse_claim, sampler_claim, sampler_claimed_value
+from .settings import ProgressCallback, SamplerSetting, estimate_settings
 
 __all__ = ["SweepRow", "SweepResult", "sweep"]
 
@@ -37,8 +38,8 @@ class SweepRow:
     Attributes
     ----------
     dk : int
-    theory : DotProductTheory
-        Exact moments of q·k for this d_k.
+    theory : DotProductTheory or None
+        Exact moments of q·k for this d_k (``None`` with a user's sampler).
     claim_value : float or None
         The claimed Var(q·k) (``None`` when the claim cannot be evaluated, e.g. ``theory`` with
         an infinite variance).
@@ -54,7 +55,7 @@ class SweepRow:
     """
 
     dk: int
-    theory: DotProductTheory
+    theory: DotProductTheory | None
     claim_value: float | None
     estimate: VarianceEstimate | None
     p_value: float
@@ -64,7 +65,7 @@ class SweepRow:
     @property
     def caution(self) -> str | None:
         """A warning that holds even when the verdict stands, or ``None``."""
-        if self.theory.slow_convergence:
+        if self.theory is not None and self.theory.slow_convergence:
             return "heavy tails: E[(q·k)^6] is infinite, coverage approaches nominal slowly"
         if self.estimate is not None and self.estimate.stop_reason == "max-seconds":
             return "stopped at --max-seconds before the target precision"
@@ -95,8 +96,10 @@ class SweepResult:
     ----------
     rows : tuple of SweepRow
     fit : GrowthFit or None
-        Slope of log Var against log d_k (``None`` with fewer than two usable rows).
-    q_dist, k_dist : Distribution
+        Slope of log Var against log d_k (``None`` with fewer than two usable rows, and with a
+        sampler: varcheck knows no growth law for the user's code).
+    q_dist, k_dist : Distribution or None
+        The entry laws (``None`` with a sampler).
     rho : float
     claim : str
         ``theory``, ``dk`` or the claim expression.
@@ -108,14 +111,16 @@ class SweepResult:
     max_seconds : float or None
     interrupted : bool
         True when the run was stopped early (Ctrl-C); ``rows`` holds the rows finished.
+    sampler : UserSampler or None
+        The user's sampler whose values were tested, with its bound arguments.
     version : str
         The varcheck version that produced the result.
     """
 
     rows: tuple[SweepRow, ...]
     fit: GrowthFit | None
-    q_dist: Distribution
-    k_dist: Distribution
+    q_dist: Distribution | None
+    k_dist: Distribution | None
     rho: float
     claim: str
     confidence: float
@@ -124,6 +129,7 @@ class SweepResult:
     samples: int | None
     max_seconds: float | None
     interrupted: bool = False
+    sampler: UserSampler | None = None
     version: str = __version__
 
     @property
@@ -143,7 +149,8 @@ def sweep(
     q_dist: str | Distribution | None = None,
     k_dist: str | Distribution | None = None,
     rho: float = 0.0,
-    claim: str = "theory",
+    claim: str | float | None = None,
+    sampler: Callable[..., Any] | str | UserSampler | None = None,
     confidence: float = 0.95,
     precision: float | None = 0.01,
     samples: int | None = None,
@@ -163,16 +170,19 @@ def sweep(
         Entry law of q and k (default ``normal``); ``q_dist``/``k_dist`` override it for one.
     rho : float
         Correlation of q_i with k_i (normal entries).
-    claim : str
-        ``"theory"`` (the exact formula for these laws), ``"dk"`` (the textbook Var = d_k) or
-        any claim expression (see :func:`varcheck.parse_claim`).
+    claim : str or float, optional
+        ``"theory"`` (the default: the exact formula for these laws), ``"dk"`` (the textbook
+        Var = d_k) or any claim expression (see :func:`varcheck.parse_claim`). With a sampler:
+        required, a number or an expression in ``dk``.
+    sampler : callable or str, optional
+        The user's code instead of varcheck's q and k, as in :func:`~varcheck.verify`; not
+        with ``dist``, ``rho`` or ``scheduler``.
     confidence : float
         Level of each row's interval; verdicts control the family-wise error at
         ``1 - confidence`` over all rows (Holm).
-    precision : float
-        Target relative half-width of each interval (ignored with ``samples``).
-    samples : int, optional
-        Fixed number of q·k products per row instead of a target precision.
+    precision, samples : optional
+        Target relative half-width of each interval, or a fixed number of q·k products (of
+        values, in whole calls of at least 200, with a sampler) per row instead.
     max_seconds : float, optional
         Wall-time cap per row (rows drawn from shared blocks share ``max_seconds`` times their
         number, see :mod:`varcheck.core.shared_blocks`).
@@ -182,7 +192,7 @@ def sweep(
         ``progress(row_index, n_rows, fraction_of_row_done)``.
     workers, scheduler : optional
         Where chunks run, as in :func:`varcheck.core.parallel.open_runner`; results do not
-        depend on them.
+        depend on them. A sampler runs on one thread unless ``workers`` is given.
 
     Returns
     -------
@@ -191,50 +201,48 @@ def sweep(
     Examples
     --------
     >>> res = sweep("2..8", seed=1, precision=0.05)
-    >>> [r.dk for r in res.rows], [r.verdict for r in res.rows]
-    ([2, 4, 8], ['consistent', 'consistent', 'consistent'])
-    >>> res.exit_code
-    0
+    >>> [r.dk for r in res.rows], [r.verdict for r in res.rows], res.exit_code
+    ([2, 4, 8], ['consistent', 'consistent', 'consistent'], 0)
     """
-    dks, claim_obj, fields = _sweep_iv(
-        dk, dist, q_dist, k_dist, rho, claim, confidence, precision, samples, max_seconds, seed
-    )
-    q, k = fields["q_dist"], fields["k_dist"]
-    theories = [dot_product_theory(d, q, k, fields["rho"]) for d in dks]
-    claims = [claimed_value(claim_obj, th, q, k) for th in theories]
+    laws, effort = (dist, q_dist, k_dist, rho), (confidence, precision, samples, max_seconds)
+    dks, claim_obj, fields = _sweep_iv(dk, laws, claim, (sampler, scheduler), effort, seed)
+    theories, claims, settings = _settings(dks, claim_obj, fields)
     estimates, interrupted, cov = estimate_settings(
-        [(q, k, th, (th.dk,)) for th in theories],
+        settings,
         **{n: fields[n] for n in ("seed", "confidence", "precision", "samples", "max_seconds")},
         progress=progress,
         workers=workers,
         scheduler=scheduler,
     )
-    rows = _judge(theories[: len(estimates)], claims, estimates, fields["confidence"])
-    fit = _growth_fit(rows, cov, fields["confidence"])
+    rows = _judge(dks, theories, claims, estimates, fields["confidence"])
+    fit = None if fields["sampler"] else _growth_fit(rows, cov, fields["confidence"])
     return SweepResult(rows=tuple(rows), fit=fit, interrupted=interrupted, **fields)
 
 
 def _sweep_iv(
     dk: int | str | Iterable[int],
-    dist: str | Distribution | None,
-    q_dist: str | Distribution | None,
-    k_dist: str | Distribution | None,
-    rho: float,
-    claim: str,
-    confidence: float,
-    precision: float | None,
-    samples: int | None,
-    max_seconds: float | None,
+    laws: tuple[Any, Any, Any, float],
+    claim: str | float | None,
+    source: tuple[Any, str | None],
+    effort: tuple[float, float | None, int | None, float | None],
     seed: int | None,
 ) -> tuple[list[int], Claim, dict[str, Any]]:
-    """Validate :func:`sweep`'s arguments once: the d_k, the claim, and the result's fields."""
+    """Validate :func:`sweep`'s arguments once: the d_k, the claim, and the result's fields.
+
+    ``laws`` is ``(dist, q_dist, k_dist, rho)``, ``source`` ``(sampler, scheduler)`` and
+    ``effort`` ``(confidence, precision, samples, max_seconds)``.
+    """
     dks = resolve_dks(dk)
-    q, k = entry_laws(dist, q_dist, k_dist)
-    rho = valid_rho(rho, q, k)
-    claim_obj = parse_claim(claim)
-    confidence, precision, samples, max_seconds = sampling_effort(
-        confidence, precision, samples, max_seconds
-    )
+    user = user_sampler(source[0], laws, source[1])
+    if user is None:
+        q, k = entry_laws(*laws[:3])
+        rho = valid_rho(laws[3], q, k)
+        claim_obj = parse_claim("theory" if claim is None else claim)
+    else:
+        q = k = None
+        rho = 0.0
+        claim_obj = sampler_claim(claim, user.target)
+    confidence, precision, samples, max_seconds = sampling_effort(*effort)
     fields = {
         "q_dist": q,
         "k_dist": k,
@@ -245,8 +253,23 @@ def _sweep_iv(
         "samples": samples,
         "max_seconds": max_seconds,
         "seed": resolve_seed(seed),
+        "sampler": user,
     }
     return dks, claim_obj, fields
+
+
+def _settings(
+    dks: list[int], claim: Claim, fields: dict[str, Any]
+) -> tuple[list[DotProductTheory | None], list[float | None], list[Any]]:
+    """Each d_k's exact theory (``None`` with a sampler), claimed value and setting."""
+    user = fields["sampler"]
+    if user is not None:
+        claims = [sampler_claimed_value(claim, d) for d in dks]
+        return [None] * len(dks), claims, [SamplerSetting(user, d, (d,)) for d in dks]  # type: ignore[return-value]
+    q, k = fields["q_dist"], fields["k_dist"]
+    theories = [dot_product_theory(d, q, k, fields["rho"]) for d in dks]
+    claims = [claimed_value(claim, th, q, k) for th in theories]
+    return theories, claims, [(q, k, th, (th.dk,)) for th in theories]  # type: ignore[return-value]
 
 
 def _growth_fit(rows: list[SweepRow], cov: np.ndarray, confidence: float) -> GrowthFit | None:
@@ -262,34 +285,36 @@ def _growth_fit(rows: list[SweepRow], cov: np.ndarray, confidence: float) -> Gro
 
 
 def _judge(
-    theories: list[DotProductTheory],
+    dks: list[int],
+    theories: list[DotProductTheory | None],
     claims: list[float | None],
     estimates: list[VarianceEstimate | None],
     confidence: float,
 ) -> list[SweepRow]:
+    """The rows finished (a prefix after Ctrl-C), Holm-judged together."""
+    n = len(estimates)
+    valid = [th is None or th.estimable for th in theories[:n]]
     p_values = []
-    for th, c, est in zip(theories, claims, estimates, strict=False):
-        ok = est is not None and th.estimable and c is not None
+    for ok_law, c, est in zip(valid, claims, estimates, strict=False):
+        ok = est is not None and ok_law and c is not None
         p_values.append(est.p_value(c) if ok else math.nan)  # type: ignore[union-attr, arg-type]
     adjusted, verdicts = judge(
         p_values,
         alpha=1.0 - confidence,
         finite=[est is not None for est in estimates],
-        valid=[th.estimable for th in theories],
+        valid=valid,
     )
-    rows = []
-    for th, c, est, p, padj, verdict in zip(
-        theories, claims, estimates, p_values, adjusted, verdicts, strict=False
-    ):
-        rows.append(
-            SweepRow(
-                dk=th.dk,
-                theory=th,
-                claim_value=c,
-                estimate=est,
-                p_value=p,
-                p_adjusted=padj,
-                verdict=verdict,
-            )
+    return [
+        SweepRow(
+            dk=dk,
+            theory=th,
+            claim_value=c,
+            estimate=est,
+            p_value=p,
+            p_adjusted=padj,
+            verdict=verdict,
         )
-    return rows
+        for dk, th, c, est, p, padj, verdict in zip(
+            dks, theories, claims, estimates, p_values, adjusted, verdicts, strict=False
+        )
+    ]

@@ -15,11 +15,13 @@ from ..core.options import (
     entry_laws,
     resolve_seed,
     sampling_effort,
+    user_sampler,
     valid_rho,
     valid_tolerance,
 )
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
+from ..core.user_code import UserSampler
 from ..core.verdicts import (
     INFINITE,
     PASS,
@@ -30,8 +32,8 @@ from ..core.verdicts import (
     holm_adjust,
 )
 from ..errors import VarcheckError
-from .claims import Claim, claimed_value, parse_claim
-from .settings import ProgressCallback, estimate_settings
+from .claims import Claim, claimed_value, parse_claim, sampler_claim, sampler_claimed_value
+from .settings import ProgressCallback, SamplerSetting, estimate_settings
 
 __all__ = ["VerifyResult", "ClaimTest", "verify", "run_claim_tests"]
 
@@ -46,7 +48,8 @@ class VerifyResult:
     Attributes
     ----------
     dk : int
-    q_dist, k_dist : Distribution
+    q_dist, k_dist : Distribution or None
+        The entry laws (``None`` with a user's sampler).
     rho : float
     claim : str
         The claim expression.
@@ -57,7 +60,7 @@ class VerifyResult:
     tolerance : float or None
         Relative tolerance of an equivalence test; ``None`` for a consistency test.
     theory_value : float
-        The exact value varcheck computes for the same quantity.
+        The exact value varcheck computes for the same quantity (``nan`` with a sampler).
     estimate : float
         Estimate of the quantity (``nan`` when it is infinite).
     confidence_interval : ConfidenceInterval
@@ -68,16 +71,18 @@ class VerifyResult:
     reason : str
         Why, in one sentence.
     more_samples : int or None
-        For ``inconclusive``: roughly how many more products would settle it.
+        For ``inconclusive``: roughly how many more products (or values) would settle it.
     samples : int
-        Products used.
+        Products used (values, with a sampler).
     confidence : float
     seed : int
+    sampler : UserSampler or None
+        The user's sampler whose values were tested, with its bound arguments.
     """
 
     dk: int
-    q_dist: Distribution
-    k_dist: Distribution
+    q_dist: Distribution | None
+    k_dist: Distribution | None
     rho: float
     claim: str
     claim_value: float | None
@@ -96,6 +101,7 @@ class VerifyResult:
     raw: VarianceEstimate | None = None
     precision: float | None = None
     requested_samples: int | None = None
+    sampler: UserSampler | None = None
     version: str = __version__
 
     @property
@@ -110,16 +116,33 @@ class VerifyResult:
 
 @dataclass(frozen=True)
 class ClaimTest:
-    """What one claim test needs, before sampling (see :func:`run_claim_tests`)."""
+    """What one claim test needs, before sampling (see :func:`run_claim_tests`).
+
+    With a ``sampler``, ``q`` and ``k`` are ``None`` and the claim is in ``dk`` only.
+    """
 
     dk: int
-    q: Distribution
-    k: Distribution
+    q: Distribution | None
+    k: Distribution | None
     rho: float
     claim: Claim
     scaled: bool
     tolerance: float | None
     stream: tuple[int, ...]
+    sampler: UserSampler | None = None
+
+    def setting(self, theory: DotProductTheory | None) -> Any:
+        """What :func:`~varcheck.checks.settings.estimate_settings` estimates for this test."""
+        if self.sampler is not None:
+            return SamplerSetting(self.sampler, self.dk, self.stream)
+        return (self.q, self.k, theory, self.stream)
+
+    def prepare(self) -> tuple[DotProductTheory | None, float | None]:
+        """The exact theory (``None`` with a sampler) and the claimed value."""
+        if self.sampler is not None:
+            return None, sampler_claimed_value(self.claim, self.dk)
+        th = dot_product_theory(self.dk, self.q, self.k, self.rho)  # type: ignore[arg-type]
+        return th, claimed_value(self.claim, th, self.q, self.k, scaled=self.scaled)  # type: ignore[arg-type]
 
 
 def run_claim_tests(
@@ -140,12 +163,9 @@ def run_claim_tests(
     On Ctrl-C (``KeyboardInterrupt``) the tests finished so far are judged and returned: the
     list is then shorter than ``tests``.
     """
-    prepared = []
-    for t in tests:
-        th = dot_product_theory(t.dk, t.q, t.k, t.rho)
-        prepared.append((t, th, claimed_value(t.claim, th, t.q, t.k, scaled=t.scaled)))
+    prepared = [(t, *t.prepare()) for t in tests]
     estimates, _, _ = estimate_settings(
-        [(t.q, t.k, th, t.stream) for t, th, _ in prepared],
+        [t.setting(th) for t, th, _ in prepared],
         share_keys=[t.stream[:-1] for t, _, _ in prepared],
         seed=seed,
         confidence=confidence,
@@ -167,21 +187,21 @@ def run_claim_tests(
 
 
 def _claim_p_values(
-    prepared: list[tuple[ClaimTest, DotProductTheory, float | None]],
+    prepared: list[tuple[ClaimTest, DotProductTheory | None, float | None]],
     estimates: list[VarianceEstimate | None],
     adjust: bool,
 ) -> list[float]:
     """Each test's p-value (NaN without a valid interval), Holm-adjusted when ``adjust``."""
     p_raw = []
     for (t, th, value), est in zip(prepared, estimates, strict=True):
-        ok = est is not None and th.estimable and value is not None
+        ok = est is not None and (th is None or th.estimable) and value is not None
         raw_claim = value * t.dk if (ok and t.scaled) else value
         p_raw.append(est.p_value(raw_claim) if ok else math.nan)  # type: ignore[union-attr]
     return holm_adjust(p_raw) if adjust else p_raw
 
 
 def _decision(
-    th: DotProductTheory,
+    th: DotProductTheory | None,
     value: float | None,
     est: VarianceEstimate | None,
     p: float,
@@ -194,7 +214,7 @@ def _decision(
         nothing = Decision(INFINITE, "Var(q·k) is infinite: there is nothing to estimate")
         return math.nan, ConfidenceInterval(math.nan, math.nan), nothing
     point, interval = est.scaled(factor)
-    if not th.estimable:
+    if th is not None and not th.estimable:
         why = (
             "E[(q·k)^4] is infinite, so no interval for the variance can be trusted"
             if th.status == "infinite-fourth-moment"
@@ -210,7 +230,7 @@ def _decision(
 
 def _verify_result(
     t: ClaimTest,
-    th: DotProductTheory,
+    th: DotProductTheory | None,
     value: float | None,
     est: VarianceEstimate | None,
     p: float,
@@ -231,7 +251,7 @@ def _verify_result(
         claim_value=value,
         scaled=t.scaled,
         tolerance=t.tolerance,
-        theory_value=th.var * factor,
+        theory_value=math.nan if th is None else th.var * factor,
         estimate=point,
         confidence_interval=interval,
         p_value=p,
@@ -244,13 +264,15 @@ def _verify_result(
         raw=est,
         precision=precision,
         requested_samples=requested_samples,
+        sampler=t.sampler,
     )
 
 
 def verify(
     dk: int,
     *,
-    claim: str | float = "theory",
+    claim: str | float | None = None,
+    sampler: Callable[..., Any] | str | UserSampler | None = None,
     dist: str | Distribution | None = None,
     q_dist: str | Distribution | None = None,
     k_dist: str | Distribution | None = None,
@@ -272,21 +294,22 @@ def verify(
     Parameters
     ----------
     dk : int
-        Length of q and k.
+        Length of q and k (passed to the sampler).
     claim : str or float
         A number or an expression in ``dk``, ``rho``, ``theory`` and the entry moments (see
-        :func:`varcheck.parse_claim`).
-    dist, q_dist, k_dist, rho
-        Entry distributions and correlation, as in :func:`~varcheck.checks.sweep.sweep`.
+        :func:`varcheck.parse_claim`); default ``theory``. With a sampler: required, in ``dk``.
+    sampler : callable or str, optional
+        The user's code under test: ``fn(rng, dk)`` returning the values of one independent run
+        (any shape), or ``"module:function"``; see docs/own-code.md.
+    dist, q_dist, k_dist, rho, precision, samples, max_seconds, workers, scheduler
+        As in :func:`~varcheck.checks.sweep.sweep`.
     scaled : bool
-        Test the variance of q·k / sqrt(d_k) instead of q·k.
+        Test the variance of q·k / sqrt(d_k) (of the values / sqrt(d_k)) instead.
     tolerance : float, optional
         Relative tolerance: an equivalence test that passes only when the whole interval lies
         within claim × (1 ± tolerance).
     confidence, alpha : float, optional
         Interval level, or its complement (give one; default 0.95).
-    precision, samples, max_seconds, workers, scheduler
-        Sampling effort and where chunks run, as in :func:`~varcheck.checks.sweep.sweep`.
     seed : int, optional
         Root seed; drawn and reported when not given.
     progress : callable, optional
@@ -298,26 +321,22 @@ def verify(
 
     Examples
     --------
-    >>> r = verify(64, claim="dk", seed=1)
-    >>> r.outcome, r.exit_code
-    ('pass', 0)
+    >>> verify(64, claim="dk", seed=1).outcome
+    'pass'
     >>> verify(64, claim="dk", dist="normal:mean=0.5", seed=1).outcome   # Var is 1.5 dk
     'fail'
-    >>> verify(64, claim="dk", tolerance=0.02, seed=1).outcome
+    >>> def logits(rng, dk):
+    ...     return rng.standard_normal((32, dk)) @ rng.standard_normal((dk, 32)) / dk**0.5
+    >>> verify(64, claim=1, sampler=logits, tolerance=0.05, seed=1).outcome
     'pass'
     """
-    test, effort = _verify_iv(
-        dk,
-        claim,
-        (dist, q_dist, k_dist, rho),
-        scaled,
-        tolerance,
-        alpha,
-        (confidence, precision, samples, max_seconds),
+    laws, effort = (dist, q_dist, k_dist, rho), (confidence, precision, samples, max_seconds)
+    test, cleaned = _verify_iv(
+        dk, claim, (sampler, scheduler), laws, scaled, tolerance, alpha, effort
     )
     results = run_claim_tests(
         [test],
-        **effort,
+        **cleaned,
         seed=resolve_seed(seed),
         progress=None if progress is None else (lambda _i, _n, f: progress(f)),
         adjust=False,
@@ -331,7 +350,8 @@ def verify(
 
 def _verify_iv(
     dk: int,
-    claim: str | float,
+    claim: str | float | None,
+    source: tuple[Any, str | None],
     setting: tuple[Any, Any, Any, float],
     scaled: bool,
     tolerance: float | None,
@@ -340,15 +360,22 @@ def _verify_iv(
 ) -> tuple[ClaimTest, dict[str, Any]]:
     """Validate :func:`verify`'s arguments once, in the order the checks have always run.
 
-    ``setting`` is ``(dist, q_dist, k_dist, rho)``, ``effort`` is ``(confidence, precision,
-    samples, max_seconds)``; returns the test and the cleaned effort.
+    ``source`` is ``(sampler, scheduler)``, ``setting`` is ``(dist, q_dist, k_dist, rho)``,
+    ``effort`` is ``(confidence, precision, samples, max_seconds)``; returns the test and the
+    cleaned effort.
     """
     dks = resolve_dks(dk)
     if len(dks) != 1:
         raise VarcheckError(f"verify takes one d_k, got {dk!r}; use sweep for several")
-    q, k = entry_laws(*setting[:3])
-    rho = valid_rho(setting[3], q, k)
-    claim_obj = parse_claim(claim)
+    user = user_sampler(source[0], setting, source[1])
+    if user is None:
+        q, k = entry_laws(*setting[:3])
+        rho = valid_rho(setting[3], q, k)
+        claim_obj = parse_claim("theory" if claim is None else claim)
+    else:
+        q = k = None
+        rho = 0.0
+        claim_obj = sampler_claim(claim, user.target)
     tolerance = valid_tolerance(tolerance)
     confidence = confidence_from(effort[0], alpha)
     names = ("confidence", "precision", "samples", "max_seconds")
@@ -362,5 +389,6 @@ def _verify_iv(
         scaled=bool(scaled),
         tolerance=tolerance,
         stream=(dks[0],),
+        sampler=user,
     )
     return test, cleaned

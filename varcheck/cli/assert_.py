@@ -9,7 +9,7 @@ import click
 from ..checks.claims import Claim
 from ..core.ranges import MAX_DK
 from . import EXIT_CODES_HELP
-from .options import dist_options, format_option, parallel_options, sampling_options
+from .options import format_option, parallel_options, sampling_options, source_options
 from .run import run
 from .types import CLAIM, FiniteFloat
 
@@ -22,6 +22,7 @@ Examples:
   varcheck assert --dk 64 --claim 1 --scaled --tolerance 0.02
   varcheck assert --dk 64 --dist normal:mean=0.5 --claim dk          # fails: Var = 1.5 dk
   varcheck assert --dk 32 --rho 0.5 --claim 'dk*(1+rho**2)' --format json
+  varcheck assert --dk 64 --sampler examples/attention.py:logits --claim 1 --tolerance 0.05
 
 \b
 Without --tolerance: a consistency test, fail when the interval excludes the claim.
@@ -33,15 +34,15 @@ number of further products that would settle it).
     + EXIT_CODES_HELP,
 )
 @click.option("--dk", type=click.IntRange(1, MAX_DK), required=True, help="Length of q and k.")
-@dist_options
+@source_options
 @click.option(
     "--claim",
     type=CLAIM,
     required=True,
     help="Claimed variance: a number or an expression in dk, rho, theory and the entry "
-    "moments (mean_q, var_q, sd_q, mu4_q, kurt_q and the same for k).",
+    "moments (mean_q, var_q, sd_q, mu4_q, kurt_q and the same for k); with --sampler, in dk.",
 )
-@click.option("--scaled", is_flag=True, help="The claim is about Var(q·k/√d_k).")
+@click.option("--scaled", is_flag=True, help="The claim is about Var(q·k/√d_k) (the values/√d_k).")
 @click.option(
     "--tolerance",
     type=FiniteFloat(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),

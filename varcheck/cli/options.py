@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from ..core.options import MIN_SAMPLES
-from .types import DISTRIBUTION, DK_RANGE, CountType, FiniteFloat
+from .types import DISTRIBUTION, DK_RANGE, SAMPLER_ARG, CountType, FiniteFloat
 
 __all__ = [
     "confidence_option",
@@ -27,6 +27,7 @@ __all__ = [
     "dk_range_option",
     "exclusive",
     "format_option",
+    "given",
     "grouped",
     "int_option",
     "option",
@@ -38,6 +39,7 @@ __all__ = [
     "samples_option",
     "sampling_options",
     "seed_option",
+    "source_options",
     "stack",
 ]
 
@@ -175,6 +177,11 @@ def _given(ctx: click.Context, name: str) -> bool:
     return ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)
 
 
+def given(name: str) -> bool:
+    """Whether the running command's option ``name`` was typed (not left at its default)."""
+    return _given(click.get_current_context(), name)
+
+
 def exclusive(first: str, second: str, reason: str | None = None) -> None:
     """Refuse two options of the running command given together instead of picking one.
 
@@ -196,25 +203,67 @@ def exclusive(first: str, second: str, reason: str | None = None) -> None:
         raise click.UsageError(message if reason is None else f"{message}: {reason}")
 
 
+_law_options = stack(
+    dist_option(
+        "--dist",
+        "Entry distribution for q and k: normal, uniform, rademacher, laplace, "
+        "t:df=D, or scipy.NAME:shape=...; every spec takes mean= and sd=.",
+        "normal",
+    ),
+    dist_option("--q-dist", "Distribution of q's entries (overrides --dist for q)."),
+    dist_option("--k-dist", "Distribution of k's entries (overrides --dist for k)."),
+    option(
+        "--rho",
+        kind=FiniteFloat(-1.0, 1.0, what="a number in [-1, 1]", closed=True),
+        default=0.0,
+        text="Correlation of q_i with k_i (normal entries).",
+    ),
+)
+
 #: --dist, --q-dist, --k-dist, --rho, handed over as ``laws``
-dist_options = grouped(
+dist_options = grouped("laws", _law_options)
+
+
+def _source(sampler: str | None, sampler_args: tuple[tuple[str, Any], ...], **laws: Any) -> Any:
+    """The entry laws, or a user's sampler (loaded now, so a bad one fails before any work)."""
+    if sampler is None:
+        if sampler_args:
+            raise click.UsageError("--sampler-arg binds arguments of --sampler: add --sampler")
+        return laws
+    for name in laws:
+        exclusive(name, "sampler", "the values come from the sampler")
+    keys = [key for key, _ in sampler_args]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise click.UsageError(f"--sampler-arg {twice[0]} is given twice")
+    from ..core.user_code import load_sampler
+
+    return {"sampler": load_sampler(sampler, dict(sampler_args))}
+
+
+#: the entry laws (dist_options) or --sampler TARGET with --sampler-arg KEY=VALUE, as ``laws``
+source_options = grouped(
     "laws",
     stack(
-        dist_option(
-            "--dist",
-            "Entry distribution for q and k: normal, uniform, rademacher, laplace, "
-            "t:df=D, or scipy.NAME:shape=...; every spec takes mean= and sd=.",
-            "normal",
-        ),
-        dist_option("--q-dist", "Distribution of q's entries (overrides --dist for q)."),
-        dist_option("--k-dist", "Distribution of k's entries (overrides --dist for k)."),
+        _law_options,
         option(
-            "--rho",
-            kind=FiniteFloat(-1.0, 1.0, what="a number in [-1, 1]", closed=True),
-            default=0.0,
-            text="Correlation of q_i with k_i (normal entries).",
+            "--sampler",
+            kind=None,
+            default=None,
+            metavar="MODULE:FUNCTION",
+            text="Test your own code: fn(rng, dk) in a module or a file.py, returning the "
+            "values (e.g. attention logits) of one independent run. See docs/own-code.md.",
+        ),
+        option(
+            "--sampler-arg",
+            "sampler_args",
+            kind=SAMPLER_ARG,
+            default=None,
+            multiple=True,
+            text="KEY=VALUE passed to the sampler on every call (a Python literal; repeatable).",
         ),
     ),
+    _source,
 )
 
 

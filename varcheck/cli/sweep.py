@@ -9,12 +9,13 @@ import click
 from ..checks.claims import Claim
 from . import EXIT_CODES_HELP
 from .options import (
-    dist_options,
     dk_range_option,
     format_option,
+    given,
     parallel_options,
     plot_option,
     sampling_options,
+    source_options,
 )
 from .run import run
 from .types import CLAIM
@@ -29,19 +30,21 @@ Examples:
   varcheck sweep --dk 16,64 --dist normal:mean=0.5 --claim dk     # rejected: means add terms
   varcheck sweep --dk 8..64:8 --rho 0.5 --claim 'dk*(1+rho**2)'
   varcheck sweep --dk 4..256 --dist t:df=6 --precision 0.02 --seed 7
+  varcheck sweep --dk 16..256 --sampler examples/attention.py:logits --claim 1
 
 """
     + EXIT_CODES_HELP,
 )
 @dk_range_option
-@dist_options
+@source_options
 @click.option(
     "--claim",
     type=CLAIM,
     default="theory",
     show_default=True,
     help="Claimed Var(q·k): 'theory' (exact for the chosen distributions), 'dk' (the "
-    "textbook statement), or an expression in dk, rho and the entry moments.",
+    "textbook statement), or an expression in dk, rho and the entry moments. With --sampler: "
+    "required, a number or an expression in dk.",
 )
 @sampling_options
 @parallel_options
@@ -71,7 +74,7 @@ def command(
         lambda progress: sweeps.sweep(
             dks,
             **laws,
-            claim=claim.text,
+            claim=None if "sampler" in laws and not given("claim") else claim.text,
             **sampling,
             **parallel,
             progress=progress,

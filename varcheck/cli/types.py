@@ -23,6 +23,7 @@ __all__ = [
     "DK_RANGE",
     "INIT",
     "OBSERVED",
+    "SAMPLER_ARG",
     "SHAPE",
     "CountType",
     "FiniteFloat",
@@ -85,6 +86,16 @@ DK_RANGE = ParsedType("RANGE", parse_dk, list)
 CLAIM = ParsedType("EXPR", parse_claim, Claim)
 #: a weight init: xavier, kaiming, lecun or normal:SD
 INIT = ParsedType("INIT", _init_spec)
+
+
+def _sampler_arg(value: Any) -> tuple[str, Any]:
+    from ..core.user_code import parse_sampler_arg
+
+    return value if isinstance(value, tuple) else parse_sampler_arg(value)
+
+
+#: KEY=VALUE bound to a user's sampler, the value a Python literal
+SAMPLER_ARG = ParsedType("KEY=VALUE", _sampler_arg)
 
 
 def as_number(

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import VarcheckError
 
 if TYPE_CHECKING:
     from .distributions import Distribution
+    from .user_code import UserSampler
 
 __all__ = [
     "MIN_SAMPLES",
@@ -28,6 +29,7 @@ __all__ = [
     "valid_positive",
     "valid_rho",
     "valid_tolerance",
+    "user_sampler",
 ]
 
 #: Fewest products a fixed budget may ask for: enough for MIN_BLOCKS (200) blocks, below which
@@ -174,3 +176,35 @@ def confidence_from(confidence: float | None, alpha: float | None) -> float:
             f"confidence={confidence!r} and alpha={alpha!r} disagree; give one of them"
         )
     return 1.0 - alpha
+
+
+def user_sampler(
+    sampler: Any,
+    laws: tuple[Any, Any, Any, float],
+    scheduler: str | None,
+) -> UserSampler | None:
+    """The user's sampler (``None`` without one); refuses options it makes meaningless.
+
+    ``laws`` is ``(dist, q_dist, k_dist, rho)``: they describe varcheck's own sampler, so with a
+    user's sampler they would be silently ignored.
+    """
+    if sampler is None:
+        return None
+    from .user_code import as_sampler
+
+    user = as_sampler(sampler)
+    names = ("dist", "q_dist", "k_dist")
+    given = [n for n, v in zip(names, laws[:3], strict=True) if v is not None]
+    given += ["rho"] if laws[3] else []
+    if given:
+        raise VarcheckError(
+            f"{', '.join(given)} {'describe' if len(given) > 1 else 'describes'} varcheck's own "
+            f"q and k; with sampler {user.target} the values come from it: leave "
+            f"{'them' if len(given) > 1 else 'it'} out"
+        )
+    if scheduler is not None:
+        raise VarcheckError(
+            f"sampler {user.target} runs in this process: a Dask scheduler is not supported "
+            "with a sampler (use workers=N for threads)"
+        )
+    return user

@@ -1,0 +1,256 @@
+"""A user's sampler, by name or as a callable, with its bound keyword arguments.
+
+``MODULE:FUNCTION`` imports a module (the current directory is searched first, as with
+``python -m``); ``path/to/file.py:FUNCTION`` loads a file, which may import modules next to it.
+``FUNCTION`` may be dotted (``Layer.sample``). Every failure is one :class:`VarcheckError` line
+naming the target and what is wrong; the user's own exception is chained to it (``--debug``).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import VarcheckError
+
+__all__ = ["UserSampler", "as_sampler", "load_sampler", "parse_sampler_arg", "MAX_SOURCE_BYTES"]
+
+#: The largest sampler file read (a source file, not data).
+MAX_SOURCE_BYTES = 10 * 2**20
+
+_FORM = "give MODULE:FUNCTION or path/to/file.py:FUNCTION"
+
+
+def _cut(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@dataclass(frozen=True)
+class UserSampler:
+    """A sampler ``fn(rng, dk, **args)`` and how to name it.
+
+    Attributes
+    ----------
+    target : str
+        ``module:function``, ``file.py:function``, or the callable's qualified name.
+    args : tuple of (str, object)
+        Keyword arguments bound to every call, sorted by name.
+    fn : callable
+        The function itself (not compared, not shown).
+    """
+
+    target: str
+    args: tuple[tuple[str, Any], ...] = ()
+    fn: Callable[..., Any] = field(default=print, compare=False, repr=False)
+
+    def __call__(self, rng: Any, dk: int) -> Any:
+        return self.fn(rng, dk, **dict(self.args))
+
+    @property
+    def label(self) -> str:
+        """``target`` with its arguments, e.g. ``attention.py:logits(heads=4)``."""
+        if not self.args:
+            return self.target
+        return f"{self.target}(" + ", ".join(f"{k}={v!r}" for k, v in self.args) + ")"
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"target": ..., "args": {...}}`` for machine-readable output."""
+        return {"target": self.target, "args": dict(self.args)}
+
+
+def _check_args(target: str, args: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    if args is None:
+        return ()
+    if not isinstance(args, Mapping):
+        raise VarcheckError(f"sampler {target}: args must be a table of name = value")
+    for key in args:
+        if not isinstance(key, str) or not key.isidentifier():
+            raise VarcheckError(
+                f"sampler {target}: argument name {_cut(repr(key))} is not a Python identifier"
+            )
+        if key in ("rng", "dk"):
+            raise VarcheckError(
+                f"sampler {target}: {key!r} is passed by varcheck on every call; "
+                "it cannot be bound as an argument"
+            )
+    return tuple(sorted(args.items()))
+
+
+def _check_signature(target: str, fn: Callable[..., Any], args: tuple[tuple[str, Any], ...]):
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # some builtins have no signature: the first call tells
+        return
+    try:
+        sig.bind(None, 0, **dict(args))
+    except TypeError as exc:
+        given = ", ".join(["rng", "dk", *(k for k, _ in args)])
+        raise VarcheckError(
+            f"sampler {target} cannot be called as fn({given}): {exc}; a sampler takes "
+            "(rng, dk) and the bound arguments"
+        ) from None
+
+
+def as_sampler(obj: Any, args: Mapping[str, Any] | None = None) -> UserSampler:
+    """A :class:`UserSampler` from a callable, a ``"module:function"`` name or a sampler.
+
+    ``args`` are bound to every call (added to those of a given :class:`UserSampler`).
+    """
+    if isinstance(obj, UserSampler):
+        merged = {**dict(obj.args), **dict(args or {})}
+        bound = _check_args(obj.target, merged)
+        _check_signature(obj.target, obj.fn, bound)
+        return UserSampler(obj.target, bound, obj.fn)
+    if isinstance(obj, str):
+        return load_sampler(obj, args)
+    if not callable(obj):
+        raise VarcheckError(
+            f"sampler must be a callable fn(rng, dk) or a name ({_FORM}), got {_cut(repr(obj))}"
+        )
+    inner = getattr(obj, "func", obj)  # functools.partial shows the function it wraps
+    target = getattr(inner, "__qualname__", None) or type(obj).__name__
+    module = getattr(inner, "__module__", None)
+    if module and module not in ("__main__", "builtins"):
+        target = f"{module}:{target}"
+    bound = _check_args(target, args)
+    _check_signature(target, obj, bound)
+    return UserSampler(target, bound, obj)
+
+
+def load_sampler(
+    target: str, args: Mapping[str, Any] | None = None, *, base: str | None = None
+) -> UserSampler:
+    """Import ``MODULE:FUNCTION`` or load ``path/to/file.py:FUNCTION``, checking it is callable
+    with ``(rng, dk, **args)``; a relative file path is read from ``base`` when given."""
+    if not isinstance(target, str) or ":" not in target.strip(":"):
+        raise VarcheckError(f"sampler {_cut(repr(target))} has no ':FUNCTION'; {_FORM}")
+    where, _, attr = target.rpartition(":")
+    if not where or not attr:
+        raise VarcheckError(f"sampler {_cut(repr(target))}: {_FORM}")
+    is_file = where.endswith(".py") or "/" in where or os.sep in where
+    if is_file:
+        module = _load_file(target, os.path.join(base, where) if base else where)
+    else:
+        module = _import_module(target, where)
+    obj: Any = module
+    for part in attr.split("."):
+        if not part.isidentifier():
+            raise VarcheckError(f"sampler {_cut(target)}: {part!r} is not a Python name")
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise VarcheckError(f"sampler {_cut(target)}: {where} has no {attr!r}") from None
+    if not callable(obj):
+        raise VarcheckError(
+            f"sampler {_cut(target)}: {attr} is a {type(obj).__name__}, not a function"
+        )
+    bound = _check_args(target, args)
+    _check_signature(target, obj, bound)
+    return UserSampler(target, bound, obj)
+
+
+@contextlib.contextmanager
+def _on_path(folder: str) -> Iterator[None]:
+    """``folder`` first on ``sys.path`` while the user's code is imported."""
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
+
+
+def _run_import(target: str, what: str, load: Callable[[], Any]) -> Any:
+    """Run the user's import; its failures become one line."""
+    try:
+        return load()
+    except VarcheckError:
+        raise
+    except SyntaxError as exc:
+        raise VarcheckError(
+            f"sampler {_cut(target)}: {what} has a syntax error at line {exc.lineno}"
+        ) from exc
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise VarcheckError(
+            f"sampler {_cut(target)}: importing {what} raised {type(exc).__name__}"
+            + (f": {_cut(first)}" if first else "")
+        ) from exc
+
+
+def _import_module(target: str, name: str) -> Any:
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise VarcheckError(f"sampler {_cut(target)}: {name!r} is not a module name; {_FORM}")
+
+    def load() -> Any:
+        try:
+            with _on_path(os.getcwd()):
+                return importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and name.startswith(exc.name):
+                raise VarcheckError(
+                    f"sampler {_cut(target)}: no module named {exc.name!r} (searched the "
+                    "current directory and sys.path)"
+                ) from None
+            raise
+
+    return _run_import(target, f"module {name}", load)
+
+
+def _load_file(target: str, path: str) -> Any:
+    if not os.path.exists(path):
+        raise VarcheckError(f"sampler {_cut(target)}: file {_cut(path)} not found")
+    if not os.path.isfile(path):
+        raise VarcheckError(f"sampler {_cut(target)}: {_cut(path)} is not a regular file")
+    if not path.endswith(".py"):
+        raise VarcheckError(f"sampler {_cut(target)}: {_cut(path)} is not a .py file")
+    if os.path.getsize(path) > MAX_SOURCE_BYTES:
+        raise VarcheckError(
+            f"sampler {_cut(target)}: {_cut(path)} is larger than {MAX_SOURCE_BYTES >> 20} MiB"
+        )
+    full = os.path.abspath(path)
+    name = "varcheck_user_" + "".join(c if c.isalnum() else "_" for c in full)
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, full)
+    if spec is None or spec.loader is None:
+        raise VarcheckError(f"sampler {_cut(target)}: {_cut(path)} cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+
+    def load() -> Any:
+        sys.modules[name] = module  # dataclasses and pickling look their module up here
+        try:
+            with _on_path(os.path.dirname(full)):
+                spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
+
+    return _run_import(target, _cut(path), load)
+
+
+def parse_sampler_arg(text: str) -> tuple[str, Any]:
+    """``key=value`` with ``value`` read as a Python literal (``4``, ``0.5``, ``'relu'``,
+    ``[1, 2]``, ``True``)."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise VarcheckError(f"sampler argument {_cut(repr(text))}: give KEY=VALUE, e.g. heads=4")
+    try:
+        return key, ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise VarcheckError(
+            f"sampler argument {_cut(repr(text))}: the value is not a Python literal (a number, "
+            "True/False/None, a quoted string such as \"act='relu'\", a list or a dict)"
+        ) from None
