@@ -37,6 +37,12 @@ PILOT_STREAM = 2**31 - 1
 _CHUNK_VALUES = 1 << 18
 
 
+def _first(exc: BaseException) -> str:
+    """``": "`` and the first line of an exception's message (cut to 60 characters), or ``""``."""
+    lines = str(exc).strip().splitlines()
+    return f": {lines[0][:60]}" if lines else ""
+
+
 def call_sampler(fn: Sampler, rng: np.random.Generator, dk: int, *, name: str) -> np.ndarray:
     """One call of the sampler, as a flat float64 array; a one-line error naming what is wrong.
 
@@ -45,16 +51,14 @@ def call_sampler(fn: Sampler, rng: np.random.Generator, dk: int, *, name: str) -
     """
     try:
         out = fn(rng, dk)
-    except Exception as exc:  # the user's code: any failure is reported, not raised through
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise VarcheckError(
-            f"sampler {name} raised {type(exc).__name__}" + (f": {first[:60]}" if first else "")
-        ) from exc
+    except (Exception, SystemExit) as exc:  # the user's code: any failure is one line
+        raise VarcheckError(f"sampler {name} raised {type(exc).__name__}{_first(exc)}") from exc
     try:
         values = np.asarray(out)
-    except Exception as exc:
+    except Exception as exc:  # e.g. a tensor that needs .detach() or lives on a GPU
         raise VarcheckError(
-            f"sampler {name} returned a {type(out).__name__}, which is not an array of numbers"
+            f"sampler {name} returned a {type(out).__name__}, which numpy cannot read as an "
+            f"array of numbers{_first(exc)}"
         ) from exc
     kind = values.dtype.kind
     if kind == "c":
