@@ -257,3 +257,19 @@ def test_claim_value_errors_name_the_claim(run_cli, tmp_path: Path) -> None:
     res = run_cli("check", str(_write(tmp_path, body)))
     assert res.exit_code == 2 and "claims.toml:1: claim 'neg'" in res.output, res.output
     assert "'-1'" in res.output
+
+
+def test_marginal_rows_are_marked_with_the_sweeps_rule(run_cli, tmp_path: Path) -> None:
+    """#22 item 4 in the check table: at seed 4, d_k = 2's own interval [2.001, 2.086] excludes
+    the claim 2 while Holm over the six tests keeps it; that row alone gets †, and the shared
+    footnote explains it. An equivalence test is never marked (its pass is about the tolerance)."""
+    path = _write(tmp_path, '[[claim]]\nname = "textbook"\ndk = "2..64"\nclaim = "dk"\n')
+    res = run_cli("check", str(path), "--seed", "4", "--precision", "0.05")
+    assert res.exit_code == 0
+    marked = [line for line in res.output.splitlines() if "†" in line and "│" in line]
+    assert len(marked) == 1 and "│   2 │" in marked[0]
+    assert "this row's own interval excludes the claim" in res.output
+    tol = _write(
+        tmp_path, '[[claim]]\nname = "eq"\ndk = "2..64"\nclaim = "dk"\ntolerance = 0.5\n', "t.toml"
+    )
+    assert "†" not in run_cli("check", str(tol), "--seed", "4", "--precision", "0.05").output

@@ -6,7 +6,7 @@ import math
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from ..core.verdicts import OUTCOME_RANK
+from ..core.verdicts import CONSISTENT, OUTCOME_RANK, marginal_only
 from ..output import formats
 from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
 
@@ -453,6 +453,16 @@ def check_dict(result: CheckResult) -> dict[str, Any]:
     }
 
 
+def check_marginal(result: VerifyResult) -> bool:
+    """A consistency test that passes under Holm although its own interval excludes the claim
+    (the sweep's † rule, :func:`~varcheck.core.verdicts.marginal_only`, on the raw p-value)."""
+    if result.tolerance is not None or result.raw is None or result.claim_value is None:
+        return False
+    raw_claim = result.claim_value * result.dk if result.scaled else result.claim_value
+    verdict = CONSISTENT if result.outcome == "pass" else result.outcome
+    return marginal_only(verdict, result.raw.p_value(raw_claim), 1.0 - result.confidence)
+
+
 def check_title(result: CheckResult) -> str:
     return f"varcheck check {result.path}"
 
@@ -485,7 +495,8 @@ def render_check_table(result: CheckResult, console: Console) -> None:
                 f"{quantity} = {co.spec.claim.text}{tol}" if first else "",
                 str(r.dk),
                 fmt(r.claim_value),
-                f"{fmt(r.estimate)} {_interval(lo, hi, valid=r.outcome != 'unreliable')}",
+                f"{fmt(r.estimate)} {_interval(lo, hi, valid=r.outcome != 'unreliable')}"
+                + (" †" if check_marginal(r) else ""),
                 fmt_p(r.p_value),
                 styled(r.outcome),
             )
@@ -495,6 +506,8 @@ def render_check_table(result: CheckResult, console: Console) -> None:
         counts[co.outcome] = counts.get(co.outcome, 0) + 1
     summary = ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
     console.print(f"{len(result.claims)} claims: {summary} → {styled(result.outcome)}")
+    if any(check_marginal(r) for co in result.claims for r in co.results):
+        console.print(formats.MARGINAL_NOTE)
     for co in result.claims:
         for r in co.results:
             if r.outcome == "inconclusive" and r.more_samples:
