@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from varcheck.core.logit_variance import (
+    SIGMA_W_KIND,
     beta_exact,
     beta_for,
     beta_paper,
@@ -45,9 +46,72 @@ def test_beta_for_non_positive_or_non_finite_is_nan(bad: float) -> None:
     assert math.isnan(beta_for(bad))
 
 
-def test_weight_sigma_is_the_entry_standard_deviation() -> None:
-    w = np.array([[1.0, -1.0], [3.0, -3.0]])
-    assert weight_sigma(w) == pytest.approx(math.sqrt(5.0))
+def test_weight_sigma_is_the_entries_root_mean_square() -> None:
+    """Guards against σ_W being the mean-removed standard deviation (issue #22, item 1): for
+    entries with a mean the two differ, and only the RMS bounds exact/σ-based by d_k."""
+    w = np.array([[1.0, -1.0], [3.0, -3.0]])  # mean 0: RMS = sd = √5
+    assert weight_sigma(w) == pytest.approx(math.sqrt(5.0), rel=1e-15)
+    shifted = np.array([[0.3, 0.4], [0.3, 0.4]])  # mean 0.35, sd 0.05, RMS √0.125
+    assert weight_sigma(shifted) == pytest.approx(math.sqrt(0.125), rel=1e-15)
+    assert SIGMA_W_KIND == "rms"
+
+
+def _heads(kind: str, rng: np.random.Generator, dx: int, dk: int) -> tuple[np.ndarray, ...]:
+    """Weights built to make exact/σ-based large: shared directions, a common mean, low rank."""
+    if kind == "random":
+        return rng.standard_normal((dx, dk)), rng.standard_normal((dx, dk))
+    if kind == "aligned":
+        w = rng.standard_normal((dx, dk))
+        return w, w
+    if kind == "rank-one":  # the extreme: W_q = u vᵀ, W_k = u' vᵀ share their row space
+        v = rng.standard_normal(dk)
+        return np.outer(rng.standard_normal(dx), v), np.outer(rng.standard_normal(dx), 3 * v)
+    if kind == "mean":  # the issue's head: mean 0.1, spread 0.01
+        return 0.1 + 0.01 * rng.standard_normal((dx, dk)), 0.1 + 0.01 * rng.standard_normal(
+            (dx, dk)
+        )
+    if kind == "mean-aligned":
+        w = 0.1 + 0.01 * rng.standard_normal((dx, dk))
+        return w, w
+    if kind == "rank-two":
+        u, v = rng.standard_normal((dx, 2)), rng.standard_normal((2, dk))
+        return u @ v, u @ v + 0.01 * rng.standard_normal((dx, dk))
+    raise AssertionError(kind)
+
+
+KINDS = ("random", "aligned", "rank-one", "mean", "mean-aligned", "rank-two")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("dx", "dk"), [(16, 16), (64, 16), (8, 32), (32, 1)])
+def test_exact_is_at_most_dk_times_sigma_based(kind: str, dx: int, dk: int) -> None:
+    """Guards against a σ_W for which the documented bound exact ≤ d_k · σ-based fails (issue
+    #22, item 1). Proof (docs/paper.md): ‖W_q W_kᵀ‖_F ≤ ‖W_q‖_F ‖W_k‖_F = d_x d_k σ_Wq σ_Wk
+    with σ_W the RMS, so σ_X⁴‖W_q W_kᵀ‖_F² ≤ d_k (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k; equality
+    for rank one with a common row space. The bound is exact arithmetic, so the slack is
+    rounding only (1e-12)."""
+    rng = np.random.default_rng([dx, dk, KINDS.index(kind)])
+    for _ in range(20):
+        w_q, w_k = _heads(kind, rng, dx, dk)
+        (head,) = head_betas(w_q, w_k, sigma_x=0.7)
+        assert head.exact_over_paper <= dk * (1 + 1e-12), (kind, head)
+        if kind == "rank-one":
+            assert head.exact_over_paper == pytest.approx(dk, rel=1e-12)
+
+
+def test_the_mean_removed_sd_would_break_the_bound() -> None:
+    """Guards against going back to np.std: on the issue's head (mean 0.1, spread 0.01,
+    d_k = 16) the σ-based value from the standard deviation is ~10⁵ times too small, while the
+    RMS keeps exact/σ-based ≤ d_k."""
+    dx, dk = 32, 16
+    rng = np.random.default_rng(22)
+    w_q, w_k = _heads("mean", rng, dx, dk)
+    exact = exact_logit_variance(w_q, w_k, 1.0)
+    by_sd = exact / paper_logit_variance(1.0, float(np.std(w_q)), float(np.std(w_k)), dx, dk)
+    (head,) = head_betas(w_q, w_k)
+    assert by_sd > 1e4 * dk
+    assert head.exact_over_paper <= dk
+    assert head.sigma_wq == pytest.approx(math.sqrt(np.mean(w_q**2)), rel=1e-14)
 
 
 def test_head_betas_two_and_three_dimensional() -> None:
@@ -62,7 +126,8 @@ def test_head_betas_two_and_three_dimensional() -> None:
         assert h.beta_paper == pytest.approx(1 / math.sqrt(h.var_paper))
         assert h.beta_exact == pytest.approx(1 / math.sqrt(h.var_exact))
     # head 1 pairs w[1] with itself: aligned, so the exact variance exceeds the σ-based one;
-    # E‖W Wᵀ‖_F² / (d_x² d_k σ⁴) = 1 + (d_k + 1)/d_x = 1.28 (see varcheck.paper.projection)
+    # E‖W Wᵀ‖_F² / (d_x² d_k σ⁴) = 1 + (d_k + κ_w − 2)/d_x = 1.28 for normal entries
+    # (κ_w = 3; see varcheck.paper.projection.aligned_factor)
     assert heads[1].exact_over_paper > 1.1
     assert abs(heads[0].exact_over_paper - 1) < 0.4
 
@@ -173,6 +238,10 @@ def test_beta_cli_json(run_cli, weights_file) -> None:
         assert r["beta_default"] == pytest.approx(0.25)
         assert r["beta_exact"] == pytest.approx(1 / math.sqrt(r["var_exact"]))
     assert rows[3]["exact_over_paper"] > 1.1  # the aligned head
+    assert doc["sigma_w_kind"] == "rms"
+    w_q = np.load(weights_file)["w_q"]
+    for r, w in zip(rows, w_q, strict=True):
+        assert r["sigma_wq"] == pytest.approx(math.sqrt(np.mean(w**2)), rel=1e-14)
     again = run_cli("beta", str(weights_file), "--seed", "9", "--format", "json")
     assert again.output == res.output
 
@@ -181,6 +250,7 @@ def test_beta_cli_table_csv_markdown(run_cli, weights_file) -> None:
     res = run_cli("beta", str(weights_file), "--seed", "9")
     assert res.exit_code == 0, res.output
     assert "seed 9" in res.output and "β paper" in res.output
+    assert "σ_Wq (RMS)" in res.output and "σ_Wk (RMS)" in res.output
     csv_out = run_cli("beta", str(weights_file), "--seed", "9", "--format", "csv").output
     assert csv_out.startswith("# command=beta") and "seed=9" in csv_out.splitlines()[0]
     md = run_cli("beta", str(weights_file), "--seed", "9", "--format", "markdown").output

@@ -632,10 +632,12 @@ def test_beta_values(run_cli, weights_file) -> None:
     assert code == 0
     sx = 0.5
     assert doc["sigma_x"] == sx and doc["sigma_x_source"] == "file"
+    assert doc["sigma_w_kind"] == "rms"
     assert [r["head"] for r in doc["rows"]] == [0, 1]
     for r, wq, wk in zip(doc["rows"], w_q, w_k, strict=True):
         dx, dk = wq.shape
-        sq, sk = float(np.std(wq)), float(np.std(wk))
+        # σ_W is the entries' root mean square (sigma_w_kind "rms"), not the mean-removed sd
+        sq, sk = float(np.sqrt(np.mean(wq**2))), float(np.sqrt(np.mean(wk**2)))
         var_paper = (dx * sx**2 * sq**2) * (dx * sx**2 * sk**2) * dk
         var_exact = sx**4 * float(np.sum((wq @ wk.T) ** 2))
         expected = {

@@ -16,6 +16,7 @@ from scipy.stats import binomtest
 from varcheck.errors import VarcheckError
 from varcheck.output.formats import fmt, interval
 from varcheck.paper.projection import (
+    aligned_factor,
     conditional_moments,
     init_sd,
     input_law,
@@ -70,6 +71,63 @@ def test_same_token_variance_formula() -> None:
     relaxed = (8 * 0.25) * (8 * 0.25) * 4
     assert same_token_variance(8, 4, 1.0, 3.0, 0.5, 0.5) == pytest.approx(relaxed * 1.25)
     assert same_token_variance(8, 4, 1.0, 1.0, 0.5, 0.5) == pytest.approx(relaxed)
+
+
+def test_sigma_based_rows_use_the_rms_and_keep_the_dk_bound() -> None:
+    """Guards against project's σ-based value taking the mean-removed sd (issue #22, item 1):
+    `varcheck project --seed 1` then predicted 16.27 times too little for the rank-one head,
+    more than the d_k = 16 the docs allow. With the RMS every fixed head has
+    ‖W_q W_kᵀ‖_F² ≤ (d_x d_k σ_Wq σ_Wk)², with equality for rank one (rounding only)."""
+    dx, dk = 32, 16
+    res = project(dx, dk, blocks=8, seed=1)
+    assert res.sigma_w_kind == "rms"
+    for sec in res.sections[1:]:
+        exact = res.row(sec.name, "different-tokens", "exact").predicted_var
+        sigma_based = res.row(sec.name, "different-tokens", "sigma-based").predicted_var
+        assert exact <= dk * sigma_based * (1 + 1e-12), sec
+        assert sec.frobenius2 <= (dx * dk * sec.sigma_wq * sec.sigma_wk) ** 2 * (1 + 1e-12)
+    rank1 = res.row("rank-one", "different-tokens", "exact").predicted_var
+    assert rank1 == pytest.approx(
+        dk * res.row("rank-one", "different-tokens", "sigma-based").predicted_var, rel=1e-12
+    )
+    # the rank-one head is scaled to RMS = init σ, so its σ_W is exactly that
+    rank_one = next(sec for sec in res.sections if sec.name == "rank-one")
+    assert rank_one.sigma_wq == pytest.approx(res.init_sd, rel=1e-12)
+
+
+def _aligned_ratios(law: str, dx: int, dk: int, draws: int, seed: int) -> np.ndarray:
+    """‖W Wᵀ‖_F² / (d_x² d_k σ⁴) for ``draws`` matrices with i.i.d. entries of sd σ = 1."""
+    rng = np.random.default_rng(seed)
+    if law == "normal":
+        w = rng.standard_normal((draws, dx, dk))
+    elif law == "uniform":  # Xavier-uniform's law, rescaled to sd 1
+        w = rng.uniform(-math.sqrt(3.0), math.sqrt(3.0), (draws, dx, dk))
+    elif law == "rademacher":
+        w = rng.choice([-1.0, 1.0], (draws, dx, dk))
+    else:  # laplace with sd 1
+        w = rng.laplace(0.0, 1 / math.sqrt(2.0), (draws, dx, dk))
+    gram = np.swapaxes(w, 1, 2) @ w
+    return np.sum(gram * gram, axis=(1, 2)) / (dx * dx * dk)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(
+    ("law", "kurtosis"), [("normal", 3.0), ("uniform", 1.8), ("rademacher", 1.0), ("laplace", 6.0)]
+)
+def test_aligned_factor_matches_monte_carlo_for_any_weight_kurtosis(
+    law: str, kurtosis: float
+) -> None:
+    """Guards against the Gaussian-only factor 1 + (d_k + 1)/d_x for W_k = W_q (issue #22,
+    item 2): the mean of ‖W Wᵀ‖_F² / relaxed over draws is 1 + (d_k + κ_w − 2)/d_x. The issue's
+    example, Xavier-uniform at d_x = 32, d_k = 16: 1.4937, where the Gaussian form says 1.531.
+    Tolerance: 4.5 standard errors of the mean of the draws (a false alarm about 1 in 10⁵)."""
+    dx, dk, draws = 32, 16, 8000
+    ratios = _aligned_ratios(law, dx, dk, draws, seed=int(kurtosis * 10))
+    se = float(np.std(ratios, ddof=1)) / math.sqrt(draws)
+    assert abs(float(np.mean(ratios)) - aligned_factor(dx, dk, kurtosis)) < 4.5 * se
+    if law == "uniform":
+        assert aligned_factor(dx, dk, kurtosis) == pytest.approx(1.49375)
+        assert abs(float(np.mean(ratios)) - aligned_factor(dx, dk)) > 10 * se
 
 
 def test_rank_one_weights_have_the_entry_scale_and_rank() -> None:
@@ -164,7 +222,7 @@ def test_fixed_weights_exact_holds_and_sigma_based_misses_aligned_heads() -> Non
     rank1 = res.row("rank-one", "different-tokens", "sigma-based")
     assert aligned.verdict == rank1.verdict == "rejected"
     # W_k = W_q: E‖W Wᵀ‖_F² = relaxed (1 + (d_k + 1)/d_x) = 1.53 relaxed on average;
-    # rank one: exactly d_k times (up to the measured σ being a std, not an RMS)
+    # rank one: exactly d_k times (σ_W the entries' RMS), here up to the Monte Carlo's ±3%
     assert 1.2 < aligned.ratio < 1.9
     assert rank1.ratio == pytest.approx(dk, rel=0.05)
     assert rank1.logit_var_at_beta > 10  # the σ-based β leaves logits ~d_k times too wide
@@ -359,6 +417,7 @@ def test_project_cli_json(run_cli) -> None:
         "rank-one",
     }
     assert run_cli(*args, "--format", "json").output == res.output
+    assert doc["sigma_w_kind"] == "rms"
 
 
 def _exit_by_rule(doc: dict) -> int:

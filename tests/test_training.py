@@ -8,12 +8,16 @@ import re
 
 import numpy as np
 import pytest
+from scipy.stats import binomtest
 
+from varcheck.core.logit_variance import weight_sigma
 from varcheck.errors import VarcheckError
 from varcheck.paper.training import (
     LookupBatch,
+    Params,
     TrainConfig,
     init_params,
+    logit_variance_interval,
     loss_and_grads,
     make_task,
     scheme_beta,
@@ -114,6 +118,66 @@ def test_fixed_beta_drifts_while_adaptive_beta_stays_near_one(seeded_run) -> Non
     assert paper.final.match_weight < fixed.final.match_weight - 0.2
 
 
+def test_paper_beta_takes_the_weights_rms() -> None:
+    """Guards against train's paper scheme measuring σ_W as the mean-removed sd while beta and
+    project take the RMS (issue #22, item 1): weights with a common mean tell them apart."""
+    cfg = TrainConfig()
+    p = init_params(cfg, seed=0)
+    shifted = Params(p.w_q + 0.2, p.w_k + 0.2, p.w_v, p.w_o)
+    rms_q, rms_k = (float(np.sqrt(np.mean(w**2))) for w in (shifted.w_q, shifted.w_k))
+    expected = 1.0 / math.sqrt((cfg.dx * rms_q**2) * (cfg.dx * rms_k**2) * cfg.dk)
+    assert scheme_beta("paper", shifted, 1.0, cfg.dk) == pytest.approx(expected, rel=1e-12)
+    step = train(TrainConfig(steps=2, every=1, eval_size=16), seed=0).run("paper").steps[0]
+    assert step.sigma_wq == pytest.approx(weight_sigma(p.w_q), rel=1e-15)
+
+
+def test_measured_variance_comes_from_fresh_sequences_with_an_interval() -> None:
+    """Guards against measuring on one fixed evaluation batch without an error (issue #22,
+    item 6). With a learning rate of 1e-9 the weights stay put for 20 steps, so a fixed batch
+    would read the same variance at steps 0, 10 and 20 (to ~1e-8); fresh sequences read
+    values that differ by their sampling error, each inside its own interval."""
+    cfg = TrainConfig(steps=20, every=10, lr=1e-9, eval_size=256)
+    res = train(cfg, schemes=("fixed", "exact"), seed=3)
+    for run in res.runs:
+        values = [s.measured_var for s in run.steps]
+        assert max(values) - min(values) > 1e-3 * values[0], run.scheme
+        for s in run.steps:
+            lo, hi = s.measured_var_ci
+            assert lo < s.measured_var < hi
+            # the half-width is a few per cent at 256 sequences, not zero and not all of it
+            assert 0.005 < (hi - lo) / (2 * s.measured_var) < 0.5
+    # both schemes are measured on the same sequences at a step (common random numbers):
+    # at step 0 their weights agree, so the logits differ only by β, and so does the variance
+    fixed0, exact0 = res.run("fixed").steps[0], res.run("exact").steps[0]
+    ratio = (exact0.beta / fixed0.beta) ** 2
+    assert exact0.measured_var == pytest.approx(ratio * fixed0.measured_var, rel=1e-12)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("scale", [1.0, 3.0])
+def test_measured_variance_interval_covers_at_its_level(scale: float) -> None:
+    """Guards against an interval that treats the logits of one sequence as independent (too
+    narrow: they share the query) or is otherwise miscalibrated. 400 batches of 128 fresh
+    sequences at fixed weights (W_k scaled for heavier tails); the truth is the estimate from
+    400 · 128 further sequences, whose own error is 1/20 of one batch's. Coverage is checked
+    against the binomial law of 400 trials at 95 % (two-sided p > 0.001)."""
+    cfg = TrainConfig()
+    task, p = make_task(cfg, seed=4), init_params(cfg, seed=4)
+    w_k = p.w_k * scale + 0.5 * p.w_q  # partly aligned: structure a fixed batch would hide
+
+    def logits(rng: np.random.Generator, n: int) -> np.ndarray:
+        b = task.sample(rng, n)
+        return 0.25 * np.einsum("bd,bmd->bm", b.query @ p.w_q, b.items @ w_k)
+
+    rng = np.random.default_rng(int(scale * 7))
+    truth, _ = logit_variance_interval(logits(rng, 400 * 128))
+    hits = 0
+    for _ in range(400):
+        _, (lo, hi) = logit_variance_interval(logits(rng, 128))
+        hits += lo <= truth <= hi
+    assert binomtest(hits, 400, 0.95).pvalue > 1e-3, hits
+
+
 def test_train_is_reproducible() -> None:
     cfg = TrainConfig(steps=20, every=10, eval_size=64)
     assert train(cfg, seed=5) == train(cfg, seed=5)
@@ -186,6 +250,24 @@ def test_train_cli_json(run_cli) -> None:
     keys = {"sigma_wq", "sigma_wk", "predicted_var_paper", "measured_var", "entropy", "loss"}
     assert keys <= set(doc["rows"][0]) and len(doc["summary"]) == 3
     assert run_cli(*SMALL, "--format", "json").output == res.output
+    # issue #22: the measured variance carries its interval, and σ_W says which σ it is
+    assert doc["sigma_w_kind"] == "rms" and doc["confidence"] == 0.95
+    for r in doc["rows"]:
+        assert r["measured_var_ci_low"] < r["measured_var"] < r["measured_var_ci_high"]
+    wide = json.loads(run_cli(*SMALL, "--confidence", "0.99", "--format", "json").output)
+    assert all(
+        w["measured_var_ci_high"] - w["measured_var_ci_low"]
+        > r["measured_var_ci_high"] - r["measured_var_ci_low"]
+        for w, r in zip(wide["rows"], doc["rows"], strict=True)
+    )
+
+
+def test_train_cli_default_eval_size_is_the_api_default(run_cli) -> None:
+    """The CLI states its default without importing numpy; it must be the API's."""
+    from varcheck.cli.train import command
+
+    option = next(p for p in command.params if p.name == "eval_size")
+    assert option.default == TrainConfig().eval_size
 
 
 def test_train_cli_table_csv_plot(run_cli, tmp_path) -> None:
@@ -195,6 +277,8 @@ def test_train_cli_table_csv_plot(run_cli, tmp_path) -> None:
     assert (
         "seed 8" in res.output and "fixed β" in res.output and "paper (σ-based)" not in res.output
     )
+    assert "σ_Wq (RMS)" in res.output and "Var meas. [95% CI]" in res.output
+    assert "fresh sequences" in res.output
     assert path.stat().st_size > 1000
     csv_out = run_cli(*SMALL, "--format", "csv").output
     assert csv_out.startswith("# command=train") and "scheme,step" in csv_out

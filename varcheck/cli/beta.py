@@ -37,11 +37,13 @@ Examples:
 def command(weights: str, sigma_x: float | None, seed: int | None, fmt: str) -> int:
     """Recommend β per head from projection weights W_q, W_k.
 
-    For each head: the paper's β = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k] from the measured
-    entry standard deviations, the exact β = 1/(σ_X² ‖W_q W_kᵀ‖_F) (unit-variance logits for
-    different tokens with i.i.d. zero-mean inputs of sd σ_X), and 1/√d_k for comparison. The two
-    agree when W_q and W_k look like independent random matrices; they part when the head's
-    query and key directions are aligned.
+    For each head: the paper's β = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k] with σ_W the
+    root mean square of the matrix's entries (as in project and train), the exact
+    β = 1/(σ_X² ‖W_q W_kᵀ‖_F) (unit-variance logits for different tokens with i.i.d.
+    zero-mean inputs of sd σ_X), and 1/√d_k for comparison. The two agree when W_q and W_k
+    look like independent random matrices; they part when the head's query and key
+    directions are aligned, and the exact variance is then up to d_k times the σ-based one
+    (never more).
     """
     from ..paper.beta import beta_report
     from ..paper.render import render_beta

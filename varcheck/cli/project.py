@@ -112,10 +112,14 @@ def command(
                     formula (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k. Same token (q and k
                     from one input row): the relaxed formula and the derived value
                     relaxed · (1 + (κ−1)/d_x), κ the inputs' kurtosis.
-    fixed-draw      one draw of W: the σ-based prediction from measured σ_W against
-                    the exact σ_X⁴ ‖W_q W_kᵀ‖_F², and the same-token mean σ_X² tr(W_q W_kᵀ).
-    aligned,        constructed heads with the same entry σ whose W_q and W_k share
-    rank-one        directions: the σ-based prediction misses, the exact one does not.
+    fixed-draw      one draw of W: the σ-based prediction from measured σ_W (the
+                    entries' RMS, as in beta and train) against the exact
+                    σ_X⁴ ‖W_q W_kᵀ‖_F², and the same-token mean σ_X² tr(W_q W_kᵀ).
+    aligned,        constructed heads with the same entry RMS whose W_q and W_k share
+    rank-one        directions: the σ-based prediction misses (for W_k = W_q by
+                    about 1 + (d_k+κ_w−2)/d_x, κ_w = 3 the kurtosis of these normal
+                    entries; by exactly d_k, the most possible, for rank one), the
+                    exact one does not.
 
     Each row shows the β its prediction recommends and the measured Var(β·q·k).
     """

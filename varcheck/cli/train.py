@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from . import EXIT_CODES_HELP
-from .options import format_option, int_option, plot_option, seed_option
+from .options import confidence_option, format_option, int_option, plot_option, seed_option
 from .run import run
 from .types import INIT, FiniteFloat
 
@@ -38,7 +38,7 @@ class SchemesType(click.ParamType):
     "train",
     epilog="""\b
 Examples:
-  varcheck train                                # ~2 s: three runs of 600 steps
+  varcheck train                                # ~1 s: three runs of 600 steps
   varcheck train --seed 1 --plot train.png
   varcheck train --beta fixed,paper --steps 1000 --lr 0.02 --format json
   varcheck train --dk 32 --memory 16 --every 50
@@ -61,8 +61,8 @@ Examples:
     type=SchemesType(),
     default="fixed,paper,exact",
     show_default=True,
-    help="β schemes to run: fixed (1/√d_k), paper (σ-based, updated every step), "
-    "exact (from ‖W_q W_kᵀ‖_F, updated every step).",
+    help="β schemes to run: fixed (1/√d_k), paper (σ-based with the weights' RMS, updated "
+    "every step), exact (from ‖W_q W_kᵀ‖_F, updated every step).",
 )
 @int_option("--dx", 2, 4096, 32, "Input (embedding) width.")
 @int_option("--dk", 1, 4096, 16, "Query/key width.")
@@ -71,7 +71,14 @@ Examples:
 @int_option("--keys", 2, 1_000_000, 64, "Distinct keys (>= --memory).")
 @int_option("--values", 2, 1024, 8, "Value classes (chance accuracy 1/values).")
 @int_option("--batch", 1, 100_000, 64, "Sequences per step.")
-@int_option("--eval-size", 16, 1_000_000, 512, "Sequences in the fixed evaluation batch.")
+@int_option(
+    "--eval-size",
+    16,
+    1_000_000,
+    2048,
+    "Fresh sequences measured at every recorded step (the same for every scheme); the "
+    "measured variance's interval treats them as independent blocks.",
+)
 @int_option("--every", 1, 100_000, None, "Record every N steps [default: steps/20].")
 @click.option(
     "--init",
@@ -81,9 +88,10 @@ Examples:
     help="Init of W_q, W_k: lecun (σ²=1/d_x: β = 1/√d_k is right at step 0), xavier, "
     "kaiming or normal:SD.",
 )
+@confidence_option(text="Confidence level of the measured variance's interval.")
 @seed_option()
 @format_option()
-@plot_option("σ_W, logit variance, entropy and accuracy over steps")
+@plot_option("σ_W, logit variance with its interval, entropy and accuracy over steps")
 def command(
     steps: int,
     lr: float,
@@ -98,6 +106,7 @@ def command(
     eval_size: int,
     every: int | None,
     init: str,
+    confidence: float,
     seed: int | None,
     fmt: str,
     plot: str | None,
@@ -107,8 +116,10 @@ def command(
     Each sequence holds --memory tokens x = e(key) + g(value); the query token carries one of
     those keys and the head must return its value. The same data and initial weights are
     trained once per β scheme (Adam, hand-written gradients, numpy only). Every --every steps
-    the run records σ_Wq, σ_Wk, the paper's predicted and the measured variance of the logits
-    β·q·k, the attention entropy, the weight on the matching item, loss and accuracy.
+    the run records σ_Wq and σ_Wk (the entries' RMS, as in beta and project), the paper's
+    (σ-based) and the exact predicted variance of the logits β·q·k, the measured variance with
+    its interval over --eval-size fresh sequences, the attention entropy, the weight on the
+    matching item, loss and accuracy.
     """
     from ..paper.figures import plot_train
     from ..paper.render import render_train
@@ -128,6 +139,7 @@ def command(
             eval_size=eval_size,
             every=every if every is not None else max(1, steps // 20),
             init=init,
+            confidence=confidence,
         )
         return train(config, schemes=schemes, seed=seed)
 

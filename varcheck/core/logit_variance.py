@@ -5,6 +5,13 @@ and variance s_x², the logit q·k = x A x'ᵀ with A = W_q W_kᵀ has Var(q·k 
 (exact, given the weights); averaged over weights with i.i.d. entries of variance s_q², s_k²,
 Var(q·k) = (d_x s_x² s_q²)(d_x s_x² s_k²) d_k (the σ-based formula). β = 1 / sqrt(Var) gives the
 logits unit variance. The paper family and the encoder audit both use these formulas.
+
+For given weights the σ_W the σ-based formula takes is the root mean square of the entries
+(:func:`weight_sigma`, :data:`SIGMA_W_KIND`): for zero-mean inputs Var(x·w | w) = s_x² Σ_a w_a²
+whatever the mean of w, so the RMS is what makes d_x s_x² σ_W² the average variance of a
+coordinate of q. With it the exact variance is at most d_k times the σ-based one, since
+‖W_q W_kᵀ‖_F ≤ ‖W_q‖_F ‖W_k‖_F = d_x d_k σ_Wq σ_Wk; with the mean-removed standard deviation
+no bound holds (docs/paper.md).
 """
 
 from __future__ import annotations
@@ -22,7 +29,11 @@ __all__ = [
     "beta_exact",
     "beta_for",
     "weight_sigma",
+    "SIGMA_W_KIND",
 ]
+
+#: Which σ of a weight matrix :func:`weight_sigma` measures (shown in tables and JSON).
+SIGMA_W_KIND = "rms"
 
 
 def paper_logit_variance(
@@ -69,5 +80,15 @@ def beta_exact(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> float:
 
 
 def weight_sigma(w: np.ndarray) -> float:
-    """The measured σ_W of a weight matrix: the standard deviation of its entries (ddof 0)."""
-    return float(np.std(np.asarray(w, dtype=float)))
+    """The measured σ_W of a weight matrix: the root mean square of its entries, √(mean w²).
+
+    Equal to the standard deviation for zero-mean entries (the paper's setting); for weights
+    with a mean it is the σ that keeps ``exact ≤ d_k · σ-based`` (see the module notes).
+
+    Examples
+    --------
+    >>> weight_sigma(np.array([[0.3, 0.4], [0.3, 0.4]]))   # mean 0.35, sd 0.05
+    0.3535533905932738
+    """
+    w = np.asarray(w, dtype=float)
+    return float(np.sqrt(np.mean(w * w)))

@@ -14,11 +14,14 @@ and, averaging over weights with i.i.d. entries of variance s_q², s_k², the re
 Multiplying the logits by β = 1 / sqrt(Var) gives them unit variance; β = 1/√d_k is the special
 case d_x s_x² s_q² = d_x s_x² s_k² = 1.
 
-The paper's algorithm re-measures s_q, s_k (``weight_sigma``) after every step and sets
-``beta_paper``; ``beta_exact`` uses the weights themselves and stays right when W_q and
-W_k share directions (see :mod:`varcheck.paper.projection`). :func:`head_betas` applies both to
-every head of a layer, and :func:`load_weights` reads them from the ``.npz`` file ``varcheck beta``
-takes (:data:`WEIGHTS_FORMAT`).
+The paper's algorithm re-measures s_q, s_k after every step and sets ``beta_paper``. For given
+weights s_q, s_k are the entries' root mean squares (``weight_sigma``): with zero-mean inputs
+Var(x·w | w) = s_x² Σ_a w_a² whatever the mean of w, and with the RMS the exact variance is at
+most d_k times the σ-based one (docs/paper.md proves it; the mean-removed standard deviation
+gives no bound). ``beta_paper`` follows from them; ``beta_exact`` uses the weights themselves
+and stays right when W_q and W_k share directions (see :mod:`varcheck.paper.projection`).
+:func:`head_betas` applies both to every head of a layer, and :func:`load_weights` reads them
+from the ``.npz`` file ``varcheck beta`` takes (:data:`WEIGHTS_FORMAT`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.logit_variance import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
+from ..core.logit_variance import (
+    SIGMA_W_KIND,
+    beta_for,
+    exact_logit_variance,
+    paper_logit_variance,
+    weight_sigma,
+)
 from ..core.options import resolve_seed, valid_positive
 from ..errors import VarcheckError
 
@@ -62,7 +71,7 @@ class HeadBeta:
     head : int
     dx, dk : int
     sigma_wq, sigma_wk : float
-        Measured entry standard deviations.
+        Measured σ_W of each matrix: the root mean square of its entries (``weight_sigma``).
     var_paper, var_exact : float
         Predicted Var(q·k): σ-based, and σ_X⁴ ‖W_q W_kᵀ‖_F².
     beta_paper, beta_exact : float
@@ -84,7 +93,8 @@ class HeadBeta:
 
     @property
     def exact_over_paper(self) -> float:
-        """var_exact / var_paper: 1 when the σ-based formula is right for these weights."""
+        """var_exact / var_paper: 1 when the σ-based formula is right for these weights, and
+        never above d_k (equal to d_k for W_q, W_k of rank one with a common row space)."""
         return self.var_exact / self.var_paper if self.var_paper > 0 else math.nan
 
 
@@ -254,6 +264,8 @@ class BetaReport:
     seed : int
         Recorded for uniformity with the other commands (nothing is drawn).
     version : str
+    sigma_w_kind : str
+        Which σ of the weights the σ-based value takes (``rms``).
     """
 
     heads: tuple[HeadBeta, ...]
@@ -262,6 +274,7 @@ class BetaReport:
     sigma_x_source: str
     seed: int
     version: str
+    sigma_w_kind: str = SIGMA_W_KIND
 
 
 def beta_report(

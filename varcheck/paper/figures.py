@@ -22,7 +22,8 @@ _LABELS = {
 
 
 def plot_train(result: TrainResult, path: str) -> None:
-    """Four panels over steps: σ_W, logit variance (measured and predicted), entropy, accuracy."""
+    """Four panels over steps: σ_W, logit variance (measured with its interval band, and
+    predicted), entropy, accuracy."""
     plt = require_matplotlib()
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), constrained_layout=True)
     ax_sigma, ax_var, ax_ent, ax_acc = axes.ravel()
@@ -32,17 +33,21 @@ def plot_train(result: TrainResult, path: str) -> None:
         ax_sigma.plot(steps, [s.sigma_wq for s in run.steps], "-", color=color, label=label)
         ax_sigma.plot(steps, [s.sigma_wk for s in run.steps], ":", color=color)
         ax_var.plot(steps, [s.measured_var for s in run.steps], "-", color=color, label=label)
+        low, high = zip(*(s.measured_var_ci for s in run.steps), strict=True)
+        ax_var.fill_between(steps, low, high, color=color, alpha=0.25, lw=0)
         ax_var.plot(steps, [s.predicted_var_paper for s in run.steps], "--", color=color, lw=1)
         ax_ent.plot(steps, [s.entropy for s in run.steps], "-", color=color, label=label)
         ax_acc.plot(steps, [s.accuracy for s in run.steps], "-", color=color, label=label)
-    ax_sigma.set_ylabel("σ_Wq (solid), σ_Wk (dotted)")
+    kind = "RMS" if result.sigma_w_kind == "rms" else result.sigma_w_kind
+    ax_sigma.set_ylabel(f"σ_Wq (solid), σ_Wk (dotted), entries' {kind}")
     ax_var.axhline(1.0, color="gray", lw=0.8)
     ax_var.set_yscale("log")
-    ax_var.set_ylabel("Var(β q·k): measured (solid), paper (dashed)")
+    level = f"{100 * result.config.confidence:g}%"
+    ax_var.set_ylabel(f"Var(β q·k): measured, {level} band (solid); paper (dashed)", fontsize=9)
     ax_ent.axhline(math.log(result.config.memory), color="gray", lw=0.8)
     ax_ent.set_ylabel("attention entropy (nats)")
     ax_acc.axhline(1.0 / result.config.values, color="gray", lw=0.8)
-    ax_acc.set_ylabel("accuracy (evaluation batch)")
+    ax_acc.set_ylabel("accuracy (fresh evaluation sequences)")
     for ax in axes.ravel():
         ax.set_xlabel("step")
     ax_sigma.legend(fontsize=8)

@@ -27,11 +27,14 @@ e.g. a factor 1 + 2/d_x for normal inputs, and none for ±1 inputs. For one fixe
 random weights, and σ_X² ‖W_q‖_F² -- as large as the standard deviation times √d_k -- when
 W_k = W_q.
 
-Fixed weights, σ-based against exact. The paper's prediction from measured σ_Wq, σ_Wk is the
-average of σ_X⁴ ‖A‖_F² over weights *with those entry variances drawn independently*; a
-particular W can be far from average. When W_q and W_k share directions ‖A‖_F² grows: for
-W_k = W_q it is about relaxed · (1 + (d_k + 1) / d_x), and for a rank-one W_q = W_k = c u vᵀ it
-is relaxed · d_k. The β each prediction recommends is 1 / sqrt(prediction).
+Fixed weights, σ-based against exact. The paper's prediction from measured σ_Wq, σ_Wk (the
+entries' root mean square, :func:`varcheck.core.logit_variance.weight_sigma`) is the average of
+σ_X⁴ ‖A‖_F² over weights *with those entry variances drawn independently*; a particular W can be
+far from average. When W_q and W_k share directions ‖A‖_F² grows: for W_k = W_q with i.i.d.
+entries of kurtosis κ_w its mean is relaxed · (1 + (d_k + κ_w − 2) / d_x) (:func:`aligned_factor`;
+κ_w = 3 for the normal entries drawn here), and for a rank-one W_q = W_k = c u vᵀ it is
+relaxed · d_k, the most it can be: ‖A‖_F ≤ ‖W_q‖_F ‖W_k‖_F = d_x d_k σ_Wq σ_Wk. The β each
+prediction recommends is 1 / sqrt(prediction).
 
 Monte Carlo. Products computed from the same weights or the same input rows are dependent, so
 each interval is built from independent blocks: with random weights, one block is one fresh
@@ -71,7 +74,13 @@ from ..core.estimation import (
     relative_half_width,
     t_quantile,
 )
-from ..core.logit_variance import beta_for, exact_logit_variance, paper_logit_variance, weight_sigma
+from ..core.logit_variance import (
+    SIGMA_W_KIND,
+    beta_for,
+    exact_logit_variance,
+    paper_logit_variance,
+    weight_sigma,
+)
 from ..core.options import resolve_seed, sampling_effort, valid_count, valid_positive
 from ..core.verdicts import REJECTED, exit_code, judge, marginal_only
 from ..errors import VarcheckError
@@ -84,6 +93,7 @@ __all__ = [
     "same_token_variance",
     "conditional_moments",
     "aligned_weights",
+    "aligned_factor",
     "rank_one_weights",
     "MonteCarloVariance",
     "ProjectionSection",
@@ -262,6 +272,22 @@ def conditional_moments(
 def aligned_weights(w_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The constructed aligned head W_k = W_q (same entry σ, so the σ-based formula cannot tell)."""
     return w_q, w_q.copy()
+
+
+def aligned_factor(dx: int, dk: int, weight_kurtosis: float = 3.0) -> float:
+    """E‖W Wᵀ‖_F² over the relaxed value d_x² d_k σ_W⁴, for W with i.i.d. zero-mean entries.
+
+    ‖W Wᵀ‖_F² = Σ_jl (Σ_a W_aj W_al)²: the d_k (d_k − 1) terms j ≠ l have mean d_x σ⁴ each, and
+    the d_k terms j = l have mean d_x μ₄ + d_x (d_x − 1) σ⁴, μ₄ = κ_w σ⁴. Summed, the factor is
+    1 + (d_k + κ_w − 2) / d_x: 1 + (d_k + 1)/d_x for normal entries (κ_w = 3), and
+    1 + (d_k − 0.2)/d_x for uniform ones (Xavier-uniform, κ_w = 1.8).
+
+    Examples
+    --------
+    >>> aligned_factor(32, 16), aligned_factor(32, 16, 1.8)
+    (1.53125, 1.49375)
+    """
+    return 1.0 + (dk + weight_kurtosis - 2.0) / dx
 
 
 def rank_one_weights(
@@ -447,7 +473,8 @@ class ProjectionSection:
         ``aligned`` (W_k = W_q) or ``rank-one`` (W_q = W_k of rank one).
     description : str
     sigma_wq, sigma_wk : float
-        The init σ for ``random-weights``; the measured entry σ for fixed weights.
+        The init σ for ``random-weights``; for fixed weights the measured σ_W, the entries'
+        root mean square (``weight_sigma``).
     frobenius2 : float
         ‖W_q W_kᵀ‖_F² (``nan`` for random weights).
     trace : float
@@ -540,6 +567,8 @@ class ProjectionResult:
     max_seconds : float or None
     seed : int
     version : str
+    sigma_w_kind : str
+        Which σ of fixed weights the σ-based rows take (``rms``).
     """
 
     rows: tuple[ProjectionRow, ...]
@@ -556,6 +585,7 @@ class ProjectionResult:
     max_seconds: float | None
     seed: int
     version: str = __version__
+    sigma_w_kind: str = SIGMA_W_KIND
 
     @property
     def alpha(self) -> float:

@@ -34,8 +34,12 @@ __all__ = [
     "train_summary",
     "train_dict",
     "train_step_cells",
+    "train_headers",
     "render_train",
 ]
+
+#: How tables name the σ of the weights (``sigma_w_kind`` in JSON).
+_KIND = {"rms": "RMS"}
 
 # --- project -----------------------------------------------------------------------------------
 
@@ -52,6 +56,7 @@ def project_meta(result: ProjectionResult) -> dict[str, Any]:
         "x_dist": result.x.spec,
         "sigma_x": result.x.sigma,
         "x_kurtosis": result.x.kurtosis,
+        "sigma_w_kind": result.sigma_w_kind,
         "tokens": result.tokens,
         "confidence": result.confidence,
         "precision": result.precision,
@@ -218,7 +223,10 @@ def _mean_cell(row: ProjectionRow) -> str:
 def project_notes(result: ProjectionResult) -> list[str]:
     """Plain-language notes under the table (rich markup)."""
     notes = [
-        "relaxed = (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k; same-token = relaxed · (1 + (κ−1)/d_x) "
+        "relaxed = (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k (σ-based: the same with the "
+        f"{_KIND[result.sigma_w_kind]} of the fixed W's entries, so that the different-token "
+        "exact ≤ d_k · σ-based); "
+        "same-token = relaxed · (1 + (κ−1)/d_x) "
         f"with input kurtosis κ = {fmt(result.x.kurtosis)}; exact = σ_X⁴‖W_q W_kᵀ‖_F² "
         "(different tokens), (μ₄−3σ_X⁴)Σ A_aa² + σ_X⁴(‖A‖_F² + tr A²) with mean σ_X² tr A "
         "(same token), A = W_q W_kᵀ.",
@@ -340,16 +348,14 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
             _mean_cell(row),
         )
     _print_table(table, console)
+    kind = _KIND[result.sigma_w_kind]
     for sec in result.sections:
-        extra = (
-            ""
-            if math.isnan(sec.frobenius2)
-            else f", ‖W_q W_kᵀ‖_F² = {fmt(sec.frobenius2)}, tr W_q W_kᵀ = {fmt(sec.trace)}"
-        )
-        console.print(
-            f"[bold]{sec.name}[/]: {sec.description}; σ_Wq = {fmt(sec.sigma_wq)}, "
-            f"σ_Wk = {fmt(sec.sigma_wk)}{extra}"
-        )
+        if math.isnan(sec.frobenius2):
+            sigmas, extra = f"init σ_W = {fmt(sec.sigma_wq)}", ""
+        else:
+            sigmas = f"σ_Wq ({kind}) = {fmt(sec.sigma_wq)}, σ_Wk ({kind}) = {fmt(sec.sigma_wk)}"
+            extra = f", ‖W_q W_kᵀ‖_F² = {fmt(sec.frobenius2)}, tr W_q W_kᵀ = {fmt(sec.trace)}"
+        console.print(f"[bold]{sec.name}[/]: {sec.description}; {sigmas}{extra}")
     for note in project_notes(result):
         console.print(note)
 
@@ -388,6 +394,7 @@ def beta_meta(report: BetaReport) -> dict[str, Any]:
         "path": report.path,
         "sigma_x": report.sigma_x,
         "sigma_x_source": report.sigma_x_source,
+        "sigma_w_kind": report.sigma_w_kind,
     }
 
 
@@ -441,13 +448,14 @@ def render_beta_table(report: BetaReport, console: Console) -> None:
         beta_title(report),
         (
             f"seed {report.seed} (nothing is drawn) · β_paper = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² "
-            "σ_Wk²) d_k] · β_exact = 1/(σ_X² ‖W_q W_kᵀ‖_F), exact for different tokens with "
-            f"i.i.d. zero-mean inputs · varcheck {report.version}"
+            "σ_Wk²) d_k], σ_W the entries' RMS · β_exact = 1/(σ_X² ‖W_q W_kᵀ‖_F), exact for "
+            "different tokens with i.i.d. zero-mean inputs · exact/σ-based ≤ d_k · "
+            f"varcheck {report.version}"
         ),
         _right_aligned(
             "head",
-            "σ_Wq",
-            "σ_Wk",
+            f"σ_Wq ({_KIND[report.sigma_w_kind]})",
+            f"σ_Wk ({_KIND[report.sigma_w_kind]})",
             "Var σ-based",
             "Var exact",
             "exact/σ-based",
@@ -492,6 +500,8 @@ def train_meta(result: TrainResult) -> dict[str, Any]:
         "eval_size": cfg.eval_size,
         "every": cfg.every,
         "init": cfg.init,
+        "confidence": cfg.confidence,
+        "sigma_w_kind": result.sigma_w_kind,
         "schemes": ",".join(r.scheme for r in result.runs),
     }
 
@@ -511,6 +521,8 @@ def train_records(result: TrainResult) -> list[dict[str, Any]]:
                     "predicted_var_paper": s.predicted_var_paper,
                     "predicted_var_exact": s.predicted_var_exact,
                     "measured_var": s.measured_var,
+                    "measured_var_ci_low": s.measured_var_ci.low,
+                    "measured_var_ci_high": s.measured_var_ci.high,
                     "entropy": s.entropy,
                     "match_weight": s.match_weight,
                     "loss": s.loss,
@@ -537,6 +549,8 @@ def train_summary(result: TrainResult) -> list[dict[str, Any]]:
                 "measured_var_min": min(measured),
                 "measured_var_max": max(measured),
                 "measured_var_end": last.measured_var,
+                "measured_var_end_ci_low": last.measured_var_ci.low,
+                "measured_var_end_ci_high": last.measured_var_ci.high,
                 "entropy_end": last.entropy,
                 "match_weight_end": last.match_weight,
                 "loss_end": last.loss,
@@ -582,8 +596,8 @@ def train_dict(result: TrainResult) -> dict[str, Any]:
 def train_step_cells(step: TrainStep, *, attention_decimals: int = 3) -> list[str]:
     """The cells of one recorded step, from ``step`` to accuracy (the train table, written once).
 
-    ``attention_decimals``: decimals of the attention entropy and matching weight (docs/paper.md
-    shows 2).
+    The measured variance carries its interval. ``attention_decimals``: decimals of the
+    attention entropy and matching weight (docs/paper.md shows 2).
     """
     return [
         str(step.step),
@@ -592,11 +606,29 @@ def train_step_cells(step: TrainStep, *, attention_decimals: int = 3) -> list[st
         fmt(step.sigma_wk, 3),
         fmt(step.predicted_var_paper, 3),
         fmt(step.predicted_var_exact, 3),
-        fmt(step.measured_var, 3),
+        f"{fmt(step.measured_var, 3)} {interval(*step.measured_var_ci, digits=3)}",
         f"{step.entropy:.{attention_decimals}f}",
         f"{step.match_weight:.{attention_decimals}f}",
         f"{step.loss:.3f}",
         f"{step.accuracy:.3f}",
+    ]
+
+
+def train_headers(result: TrainResult) -> list[str]:
+    """Column names of the train table, for the cells of :func:`train_step_cells`."""
+    kind = _KIND[result.sigma_w_kind]
+    return [
+        "step",
+        "β",
+        f"σ_Wq ({kind})",
+        f"σ_Wk ({kind})",
+        "Var pred. paper",
+        "Var pred. exact",
+        f"Var meas. [{confidence_label(result.config.confidence)} CI]",
+        "entropy",
+        "w(match)",
+        "loss",
+        "acc.",
     ]
 
 
@@ -606,29 +638,19 @@ def render_train_tables(result: TrainResult, console: Console) -> None:
         table = _table(
             _SCHEME_LABEL[run.scheme],
             (
-                f"seed {result.seed} · measured on a fixed evaluation batch of "
-                f"{result.config.eval_size} sequences · varcheck {result.version}"
+                f"seed {result.seed} · measured at each step on {result.config.eval_size} fresh "
+                "sequences (the same for every scheme; intervals over sequences as independent "
+                f"blocks) · varcheck {result.version}"
             ),
-            _right_aligned(
-                "step",
-                "β",
-                "σ_Wq",
-                "σ_Wk",
-                "Var pred. paper",
-                "Var pred. exact",
-                "Var meas.",
-                "entropy",
-                "w(match)",
-                "loss",
-                "acc.",
-            ),
+            _right_aligned(*train_headers(result)),
         )
         for s in run.steps:
             table.add_row(*train_step_cells(s))
         _print_table(table, console)
     console.print(
         "Var columns are of the logits β·q·k (the softmax input), so 1 is the target. "
-        "pred. (paper) = β²(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k; pred. (exact) = "
-        "β² σ_X⁴ ‖W_q W_kᵀ‖_F²; entropy in nats (uniform attention: "
+        "pred. (paper) = β²(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k, σ_W the entries' "
+        f"{_KIND[result.sigma_w_kind]}; pred. (exact) = β² σ_X⁴ ‖W_q W_kᵀ‖_F², never above "
+        "d_k times pred. (paper); entropy in nats (uniform attention: "
         f"{fmt(math.log(result.config.memory), 3)})."
     )

@@ -15,7 +15,16 @@ four matrices.
 before every step and sets β = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k]; ``exact`` sets
 β = 1/(σ_X² ‖W_q W_kᵀ‖_F). In both adaptive schemes β is a constant during back-propagation
 (it is updated between steps, as the paper proposes), so the gradient still pushes on the
-weights' scale.
+weights' scale. σ_Wq and σ_Wk are the entries' root mean squares, as in ``beta`` and ``project``
+(:func:`varcheck.core.logit_variance.weight_sigma`).
+
+Measurement. At every recorded step the run draws ``eval_size`` fresh sequences (the same ones
+for every scheme, none of them a training batch) and measures everything on them. Sequences are
+independent; the ``memory`` logits of one sequence share its query and are not. So the variance
+of the logits is estimated with the block estimator of :mod:`varcheck.core.estimation`, one
+sequence per block, and comes with a ``confidence`` interval (Student t with Hall's skewness
+correction, as in ``project`` and ``sweep``). The σ_X in the recorded β and predictions is
+measured once per run, on ``eval_size`` sequences of its own.
 """
 
 from __future__ import annotations
@@ -27,14 +36,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._version import __version__
+from ..core.estimation import BlockAccumulator, ConfidenceInterval, block_interval
 from ..core.logit_variance import (
+    SIGMA_W_KIND,
     beta_exact,
     beta_paper,
     exact_logit_variance,
     paper_logit_variance,
     weight_sigma,
 )
-from ..core.options import resolve_seed, valid_count
+from ..core.options import resolve_seed, valid_confidence, valid_count
 from ..errors import VarcheckError
 from .projection import init_sd
 
@@ -49,10 +60,14 @@ __all__ = [
     "init_params",
     "make_task",
     "loss_and_grads",
+    "logit_variance_interval",
     "train",
 ]
 
 BETA_SCHEMES = ("fixed", "paper", "exact")
+
+#: Default number of fresh sequences measured at each recorded step.
+EVAL_SIZE = 2048
 
 # spawn keys of the independent random streams (data and init are shared by the three runs)
 _STREAM_EMBED, _STREAM_INIT, _STREAM_BATCH, _STREAM_EVAL = 1, 2, 3, 4
@@ -77,12 +92,15 @@ class TrainConfig:
     batch : int
         Sequences per step.
     eval_size : int
-        Sequences in the fixed evaluation batch on which every recorded quantity is measured.
+        Fresh sequences drawn at every recorded step, on which every recorded quantity is
+        measured (the independent blocks of the measured variance's interval).
     every : int
         Record every ``every`` steps (and the last step).
     init : str
         Initial weight scale: ``lecun`` (σ_W² = 1/d_x, so β = 1/√d_k gives unit-variance logits
         at step 0), ``xavier``, ``kaiming`` or ``normal:SD``.
+    confidence : float
+        Level of the measured variance's interval.
     """
 
     steps: int = 600
@@ -94,9 +112,10 @@ class TrainConfig:
     keys: int = 64
     values: int = 8
     batch: int = 64
-    eval_size: int = 512
+    eval_size: int = EVAL_SIZE
     every: int = 30
     init: str = "lecun"
+    confidence: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -109,20 +128,26 @@ class TrainStep:
         Number of updates done so far.
     beta : float
         The β in use.
-    sigma_x, sigma_wq, sigma_wk : float
-        Standard deviations of the input entries and of the entries of W_q and W_k.
+    sigma_x : float
+        Standard deviation of the input entries, measured once per run on ``eval_size``
+        sequences of its own (the adaptive schemes' β at a recorded step uses it).
+    sigma_wq, sigma_wk : float
+        σ_W of W_q and W_k: the root mean square of their entries.
     predicted_var_paper : float
         β² (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k: the paper's prediction of Var(β q·k).
     predicted_var_exact : float
         β² σ_X⁴ ‖W_q W_kᵀ‖_F²: the exact variance for independent tokens with i.i.d. entries.
     measured_var : float
-        Variance of the logits β q·k_i over all (query, item) pairs of the evaluation batch.
+        Variance of one logit β q·k_i, estimated from the (query, item) pairs of the step's
+        fresh evaluation sequences (unbiased; one sequence per independent block).
+    measured_var_ci : ConfidenceInterval
+        Its interval at the run's ``confidence``.
     entropy : float
         Mean attention entropy in nats (log ``memory`` is uniform attention).
     match_weight : float
         Mean attention weight on the item whose key matches the query.
     loss, accuracy : float
-        Cross-entropy and accuracy on the evaluation batch.
+        Cross-entropy and accuracy on the evaluation sequences.
     """
 
     step: int
@@ -133,6 +158,7 @@ class TrainStep:
     predicted_var_paper: float
     predicted_var_exact: float
     measured_var: float
+    measured_var_ci: ConfidenceInterval
     entropy: float
     match_weight: float
     loss: float
@@ -161,12 +187,15 @@ class TrainResult:
     config : TrainConfig
     seed : int
     version : str
+    sigma_w_kind : str
+        Which σ of the weights σ_Wq, σ_Wk are (``rms``).
     """
 
     runs: tuple[TrainRun, ...]
     config: TrainConfig
     seed: int
     version: str = __version__
+    sigma_w_kind: str = SIGMA_W_KIND
 
     def run(self, scheme: str) -> TrainRun:
         for r in self.runs:
@@ -288,7 +317,8 @@ def loss_and_grads(p: Params, b: LookupBatch, beta: float) -> tuple[float, dict[
     d_out = d_scores @ p.w_o.T
     # o = Σ a_m v_m: the value path and the attention path
     d_v = f.attn[:, :, None] * d_out[:, None, :]
-    g_v = np.einsum("bmx,bmd->xd", b.items, d_v)
+    items = b.items.reshape(-1, b.items.shape[-1])  # (B·M, d_x): one matmul, not an einsum
+    g_v = items.T @ d_v.reshape(-1, d_v.shape[-1])
     d_attn = np.einsum("bd,bmd->bm", d_out, f.v)
     # softmax Jacobian: dz = a ⊙ (da − <a, da>)
     d_logits = f.attn * (d_attn - np.sum(f.attn * d_attn, axis=1, keepdims=True))
@@ -296,7 +326,7 @@ def loss_and_grads(p: Params, b: LookupBatch, beta: float) -> tuple[float, dict[
     d_q = np.einsum("bm,bmd->bd", d_dot, f.k)
     d_k = d_dot[:, :, None] * f.q[:, None, :]
     g_q = b.query.T @ d_q
-    g_k = np.einsum("bmx,bmd->xd", b.items, d_k)
+    g_k = items.T @ d_k.reshape(-1, d_k.shape[-1])
     return f.loss, {"w_q": g_q, "w_k": g_k, "w_v": g_v, "w_o": g_o}
 
 
@@ -312,12 +342,47 @@ def scheme_beta(scheme: str, p: Params, sigma_x: float, dk: int) -> float:
     raise VarcheckError(f"beta scheme {scheme!r} is not accepted; use {', '.join(BETA_SCHEMES)}")
 
 
-def _measure(step: int, p: Params, ev: LookupBatch, beta: float, sigma_x: float) -> TrainStep:
+def logit_variance_interval(
+    logits: np.ndarray, confidence: float = 0.95
+) -> tuple[float, ConfidenceInterval]:
+    """Variance of one logit and its interval, from a (sequences, items) array of logits.
+
+    Rows are independent, the entries of a row are not (they share a query): each row is one
+    block of :class:`varcheck.core.estimation.BlockAccumulator`, reduced to its mean and mean
+    square, and the interval is the block estimator's (Student t on rows − 1 degrees of freedom
+    with Hall's skewness correction).
+
+    Examples
+    --------
+    >>> z = np.random.default_rng(0).standard_normal((4000, 8)) * 2.0
+    >>> var, ci = logit_variance_interval(z)
+    >>> bool(ci.low < 4.0 < ci.high), round(var, 1)
+    (True, 4.0)
+    """
+    z = np.asarray(logits, dtype=float)
+    acc = BlockAccumulator()
+    acc.add(z.mean(axis=1), (z * z).mean(axis=1))
+    est, se, _ = acc.variance_and_se()
+    return est, block_interval(acc, est, se, confidence, "hall")
+
+
+def _sigma_x(b: LookupBatch) -> float:
+    """Standard deviation of every input entry of a batch (queries and items)."""
+    n = b.query.size + b.items.size
+    mean = (b.query.sum() + b.items.sum()) / n
+    square = (np.einsum("ij,ij->", b.query, b.query) + np.einsum("ijk,ijk->", b.items, b.items)) / n
+    return float(np.sqrt(max(square - mean * mean, 0.0)))
+
+
+def _measure(
+    step: int, p: Params, ev: LookupBatch, beta: float, sigma_x: float, confidence: float
+) -> TrainStep:
     f = _forward(p, ev, beta)
     dx, dk = p.w_q.shape
     swq, swk = weight_sigma(p.w_q), weight_sigma(p.w_k)
     rows = np.arange(len(ev.target))
     ent = -np.sum(f.attn * np.log(np.maximum(f.attn, 1e-300)), axis=1)
+    measured, ci = logit_variance_interval(f.logits, confidence)
     return TrainStep(
         step=step,
         beta=beta,
@@ -326,7 +391,8 @@ def _measure(step: int, p: Params, ev: LookupBatch, beta: float, sigma_x: float)
         sigma_wk=swk,
         predicted_var_paper=beta**2 * paper_logit_variance(sigma_x, swq, swk, dx, dk),
         predicted_var_exact=beta**2 * exact_logit_variance(p.w_q, p.w_k, sigma_x),
-        measured_var=float(np.var(f.logits)),
+        measured_var=measured,
+        measured_var_ci=ci,
         entropy=float(np.mean(ent)),
         match_weight=float(np.mean(f.attn[rows, ev.match])),
         loss=f.loss,
@@ -335,22 +401,22 @@ def _measure(step: int, p: Params, ev: LookupBatch, beta: float, sigma_x: float)
 
 
 def _run(
-    scheme: str, cfg: TrainConfig, seed: int, task: _Task, p0: Params, ev: LookupBatch
+    scheme: str, cfg: TrainConfig, seed: int, task: _Task, p0: Params, sigma_x_ev: float
 ) -> TrainRun:
     p = p0.copy()
     batch_rng = _rng(seed, _STREAM_BATCH)  # same batches for every scheme
     m = {k: np.zeros_like(v) for k, v in p.arrays().items()}
     s = {k: np.zeros_like(v) for k, v in p.arrays().items()}
     b1, b2, eps = 0.9, 0.999, 1e-8
-    sigma_x_eval = float(np.std(np.concatenate([ev.query[:, None, :], ev.items], axis=1)))
     recorded: list[TrainStep] = []
     for step in range(cfg.steps + 1):
         b = task.sample(batch_rng, cfg.batch)
-        sigma_x = float(np.std(np.concatenate([b.query[:, None, :], b.items], axis=1)))
-        beta = scheme_beta(scheme, p, sigma_x, cfg.dk)
+        beta = scheme_beta(scheme, p, _sigma_x(b), cfg.dk)
         if step % cfg.every == 0 or step == cfg.steps:
-            beta_ev = scheme_beta(scheme, p, sigma_x_eval, cfg.dk)
-            recorded.append(_measure(step, p, ev, beta_ev, sigma_x_eval))
+            # fresh sequences for each recorded step, the same for every scheme
+            ev = task.sample(_rng(seed, _STREAM_EVAL, step), cfg.eval_size)
+            beta_ev = scheme_beta(scheme, p, sigma_x_ev, cfg.dk)
+            recorded.append(_measure(step, p, ev, beta_ev, sigma_x_ev, cfg.confidence))
         if step == cfg.steps:
             break
         _, grads = loss_and_grads(p, b, beta)
@@ -387,6 +453,7 @@ def _valid_config(cfg: TrainConfig) -> TrainConfig:
         ) from None
     if not (isinstance(cfg.lr, int | float) and math.isfinite(cfg.lr) and 0 < cfg.lr <= 1):
         raise VarcheckError(f"lr must be in (0, 1], got {cfg.lr!r}")
+    cfg = dataclasses.replace(cfg, confidence=valid_confidence(cfg.confidence))
     init_sd(cfg.init, cfg.dx, cfg.dk)
     return cfg
 
@@ -407,7 +474,8 @@ def train(
         Any of ``fixed``, ``paper``, ``exact``.
     seed : int, optional
         Root seed (drawn and reported when omitted); embeddings, initial weights, batches and
-        the evaluation batch come from separate ``SeedSequence`` streams of it.
+        each recorded step's evaluation sequences come from separate ``SeedSequence`` streams
+        of it.
 
     Returns
     -------
@@ -431,6 +499,8 @@ def train(
     seed = resolve_seed(seed)
     task = make_task(cfg, seed)
     p0 = init_params(cfg, seed)
-    ev = task.sample(_rng(seed, _STREAM_EVAL), cfg.eval_size)
-    runs = tuple(_run(sch, cfg, seed, task, p0, ev) for sch in schemes)
+    # σ_X is a property of the data, not of a step: measured once, so that the recorded β
+    # does not jitter with each step's evaluation sequences
+    sigma_x = _sigma_x(task.sample(_rng(seed, _STREAM_EVAL), cfg.eval_size))
+    runs = tuple(_run(sch, cfg, seed, task, p0, sigma_x) for sch in schemes)
     return TrainResult(runs=runs, config=cfg, seed=seed)
