@@ -15,10 +15,17 @@ from pathlib import Path
 import numpy as np
 
 from varcheck import __version__
+from varcheck.core.logit_variance import exact_logit_variance, paper_logit_variance
 from varcheck.output.formats import fmt, interval
 from varcheck.paper.beta import head_betas
 from varcheck.paper.figures import plot_project, plot_train
-from varcheck.paper.projection import ProjectionResult, ProjectionRow, init_sd, project
+from varcheck.paper.projection import (
+    ProjectionResult,
+    ProjectionRow,
+    aligned_factor,
+    init_sd,
+    project,
+)
 from varcheck.paper.render import (
     ProjectCells,
     project_cells,
@@ -137,8 +144,23 @@ def same_token_table() -> str:
 # --- 3. one draw of the weights ----------------------------------------------------------------
 
 
+def aligned_mean(rng: np.random.Generator, law: str, dx: int, dk: int, n: int) -> str:
+    """Mean ± se over ``n`` draws of ‖W Wᵀ‖_F² / relaxed, W with i.i.d. entries of sd 1."""
+    values = []
+    for _ in range(n // 100):
+        if law == "normal":
+            w = rng.standard_normal((100, dx, dk))
+        else:
+            w = rng.uniform(-math.sqrt(3.0), math.sqrt(3.0), (100, dx, dk))
+        gram = np.swapaxes(w, 1, 2) @ w
+        values.append(np.sum(gram * gram, axis=(1, 2)) / (dx * dx * dk))
+    v = np.concatenate(values)
+    return f"{np.mean(v):.4f} ± {np.std(v, ddof=1) / math.sqrt(len(v)):.4f}"
+
+
 def spread_table() -> str:
-    """exact / σ-based over independent draws from the init: the formula is an average."""
+    """exact / σ-based over independent draws from the init: the formula is an average; and
+    the aligned head's mean against 1 + (d_k + κ_w − 2)/d_x for normal and uniform entries."""
     rng = np.random.default_rng(np.random.SeedSequence(SEED, spawn_key=(7,)))
     rows = []
     for dx, dk in ((32, 16), (64, 16), (64, 64), (512, 64)):
@@ -147,25 +169,40 @@ def spread_table() -> str:
         w_q = rng.standard_normal((n, dx, dk)) * sd
         w_k = rng.standard_normal((n, dx, dk)) * sd
         ratios = np.array([h.exact_over_paper for h in head_betas(w_q, w_k)])
-        aligned = np.array([h.exact_over_paper for h in head_betas(w_q, w_q)])
         q05, q50, q95 = np.quantile(ratios, [0.05, 0.5, 0.95])
         rows.append(
             [
                 str(dx),
                 str(dk),
                 f"{fmt(q05, 3)} / {fmt(q50, 3)} / {fmt(q95, 3)}",
-                fmt(float(np.median(aligned)), 3),
-                fmt(1 + (dk + 1) / dx, 3),
+                aligned_mean(rng, "normal", dx, dk, 2000),
+                f"{aligned_factor(dx, dk, 3.0):.4f}",
+                aligned_mean(rng, "uniform", dx, dk, 2000),
+                f"{aligned_factor(dx, dk, 1.8):.4f}",
             ]
         )
     headers = [
         "d_x",
         "d_k",
-        "independent W_q, W_k: 5% / 50% / 95%",
-        "W_k = W_q: median",
-        "1 + (d_k+1)/d_x",
+        "independent W_q, W_k: exact/σ-based, 5% / 50% / 95%",
+        "W_k = W_q, normal: mean",
+        "κ_w = 3",
+        "W_k = W_q, uniform: mean",
+        "κ_w = 1.8",
     ]
     return md_table(headers, rows)
+
+
+def sd_counterexample() -> tuple[float, float]:
+    """exact/σ-based for a head with mean 0.1 and spread 0.01 (d_x 32, d_k 16): (sd, RMS)."""
+    dx, dk = 32, 16
+    rng = np.random.default_rng(np.random.SeedSequence(SEED, spawn_key=(8,)))
+    w_q = 0.1 + 0.01 * rng.standard_normal((dx, dk))
+    w_k = 0.1 + 0.01 * rng.standard_normal((dx, dk))
+    exact = exact_logit_variance(w_q, w_k)
+    by_sd = paper_logit_variance(1.0, float(np.std(w_q)), float(np.std(w_k)), dx, dk)
+    (head,) = head_betas(w_q, w_k)
+    return exact / by_sd, head.exact_over_paper
 
 
 def fixed_table(res: ProjectionResult) -> str:
@@ -220,11 +257,11 @@ def train_tables(res: TrainResult) -> tuple[str, str]:
         "β",
         "step",
         "β value",
-        "σ_Wq",
-        "σ_Wk",
+        "σ_Wq (RMS)",
+        "σ_Wk (RMS)",
         "Var pred. (paper)",
         "Var pred. (exact)",
-        "Var measured",
+        "Var measured [95% CI]",
         "entropy",
         "w(match)",
         "loss",
@@ -268,6 +305,8 @@ def main() -> int:
         return f"{fmt(min(mv), 3)}–{fmt(max(mv), 3)}"
 
     rank1 = default.row("rank-one", "different-tokens", "sigma-based")
+    rank1_exact = default.row("rank-one", "different-tokens", "exact")
+    sd_ratio, rms_ratio = sd_counterexample()
     aligned = default.row("aligned", "different-tokens", "sigma-based")
     draw = default.row("fixed-draw", "different-tokens", "sigma-based")
     same_relaxed = default.row("random-weights", "same-token", "relaxed")
@@ -287,10 +326,15 @@ def main() -> int:
         "DRAW_RATIO": fmt(draw.ratio, 3),
         "SAME_RATIO": fmt(same_relaxed.ratio, 3),
         "RANK1_BETA_VAR": fmt(rank1.logit_var_at_beta, 3),
+        "RANK1_PRED": f"{rank1_exact.predicted_var / rank1.predicted_var:.10g}",
+        "SD_RATIO": f"{sd_ratio:,.0f}",
+        "RMS_RATIO": fmt(rms_ratio, 4),
+        "EVAL_SIZE": f"{tr.config.eval_size:,}",
         "FIXED_S0": fmt(fixed.steps[0].sigma_wq, 3),
         "FIXED_S1": fmt(fixed.final.sigma_wq, 3),
         "FIXED_V0": fmt(fixed.steps[0].measured_var, 3),
         "FIXED_V1": fmt(fixed.final.measured_var, 3),
+        "FIXED_V1_CI": interval(*fixed.final.measured_var_ci, digits=3),
         "FIXED_P1": fmt(fixed.final.predicted_var_paper, 3),
         "FIXED_E1": fmt(fixed.final.predicted_var_exact, 3),
         "FIXED_R0": fmt(fixed.steps[0].measured_var / fixed.steps[0].predicted_var_exact, 2),
@@ -347,9 +391,11 @@ given with it.
   input entries, and for a fixed W the logit has a non-zero mean σ_X² tr(W_q W_kᵀ).
 - For **one given W** — the weights a network actually has — the formula is only an average
   over weights it might have had. The exact variance is σ_X⁴ ‖W_q W_kᵀ‖_F². The two differ by a
-  few per cent for independent random matrices, by a factor 1 + (d_k + 1)/d_x on average for
-  W_k = W_q, and by a factor d_k when the two projections share one direction, although all
-  three have the same σ_W.
+  few per cent for independent random matrices, by a factor 1 + (d_k + κ_w − 2)/d_x on average
+  for W_k = W_q with entries of kurtosis κ_w (1 + (d_k + 1)/d_x for normal entries), and by a
+  factor d_k when the two projections share one direction, although all three have the same
+  σ_W. With σ_W measured as the entries' root mean square, as varcheck does, d_k is the
+  largest factor possible; with the mean-removed standard deviation there is no limit.
 - In the **training experiment**, fixed β = 1/√d_k lets the logit variance grow from
   {{FIXED_V0}} to {{FIXED_V1}} as σ_W grows. The paper's adaptive β keeps it in the range
   {{PAPER_RANGE}}, and the exact variant in {{EXACT_RANGE}}. The model learns the task
@@ -378,9 +424,42 @@ conditional mean, σ_X⁴ Var(tr A), gives
 
     Var(q·k) = σ_q² σ_k² d_k (d_x² σ_X⁴ + d_x (μ₄ − σ_X⁴)) = relaxed · (1 + (κ − 1)/d_x)
 
-*Aligned weights.* If W_k = W_q, then ‖A‖_F² = ‖W_qᵀ W_q‖_F², whose mean is
-relaxed · (1 + (d_k + 1)/d_x). If W_q = W_k = c·u vᵀ (rank one, entry RMS σ), then
-‖A‖_F² = (d_x d_k σ²)², exactly d_k times the relaxed value.
+*Aligned weights.* If W_k = W_q, then ‖A‖_F² = ‖W_qᵀ W_q‖_F² = Σ_jl (Σ_a W_aj W_al)². Take
+the entries i.i.d. with mean 0, variance σ² and kurtosis κ_w (fourth moment κ_w σ⁴). Each of
+the d_k (d_k − 1) terms with j ≠ l has mean d_x σ⁴; each of the d_k terms with j = l has mean
+d_x κ_w σ⁴ + d_x (d_x − 1) σ⁴. Summed, the mean is
+
+    E‖W_qᵀ W_q‖_F² = relaxed · (1 + (d_k + κ_w − 2)/d_x)
+
+with relaxed = d_x² d_k σ⁴ (σ_X = 1). Normal entries (κ_w = 3), which `project` and `train`
+draw, give 1 + (d_k + 1)/d_x; uniform ones (Xavier-uniform, κ_w = 1.8) give 1 + (d_k − 0.2)/d_x,
+1.494 instead of 1.531 at d_x = 32, d_k = 16 (`aligned_factor` in `varcheck.paper.projection`;
+the tests check it against Monte Carlo for four laws). If W_q = W_k = c·u vᵀ (rank one, entry
+RMS σ), then ‖A‖_F² = (d_x d_k σ²)², exactly d_k times the relaxed value.
+
+*Which σ_W.* The paper defines σ² as inf_a E[(X − a)²], the variance, and obtains the relaxed
+formula for randomly initialised weights, whose entries have mean zero. There the variance of
+an entry and its mean square are one number. For the weights a network has they need not be: a
+trained W can have a mean. What reaches the logit is the mean square. For a token x with i.i.d.
+zero-mean entries and a fixed column w, Var(x·w) = σ_X² Σ_a w_a² = d_x σ_X² · (mean of w_a²),
+whatever the mean of w. So the coordinates of q = x W_q have average variance d_x σ_X² σ_Wq²
+exactly when σ_Wq is the root mean square (RMS) of W_q's entries. `beta`, `train` and `project`
+all measure σ_W that way, name it in their tables (σ_Wq (RMS)) and say so in their JSON
+(`"sigma_w_kind": "rms"`). For weights with mean zero, as at any usual init, the RMS and the
+standard deviation agree up to sampling.
+
+*How far the σ-based value can miss.* With σ_W the RMS, ‖W‖_F² = d_x d_k σ_W², and the
+operator norm is at most the Frobenius norm, so
+
+    ‖W_q W_kᵀ‖_F ≤ ‖W_q‖_op ‖W_k‖_F ≤ ‖W_q‖_F ‖W_k‖_F = d_x d_k σ_Wq σ_Wk,
+    exact = σ_X⁴ ‖W_q W_kᵀ‖_F² ≤ σ_X⁴ (d_x d_k σ_Wq σ_Wk)² = d_k · σ-based.
+
+Equality needs both steps tight: W_q of rank one (operator and Frobenius norms equal), and W_k
+of rank one with the same row space, like the rank-one head below. The other way there is no
+limit: if W_q and W_k use disjoint columns of the head, q·k = 0 whatever the σ's. With the
+mean-removed standard deviation the upper limit goes too. A head whose entries have mean 0.1
+and spread 0.01 (d_x = 32, d_k = 16, seed {{SEED}}) has exact/σ-based = {{SD_RATIO}} when σ_W is
+the standard deviation, and {{RMS_RATIO}} when it is the RMS.
 
 These formulas are in `varcheck.paper.projection` (`conditional_moments`, `same_token_variance`).
 The tests check them against exact enumeration over every input vector of a three-point
@@ -449,7 +528,8 @@ From the default run below:
 The σ-based prediction uses only σ_Wq and σ_Wk, so it stands for the average over all weights
 with those entry variances. For the weights you actually have, the exact variance is
 σ_X⁴ ‖W_q W_kᵀ‖_F². How far apart the two are across independent draws from the Xavier init
-(400 draws each, no Monte Carlo needed: both sides are formulas):
+(400 draws of the pair W_q, W_k, and 2000 of W_q = W_k per law; no inputs need simulating,
+since given W both sides are formulas):
 
 {{SPREAD}}
 
@@ -457,9 +537,10 @@ For independent weights the σ-based value is a good estimate, and a better one 
 matrices grow. It is still not the variance of a given head, and a ±2 % Monte Carlo can tell
 the difference: in the default run below the draw's ratio is {{DRAW_RATIO}}, and the σ-based
 row is rejected. When W_q and W_k share directions the gap is systematic, and σ_W cannot
-see it. The largest possible gap is the rank-one case: ‖W_q W_kᵀ‖_F ≤ ‖W_q‖_F ‖W_k‖_F, so the
-exact variance is at most d_k times the σ-based one (σ_W taken as the entries' RMS), and it
-can be as small as 0.
+see it. The aligned columns are the mean over 2000 draws of ‖W Wᵀ‖_F² over the relaxed value
+(with the init's σ), ± one standard error, for normal and for uniform entries of the Xavier
+scale, next to 1 + (d_k + κ_w − 2)/d_x: the uniform entries' smaller kurtosis shows. The
+largest possible gap is the rank-one case, a factor d_k (proved above).
 
 The default run, `varcheck project --seed {{SEED}}` (d_x = 32, d_k = 16, Xavier, normal inputs),
 shows all three kinds of rows. Every check is consistent, so it exits 0; the findings are
@@ -471,8 +552,10 @@ the rejected rows:
 
 The exact prediction is consistent in every row, and the β it recommends gives logits with
 variance 1 (last column). The σ-based prediction is off by a factor {{ALIGNED_RATIO}} for
-W_k = W_q and {{RANK1_RATIO}} for the rank-one head. That is a factor ≈ d_k: the σ-based β
-leaves those logits with variance {{RANK1_BETA_VAR}} instead of 1. The same-token row under
+W_k = W_q and {{RANK1_RATIO}} for the rank-one head: the σ-based β leaves those logits with
+variance {{RANK1_BETA_VAR}} instead of 1. For the rank-one head the two predictions differ by
+exactly d_k ({{RANK1_PRED}}), the bound above; the Monte-Carlo ratio may land a little either
+side of it, within its interval. The same-token row under
 random weights shows the (1 + 2/d_x) excess: ratio {{SAME_RATIO}} against the relaxed value.
 
 `varcheck beta WEIGHTS.npz` applies both rules to trained weights, one row per head, next to
@@ -490,11 +573,15 @@ data and initial weights are trained three times with Adam (lr 0.01, 600 steps, 
 
 - *fixed*: β = 1/√d_k;
 - *paper*: before every step, β = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k] from the measured
-  σ's, as the paper proposes;
+  σ's (σ_X of the batch's inputs, σ_W the RMS of the weights' entries), as the paper proposes;
 - *exact*: before every step, β = 1/(σ_X² ‖W_q W_kᵀ‖_F).
 
 In both adaptive schemes β is held constant during back-propagation, because it is updated
-between steps. All quantities are measured on a fixed evaluation batch of 512 sequences:
+between steps. σ_Wq and σ_Wk are the entries' RMS, as in `beta` and `project`. At every
+recorded step all quantities are measured on {{EVAL_SIZE}} fresh sequences, the same for the
+three schemes and never trained on. Sequences are independent, but the logits of one sequence
+share its query, so the 95 % interval of the measured variance treats each sequence as one
+block, with the same block estimator as `project` and `sweep`:
 
 {{OVER_STEPS}}
 
@@ -502,17 +589,17 @@ between steps. All quantities are measured on a fixed evaluation batch of 512 se
 
 **Fixed β drifts.** The task is solved by sharpening attention, and with β fixed the only way
 to do that is to grow the logits. σ_Wq grows from {{FIXED_S0}} to {{FIXED_S1}}, and the
-measured logit variance grows from {{FIXED_V0}} to {{FIXED_V1}}. The paper's formula tracks
-this drift ({{FIXED_P1}} predicted at the end). The exact formula gives {{FIXED_E1}}: it is
-larger because training aligns W_q with W_k, and the σ's cannot see that. Yet the measurement
-is closer to the σ-based value here. The "exact" formula is exact only for inputs with i.i.d.
-entries, and these inputs are not: they are sums of embeddings from a finite vocabulary (the
-8 value embeddings span only 8 of the 32 directions), and the query shares its key embedding
-with one item. At step 0, with random weights, measured over exact is {{FIXED_R0}} on this
-seed; after training, when the weights have lined up with the inputs' structure, it is
-{{FIXED_R1}}. So on this run two errors of the σ-based formula, alignment of W_q with
-W_k and structure in the inputs, partly cancel. Attention ends up sharp: entropy {{FIXED_H1}}
-nats (uniform: {{LOGM}}), weight {{FIXED_M1}} on the matching item.
+measured logit variance grows from {{FIXED_V0}} to {{FIXED_V1}} {{FIXED_V1_CI}}. The paper's
+formula tracks this drift ({{FIXED_P1}} predicted at the end). The exact formula gives
+{{FIXED_E1}}: it is larger because training aligns W_q with W_k, and the σ's cannot see that.
+Yet the measurement is closer to the σ-based value here. The "exact" formula is exact only for
+inputs with i.i.d. entries, and these inputs are not: they are sums of embeddings from a finite
+vocabulary (the 8 value embeddings span only 8 of the 32 directions), and the query shares its
+key embedding with one item. At step 0, with random weights, measured over exact is
+{{FIXED_R0}} on this seed; after training, when the weights have lined up with the inputs'
+structure, it is {{FIXED_R1}}. So on this run two errors of the σ-based formula, alignment of
+W_q with W_k and structure in the inputs, partly cancel. Attention ends up sharp: entropy
+{{FIXED_H1}} nats (uniform: {{LOGM}}), weight {{FIXED_M1}} on the matching item.
 
 **Adaptive β holds the variance near 1, as designed.** Under the paper's β the measured
 variance stays within {{PAPER_RANGE}}. The residual excess is the alignment effect again:
@@ -567,8 +654,9 @@ models, was not tried.
 
 - Use the relaxed formula for what it is: the variance at a random init. It says which init
   makes 1/√d_k correct (d_x σ_X² σ_W² = 1).
-- For trained weights, compute σ_X⁴ ‖W_q W_kᵀ‖_F² per head (`varcheck beta`). The σ-based value
-  can be too small by up to a factor d_k.
+- For trained weights, compute σ_X⁴ ‖W_q W_kᵀ‖_F² per head (`varcheck beta`). With σ_W the
+  entries' RMS the σ-based value can be too small by up to a factor d_k and too large by any
+  factor; with the mean-removed standard deviation it can be too small by any factor as well.
 - Recomputing β every step does keep the logits near unit variance. It also removes the
   model's main way to sharpen attention, and lets the weight scale drift.
 

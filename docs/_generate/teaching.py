@@ -67,6 +67,34 @@ def _softmax_table(result: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _projection_table(result: Any) -> str:
+    """theory.md's counter-example: Var q_i · Var k_i (the σ-based value over d_k) against the
+    exact variance of the scaled score for the fixed heads of ``varcheck project``."""
+    from varcheck.output.formats import interval
+
+    dk = result.dk
+    lines = [
+        f"`varcheck project --seed {result.seed}` (d_x = {result.dx}, d_k = {dk}, init "
+        f"{result.init}, normal inputs, varcheck `{result.version}`): the scaled score "
+        "q·k/√d_k of two different tokens, for three fixed heads.",
+        "",
+        "| weights | σ_Wq (RMS) | σ_Wk (RMS) | Var q_i · Var k_i | exact | exact / σ-based "
+        "| Monte Carlo [95% CI] |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for sec in result.sections[1:]:
+        sigma_based = result.row(sec.name, "different-tokens", "sigma-based").predicted_var
+        exact = result.row(sec.name, "different-tokens", "exact")
+        est = exact.estimate
+        lines.append(
+            f"| {sec.name} | {fmt(sec.sigma_wq)} | {fmt(sec.sigma_wk)} | "
+            f"{fmt(sigma_based / dk)} | {fmt(exact.predicted_var / dk)} | "
+            f"{fmt(exact.predicted_var / sigma_based, 3)} | {fmt(est.var / dk)} "
+            f"{interval(*(v / dk for v in est.confidence_interval))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def build(write_figures: bool) -> dict[str, dict[str, str]]:
     """Compute every generated block: {page: {block name: markdown}}."""
     from varcheck.checks.sweep import sweep
@@ -86,6 +114,10 @@ def build(write_figures: bool) -> dict[str, dict[str, str]]:
     ):
         res = derive(64, seed=SEED, precision=0.01, **kwargs)
         blocks["theory.md"][name] = _render(render_derive, res, "markdown")
+    # the σ-based value against the exact one for given weights: the issue #22 numbers
+    from varcheck.paper.projection import project
+
+    blocks["theory.md"]["project-sigma"] = _projection_table(project(seed=1))
     sw = sweep("2..512", seed=SEED, precision=0.02)
     if write_figures:
         from varcheck.checks.figures import plot_sweep

@@ -43,7 +43,10 @@ def plot_train(result: TrainResult, path: str) -> None:
     ax_var.axhline(1.0, color="gray", lw=0.8)
     ax_var.set_yscale("log")
     level = f"{100 * result.config.confidence:g}%"
-    ax_var.set_ylabel(f"Var(β q·k): measured, {level} band (solid); paper (dashed)", fontsize=9)
+    ax_var.set_ylabel("Var(β q·k)")
+    ax_var.set_title(
+        f"measured, {level} interval band (solid); paper's prediction (dashed)", fontsize=9
+    )
     ax_ent.axhline(math.log(result.config.memory), color="gray", lw=0.8)
     ax_ent.set_ylabel("attention entropy (nats)")
     ax_acc.axhline(1.0 / result.config.values, color="gray", lw=0.8)
