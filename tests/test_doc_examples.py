@@ -14,7 +14,9 @@ editing this file) and each example becomes one test, named ``FILE:LINE``:
 * a ``python`` block is executed in a fresh namespace, and a value its trailing comment states
   for an expression (``x.var  # 24.0, exact``) must be what the expression gives (the rule is in
   :func:`_stated_values`); a block of ``test_`` functions is run by pytest; a block of ``>>>``
-  lines goes through doctest; a ``toml`` block must parse.
+  lines goes through doctest; a ``toml`` block must parse;
+* the generated sections (``<!-- generated:NAME -->``) are left to their generators'
+  ``--check`` mode, run here for every script of ``docs/_generate`` that has one.
 
 Everything runs in one temporary folder holding a copy of ``examples/``, so the relative paths
 the pages use resolve as they do from the repository root. The explicit rules below say which
@@ -584,6 +586,26 @@ def test_doctest_example(example: Example, workdir: Path, monkeypatch: pytest.Mo
 @pytest.mark.parametrize("example", [_param(e) for e in EXAMPLES if e.kind == "toml"])
 def test_toml_example(example: Example) -> None:
     tomllib.loads(example.code)
+
+
+GENERATORS = sorted((ROOT / "docs" / "_generate").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", GENERATORS, ids=lambda path: path.name)
+def test_generated_sections_are_current(script: Path) -> None:
+    """The tables between ``<!-- generated:NAME -->`` markers are command output too: a
+    generator with a ``--check`` mode says whether the pages still match what it would write."""
+    if '"--check"' not in script.read_text(encoding="utf-8"):
+        pytest.skip(f"{script.name} has no --check mode: the blocks it writes are not checked")
+    done = subprocess.run(
+        [sys.executable, str(script), "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, f"{script.name} --check: {done.stdout}{done.stderr}"
 
 
 @pytest.mark.parametrize(
