@@ -354,7 +354,8 @@ def _skip_reason(args: list[str]) -> str | None:
     """
     import importlib.util
 
-    for option, value in zip(args, args[1:], strict=False):
+    words = [part for arg in args for part in arg.split("=", 1)] if args else []
+    for option, value in zip(words, words[1:], strict=False):
         if option == "--scheduler" and value != "local":
             return f"needs a Dask scheduler at {value}"
     needs_model = args[0] == "audit" or any(PLACEHOLDERS.get(a, (None, False))[1] for a in args)
@@ -724,6 +725,7 @@ def test_only_a_remote_scheduler_or_a_missing_extra_skips_a_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert _skip_reason(["sweep", "--dk", "2..8", "--scheduler", "tcp://10.0.0.1:8786"])
+    assert _skip_reason(["sweep", "--dk", "2..8", "--scheduler=tcp://host:8786"])
     assert _skip_reason(["sweep", "--dk", "2..8", "--scheduler", "local"]) is None
     monkeypatch.setattr(sys.modules[__name__], "_minilm_folder", lambda: None)
     assert "MiniLM" in (_skip_reason(["audit", "all-MiniLM-L6-v2"]) or "")
