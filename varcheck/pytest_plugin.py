@@ -1,0 +1,279 @@
+"""The ``varcheck`` pytest fixture: variance claims about your own code as ordinary tests.
+
+Installing varcheck registers this plugin (entry point ``pytest11``); nothing else is needed.
+A test asks for the ``varcheck`` fixture and asserts a claim about the values its sampler
+returns::
+
+    def test_logits_have_unit_variance(varcheck):
+        varcheck.assert_variance(64, claim=1, sampler=attention.logits, tolerance=0.02)
+
+``varcheck.assert_variance(dk, ...)`` and ``varcheck.verify(dk, ...)`` take the keyword
+arguments of :func:`varcheck.verify` (``sampler``, ``claim``, ``scaled``, ``tolerance``,
+``precision``, ``samples``, ``max_seconds``, ``confidence``/``alpha``, ``workers``, ``dist``,
+...). ``assert_variance`` returns the result when the claim passes and raises
+``AssertionError`` otherwise — on a fail, an inconclusive equivalence test (with how many more
+values would settle it), or a variance no interval can be trusted for — with a few lines: the
+claim, estimate, interval, p-value, verdict and the command that reproduces the test.
+
+Options
+-------
+``--varcheck-seed N``
+    The session's seed (a whole number >= 0). Without it one is drawn per session; either way
+    it is shown in pytest's header line. Each test's seed is derived from the session's seed
+    and the test's node id, so tests do not depend on each other or on their order, and
+    ``pytest "NODEID" --varcheck-seed N`` reruns one test exactly. Each further call in the
+    same test gets a seed of its own; ``seed=`` given to a call wins. ``varcheck.seed`` is the
+    test's seed (that of its first call).
+``--varcheck-alpha A``
+    The default ``alpha`` (0 < A < 1, default 0.05) of every call that gives neither
+    ``confidence`` nor ``alpha``: each interval then has confidence 1 - A.
+
+Under pytest-xdist the workers share the session's seed, so a test gets the same seed wherever
+it runs. With plugin autoloading off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``) load it with
+``pytest -p varcheck`` (the entry point's name: ``-p varcheck.pytest_plugin`` would register it a
+second time when autoloading is on); ``-p no:varcheck`` turns it off.
+
+False alarms across a suite
+---------------------------
+Each assertion of a true claim fails with probability up to alpha when the seed is fresh. A
+suite of m independent assertions of true claims, each at alpha, therefore fails somewhere
+with probability up to 1 - (1 - alpha)^m: 5% for one, 23% for 5 and 64% for 20 at
+alpha = 0.05. Ways to control it:
+
+- pin the seed in CI (``--varcheck-seed N``): every run is then the same draw, so a passing
+  suite does not fail at random from run to run and a failure always reproduces; the outcome
+  changes only when the code under test (or the seed) does, and each such change is a fresh
+  draw with the rate above;
+- lower the level of each assertion: ``--varcheck-alpha`` set to alpha / m (Bonferroni) keeps
+  the suite-wide rate below alpha, at the cost of wider intervals (more samples for the same
+  precision);
+- put the claims in one claim file and run ``varcheck check FILE.toml``, which adjusts the
+  p-values across all its claims (Holm): a suite-wide rate below alpha, with more power than
+  Bonferroni.
+
+Equivalence tests (``tolerance=``) whose tolerance is many standard errors wide fail a true
+claim far less often than alpha; the rate above is the bound for consistency tests.
+"""
+
+from __future__ import annotations
+
+import shlex
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .checks.verify import VerifyResult
+
+__all__ = ["VarcheckFixture"]
+
+DEFAULT_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class _Session:
+    """The session's seed and the default alpha of its calls."""
+
+    seed: int
+    alpha: float
+
+
+_SESSION = pytest.StashKey[_Session]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("varcheck", "varcheck: variance claims (the varcheck fixture)")
+    group.addoption(
+        "--varcheck-seed",
+        metavar="N",
+        default=None,
+        help="seed of the session's varcheck assertions (whole number >= 0); "
+        "drawn and shown in the header when not given",
+    )
+    group.addoption(
+        "--varcheck-alpha",
+        metavar="A",
+        default=None,
+        help=f"default alpha of each varcheck assertion, 0 < A < 1 (default {DEFAULT_ALPHA}): "
+        "confidence 1 - A unless the call gives confidence or alpha",
+    )
+
+
+def _seed_option(text: str) -> int:
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise pytest.UsageError(f"--varcheck-seed must be a whole number >= 0, got {text!r}")
+    return seed
+
+
+def _alpha_option(text: str) -> float:
+    try:
+        alpha = float(text)
+    except ValueError:
+        alpha = float("nan")
+    if not 0.0 < alpha < 1.0:
+        raise pytest.UsageError(f"--varcheck-alpha must be a number in (0, 1), got {text!r}")
+    return alpha
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    text = config.getoption("varcheck_seed")
+    alpha = config.getoption("varcheck_alpha")
+    alpha = DEFAULT_ALPHA if alpha is None else _alpha_option(alpha)
+    shared = getattr(config, "workerinput", {}).get("varcheck_seed")
+    if text is not None:
+        session = _Session(_seed_option(text), alpha)
+    elif shared is not None:  # an xdist worker: the controller's seed
+        session = _Session(int(shared), alpha)
+    else:
+        import secrets
+
+        session = _Session(secrets.randbelow(2**32), alpha)
+    config.stash[_SESSION] = session
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: hand the controller's seed to each worker."""
+    node.workerinput["varcheck_seed"] = node.config.stash[_SESSION].seed
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    session = config.stash[_SESSION]
+    return (
+        f"varcheck: seed {session.seed} (reproduce with --varcheck-seed {session.seed}), "
+        f"alpha {session.alpha:g}"
+    )
+
+
+def _derived_seed(*entropy: int) -> int:
+    """A 32-bit seed from the given whole numbers (numpy's SeedSequence mixing)."""
+    from numpy.random import SeedSequence
+
+    return int(SeedSequence(list(entropy)).generate_state(1)[0])
+
+
+def _quoted(nodeid: str) -> str:
+    """The node id quoted for a POSIX shell: in double quotes, as the docs show it, when safe."""
+    if any(c in nodeid for c in '"$`\\!'):
+        return shlex.quote(nodeid)
+    return f'"{nodeid}"'
+
+
+class VarcheckFixture:
+    """What the ``varcheck`` fixture gives a test: :func:`varcheck.verify` with the test's seed.
+
+    Attributes
+    ----------
+    seed : int
+        This test's seed, used by its first call; derived from the session's seed and the
+        test's node id.
+    session_seed : int
+        The session's seed (``--varcheck-seed``, or drawn).
+    alpha : float
+        The default alpha of each call (``--varcheck-alpha``).
+    nodeid : str
+        The test's node id.
+    """
+
+    def __init__(self, nodeid: str, session_seed: int, alpha: float) -> None:
+        self.nodeid = nodeid
+        self.session_seed = session_seed
+        self.alpha = alpha
+        self.seed = _derived_seed(session_seed, zlib.crc32(nodeid.encode("utf-8")))
+        self._calls = 0
+
+    def __repr__(self) -> str:
+        return f"<varcheck fixture {self.nodeid!r} seed={self.seed}>"
+
+    def _next_seed(self) -> int:
+        """The first call uses :attr:`seed`; call i (from 1) a seed derived from it and i."""
+        index = self._calls
+        self._calls += 1
+        return self.seed if index == 0 else _derived_seed(self.seed, index)
+
+    def verify(self, dk: int, **kwargs: Any) -> VerifyResult:
+        """:func:`varcheck.verify` with this test's next seed and the session's alpha.
+
+        Parameters
+        ----------
+        dk : int
+            Passed to the sampler (the length of q and k without one).
+        **kwargs
+            Any keyword of :func:`varcheck.verify`; a ``seed`` or a ``confidence``/``alpha``
+            given here wins over the fixture's.
+
+        Returns
+        -------
+        VerifyResult
+        """
+        __tracebackhide__ = True
+        from .checks.verify import verify
+        from .errors import VarcheckError
+
+        seed = self._next_seed()
+        if kwargs.get("seed") is None:
+            kwargs["seed"] = seed
+        if kwargs.get("confidence") is None and kwargs.get("alpha") is None:
+            kwargs["alpha"] = self.alpha
+        try:
+            return verify(dk, **kwargs)
+        except VarcheckError as exc:  # one line: varcheck's own frames say nothing here
+            raise exc.with_traceback(None) from exc.__cause__
+
+    def assert_variance(self, dk: int, **kwargs: Any) -> VerifyResult:
+        """Raise ``AssertionError`` unless the claim passes; see :meth:`verify`.
+
+        Returns
+        -------
+        VerifyResult
+            When the claim passes.
+
+        Raises
+        ------
+        AssertionError
+            When it fails, is inconclusive, or cannot be tested (``unreliable``,
+            ``infinite``): the claim, estimate, interval, p-value, verdict, and how to
+            reproduce the test.
+        """
+        __tracebackhide__ = True
+        result = self.verify(dk, **kwargs)
+        if result.outcome != "pass":
+            raise AssertionError(self._message(result, by_name=_named(kwargs.get("sampler"))))
+        return result
+
+    def _message(self, result: VerifyResult, by_name: bool) -> str:
+        """verify_paragraph's account with a pytest command to reproduce the test."""
+        from .checks.render import reproduce_command, verify_paragraph
+
+        rerun = f"pytest {_quoted(self.nodeid)} --varcheck-seed {self.session_seed}"
+        if self.alpha != DEFAULT_ALPHA:
+            rerun += f" --varcheck-alpha {self.alpha!r}"
+        if by_name:
+            rerun += f"\n         or: {reproduce_command(result)}"
+        text = verify_paragraph(result, reproduce=rerun)
+        if result.outcome == "inconclusive":
+            text += (
+                "\n  inconclusive counts as a failure: give more samples (precision=, samples=) "
+                "or a wider tolerance"
+            )
+        return text
+
+
+def _named(sampler: Any) -> bool:
+    """Whether ``varcheck assert`` can rerun the call: no sampler, or one given by name."""
+    from .core.user_code import UserSampler
+
+    return sampler is None or isinstance(sampler, str | UserSampler)
+
+
+@pytest.fixture
+def varcheck(request: pytest.FixtureRequest) -> VarcheckFixture:
+    """Assert variance claims with the test's own seed: ``varcheck.assert_variance(dk, ...)``."""
+    session = request.config.stash[_SESSION]
+    return VarcheckFixture(request.node.nodeid, session.seed, session.alpha)
