@@ -5,8 +5,10 @@ whose tail falls like x^-alpha has E|X|^p finite exactly for p < alpha (alpha is
 family's density below), so its ``max_moment`` is the largest whole number below alpha, its
 variance, third and fourth moments are infinite from alpha <= 2, 3, 4 on, and what varcheck does
 with it follows: no trustworthy interval when E[X^4] is infinite, a slow-convergence caution
-when E[X^6] is, and in the projection the same-token estimator needs E[X^8]. These tests stay
-valid however the tail index is found (table, or computed from the law itself).
+when E[X^6] is, and in the projection the same-token estimator needs E[X^8]. Each tail test runs
+twice (the ``tail_source`` fixture): with varcheck's table of scipy families, and with the table
+emptied so that every scipy law's index is read off its density, as for a family outside the table
+(tests/test_tail_index.py tests that reading directly).
 
 The other tests pin how the raw t (df <= 2) and the scipy laws are built from a spec: the bounds
 of every parameter check, the canonical spec, the affine map for mean=/sd=, and error messages
@@ -22,7 +24,20 @@ import pytest
 import scipy.stats
 
 from varcheck import VarcheckError, dot_product_theory, parse_distribution
+from varcheck.core import distributions
+from varcheck.core.distributions import scipy_tail_index
 from varcheck.paper.projection import input_law
+
+
+@pytest.fixture(params=["table", "density"])
+def tail_source(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """Tail indices from varcheck's table of scipy families, or all read off the densities."""
+    if request.param == "density":
+        monkeypatch.setattr(distributions, "_TAIL_TABLE", {})
+    distributions._tail_index.cache_clear()
+    yield request.param
+    distributions._tail_index.cache_clear()
+
 
 # (spec, alpha, largest whole p < alpha): E|X|^p < inf exactly for p < alpha.
 HEAVY_TAILED = [
@@ -89,6 +104,7 @@ LIGHT_TAILED = [
 ]
 
 
+@pytest.mark.usefixtures("tail_source")
 @pytest.mark.parametrize(("spec", "alpha", "largest"), HEAVY_TAILED)
 def test_max_moment_is_the_largest_whole_order_below_the_tail_index(
     spec: str, alpha: float, largest: int
@@ -104,6 +120,7 @@ def test_max_moment_is_the_largest_whole_order_below_the_tail_index(
     assert parse_distribution(spec).max_moment == largest
 
 
+@pytest.mark.usefixtures("tail_source")
 @pytest.mark.parametrize("spec", LIGHT_TAILED)
 def test_light_tailed_laws_have_every_moment(spec: str) -> None:
     """Bounded and exponential-tailed laws have every moment: ``max_moment`` is inf.
@@ -115,6 +132,7 @@ def test_light_tailed_laws_have_every_moment(spec: str) -> None:
     assert parse_distribution(spec).max_moment == math.inf
 
 
+@pytest.mark.usefixtures("tail_source")
 @pytest.mark.parametrize(("spec", "alpha", "largest"), HEAVY_TAILED)
 def test_infinite_moments_follow_the_tail_index(spec: str, alpha: float, largest: int) -> None:
     """var, mu3 and mu4 are inf exactly when alpha <= 2, 3, 4; the mean is nan when alpha <= 1.
@@ -132,6 +150,7 @@ def test_infinite_moments_follow_the_tail_index(spec: str, alpha: float, largest
     assert math.isnan(d.mean) == (alpha <= 1), d.mean
 
 
+@pytest.mark.usefixtures("tail_source")
 @pytest.mark.parametrize(("spec", "alpha", "largest"), HEAVY_TAILED)
 def test_status_and_caution_follow_the_tail_index(spec: str, alpha: float, largest: int) -> None:
     """What a sweep does with a law follows its tail index: rows are unreliable (no interval)
@@ -151,6 +170,7 @@ def test_status_and_caution_follow_the_tail_index(spec: str, alpha: float, large
     assert th.slow_convergence == (4 < alpha <= 6)
 
 
+@pytest.mark.usefixtures("tail_source")
 @pytest.mark.parametrize(
     ("spec", "alpha"),
     [
@@ -180,6 +200,7 @@ def test_projection_estimability_follows_the_tail_index(spec: str, alpha: float)
     assert law.estimable_same == (alpha > 8)
 
 
+@pytest.mark.usefixtures("tail_source")
 @pytest.mark.parametrize(
     ("spec", "largest"),
     [
@@ -189,44 +210,104 @@ def test_projection_estimability_follows_the_tail_index(spec: str, alpha: float)
         ("scipy.mielke:k=2,s=5", 4),  # E[X^6] infinite: its rows need the caution
         ("scipy.betaprime:a=2,b=5", 4),  # density ~ x^-(b+1)
         ("scipy.gengamma:a=5,c=-1", 4),  # this is invgamma(a=5), which gets 4 right
+        ("scipy.dpareto_lognorm:u=3,s=1.2,a=4.5,b=2", 4),  # right tail ~ x^-(a+1)
+        ("scipy.kappa3:a=5.5", 5),  # density a (a + x^a)^(-(a+1)/a) ~ x^-(a+1)
+        ("scipy.rel_breitwigner:rho=36.5", 2),  # density ~ x^-4
+        ("scipy.crystalball:beta=2,m=6", 4),  # left tail ~ |x|^-m: index m - 1
+        ("scipy.landau", 0),  # right tail ~ x^-2; left tail double-exponential
     ],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: heavy-tailed scipy laws outside _scipy_max_moment's table get a guess "
-    "(1 if the variance is infinite, 3 if only mu4 is, else inf) instead of their tail index "
-    "(varcheck/core/distributions.py, _scipy_max_moment)",
-)
-def test_max_moment_of_heavy_tailed_laws_outside_the_table(spec: str, largest: int) -> None:
-    """Heavy-tailed laws varcheck has no table entry for still have a tail index.
+def test_max_moment_of_heavy_tailed_laws_once_outside_the_table(spec: str, largest: int) -> None:
+    """Heavy-tailed laws that varcheck once had no table entry for have their tail index.
 
-    Guards against the fallback guess, which calls a law with E[X^5] infinite (mielke s=5,
-    betaprime b=5) light-tailed and so drops the slow-convergence caution for it.
+    Guards against the old fallback guess (1 if scipy's variance is infinite, 3 if only its
+    kurtosis is, else inf), which called a law with E[X^5] infinite (mielke s=5, betaprime b=5)
+    light-tailed and so dropped the slow-convergence caution for it.
     """
     assert parse_distribution(spec).max_moment == largest
 
 
+@pytest.mark.usefixtures("tail_source")
 @pytest.mark.parametrize(
     ("spec", "alpha"),
-    [("scipy.invweibull:c=2.5", 2.5), ("scipy.invweibull:c=3.2", 3.2)],
-)
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: _make_scipy takes mu3 and mu4 from scipy's skewness and kurtosis, which are "
-    "finite garbage (c=3.2: kurtosis -177) for a Frechet law whose E[X^3] or E[X^4] diverges, so "
-    "the rows are called 'finite' and get intervals (core/distributions.py, _scipy_moments)",
+    [
+        ("scipy.invweibull:c=2.5", 2.5),
+        ("scipy.invweibull:c=3.2", 3.2),
+        ("scipy.invweibull:c=4", 4.0),
+        ("scipy.invweibull:c=3.2,sd=1", 3.2),
+    ],
 )
 def test_frechet_laws_with_infinite_fourth_moment_are_not_estimable(
     spec: str, alpha: float
 ) -> None:
     """invweibull with c <= 4 has E[X^4] = inf: no interval for Var(q·k) can be trusted.
 
-    Guards against scipy's finite (even negative) fourth moment for a heavy Frechet tail being
-    taken at its word.
+    Guards against scipy's finite (even negative: a kurtosis of -177 at c = 3.2) fourth moment
+    for a heavy Frechet tail taken at its word, and against c = 4 (E[X^4] just infinite) let
+    through.
     """
     d = parse_distribution(spec)
     assert d.mu4 == math.inf
+    assert (d.mu3 == math.inf) == (alpha <= 3)
     assert dot_product_theory(8, spec).status == "infinite-fourth-moment"
+
+
+@pytest.mark.usefixtures("tail_source")
+@pytest.mark.parametrize(
+    ("spec", "largest"),
+    [
+        ("scipy.mielke:k=2,s=5,loc=-3,scale=1000", 4),
+        ("scipy.invweibull:c=3.2,loc=1,scale=0.01", 3),
+        ("scipy.lognorm:s=1,loc=5,scale=0.1", math.inf),
+        ("scipy.mielke:k=2,s=5,sd=1,mean=0", 4),
+    ],
+)
+def test_loc_scale_and_rescaling_keep_the_tail_index(spec: str, largest: float) -> None:
+    """An affine map never changes which moments exist: loc=, scale=, mean= and sd= keep
+    the index of the shapes (mielke s = 5: 4; Fréchet c = 3.2: 3; lognormal: all).
+
+    Guards against the density read at the law's loc/scale (a far tail misplaced by the shift)
+    or the index lost when mean=/sd= rescale the law.
+    """
+    assert parse_distribution(spec).max_moment == largest
+
+
+def test_heavy_tailed_law_outside_the_table_gets_its_caution() -> None:
+    """kappa4 with k < 0 (no table entry) has P(X > x) ~ (|k| x)^(1/k): index -1/k = 5 for
+    k = -0.2, so E[X^4] is finite and E[X^5] is not, and its rows carry the slow-convergence
+    caution.
+
+    Guards against a family outside the table falling back to a guess (scipy's kurtosis is
+    finite here, so the old rule called every moment finite).
+    """
+    assert scipy_tail_index("scipy.kappa4", {"h": 0.1, "k": -0.2}) == 5.0
+    d = parse_distribution("scipy.kappa4:h=0.1,k=-0.2")
+    assert d.max_moment == 4
+    assert math.isfinite(d.mu4)
+    assert dot_product_theory(8, d).slow_convergence
+
+
+def test_law_whose_density_does_not_tell_its_tail_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A law whose density gives no tail index is refused in one line, not given a guess.
+
+    Without its table entry, scipy.vonmises (a periodic density on the whole line) is such a law.
+
+    Guards against a silent fallback (the old guess from scipy's moments) for a law whose tails
+    varcheck cannot read.
+    """
+    monkeypatch.setattr(distributions, "_TAIL_TABLE", {})
+    distributions._tail_index.cache_clear()
+    try:
+        with pytest.raises(VarcheckError) as err:
+            parse_distribution("scipy.vonmises:kappa=4")
+    finally:
+        distributions._tail_index.cache_clear()
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("distribution 'scipy.vonmises:kappa=4': varcheck cannot tell")
+    assert "how heavy its tails are" in message
 
 
 @pytest.mark.parametrize(
@@ -244,22 +325,28 @@ def test_heavy_tailed_law_with_divergent_variance_does_not_crash(spec: str) -> N
     assert d.var == math.inf
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: _make_scipy computes mu4 = (k + 3) v^2 in the law's raw scale before applying "
-    "sd=; v^2 overflows for a raw sd above ~1e77, so a standard normal gets mu4 = inf "
-    "(varcheck/core/distributions.py, _scipy_moments)",
+@pytest.mark.parametrize(
+    ("spec", "moments"),
+    [
+        ("scipy.norm:scale=1e80,sd=1", (0.0, 1.0, 0.0, 3.0)),
+        ("scipy.norm:scale=1e-150,sd=2", (0.0, 4.0, 0.0, 48.0)),
+        ("scipy.gamma:a=2,scale=1e100,sd=1,mean=0", (0.0, 1.0, math.sqrt(2), 6.0)),
+        ("scipy.t:df=5,scale=1e200,sd=1", (0.0, 1.0, 0.0, 9.0)),
+    ],
 )
-def test_rescaled_normal_keeps_its_fourth_moment() -> None:
-    """scipy.norm:scale=1e80,sd=1 is a standard normal: mu4 = 3 (or the spec is refused).
+def test_rescaled_law_keeps_its_moments_at_any_raw_scale(
+    spec: str, moments: tuple[float, float, float, float]
+) -> None:
+    """sd= gives the law's moments at the target scale however large or small the raw one:
+    scipy.norm:scale=1e80,sd=1 is a standard normal (mu4 = 3); gamma(a=2) has skewness √2 and
+    kurtosis 6; t with 5 df kurtosis 3 + 6/(5 - 4) = 9.
 
-    Guards against an overflow in the raw scale read as a divergent moment.
+    Guards against mu4 = (k + 3) v² computed in the raw scale (v² overflows for a raw sd above
+    ~1e77, read as a divergent moment), and against a raw variance that overflows (sd 1e200)
+    read as an infinite one, which refused sd=.
     """
-    try:
-        d = parse_distribution("scipy.norm:scale=1e80,sd=1")
-    except VarcheckError:
-        return
-    assert d.mu4 == pytest.approx(3.0)
+    d = parse_distribution(spec)
+    assert (d.mean, d.var, d.mu3, d.mu4) == pytest.approx(moments, rel=1e-9, abs=1e-12)
 
 
 # --- raw t (df <= 2) ------------------------------------------------------------------------
