@@ -105,8 +105,10 @@ def test_unwritable_output_path(run_cli, tmp_path: Path) -> None:
 
 
 def test_debug_shows_a_traceback(run_cli) -> None:
-    with pytest.raises(VarcheckError):
-        run_cli("--debug", "check", "/nonexistent/claims.toml")
+    res = run_cli("--debug", "check", "/nonexistent/claims.toml")
+    assert res.exit_code == 2
+    assert "Traceback (most recent call last)" in res.stderr
+    assert "VarcheckError" in res.stderr
 
 
 # --- moments that do not exist --------------------------------------------------------------

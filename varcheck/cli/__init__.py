@@ -6,6 +6,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 
 # Many small batched matrix products: BLAS's own threads only contend (badly, on a busy machine;
 # bench/README.md), so the CLI runs BLAS single-threaded and parallelises over chunks with
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
         code = exc.exit_code
     except VarcheckError as exc:
         if debug:
-            raise
+            traceback.print_exc()
         _error(_command_path(args), str(exc))
         code = 2
     except (click.exceptions.Abort, KeyboardInterrupt):
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         code = 141
     except Exception as exc:  # noqa: BLE001 - last line of defence: one line, never a traceback
         if debug:
-            raise
+            traceback.print_exc()
         _error(
             "varcheck",
             f"internal error: {type(exc).__name__}: {exc} (rerun with --debug "
