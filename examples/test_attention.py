@@ -33,19 +33,16 @@ def assert_unit_variance(varcheck, sampler, dk: int) -> None:
     varcheck.assert_variance(dk, claim=1, sampler=sampler, tolerance=TOLERANCE, precision=PRECISION)
 
 
-@pytest.mark.statistical
 @pytest.mark.parametrize("dk", DKS)
 def test_scaled_logits_have_unit_variance(varcheck, dk: int) -> None:
     assert_unit_variance(varcheck, attention.logits, dk)
 
 
-@pytest.mark.statistical
 def test_unit_variance_does_not_depend_on_heads_or_tokens(varcheck) -> None:
     one_wide_head = functools.partial(attention.logits, heads=1, tokens=64)
     assert_unit_variance(varcheck, one_wide_head, 64)
 
 
-@pytest.mark.statistical
 @pytest.mark.parametrize("wrong", list(WRONG.values()), ids=list(WRONG))
 @pytest.mark.parametrize("dk", DKS)
 def test_the_same_assertion_catches_the_wrong_variants(varcheck, wrong, dk: int) -> None:
@@ -53,7 +50,6 @@ def test_the_same_assertion_catches_the_wrong_variants(varcheck, wrong, dk: int)
         assert_unit_variance(varcheck, wrong, dk)
 
 
-@pytest.mark.statistical
 @pytest.mark.parametrize("dk", DKS)
 def test_unscaled_logits_have_variance_dk(varcheck, dk: int) -> None:
     """What the wrong variant does get right: Var(Q Kᵀ) = d_k, so Var(Q Kᵀ / √d_k) = 1."""
