@@ -80,7 +80,7 @@ def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
                 "var": est.var if est else None,
                 "ci_low": lo,
                 "ci_high": hi,
-                "ratio": est.var / th.var if est and th and th.var else None,
+                "ratio": _ratio(est, th.var if th else row.claim_value),
                 "scaled_var": row.scaled_var,
                 "scaled_ci_low": slo,
                 "scaled_ci_high": shi,
@@ -98,6 +98,13 @@ def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
             }
         )
     return recs
+
+
+def _ratio(est: Any, reference: float | None) -> float | None:
+    """The estimate over the theory, or over the claim where there is no theory (a sampler)."""
+    if est is None or reference is None or not math.isfinite(reference) or not reference:
+        return None
+    return est.var / reference
 
 
 def _fit_record(result: SweepResult) -> dict[str, Any] | None:
@@ -183,13 +190,16 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
         if result.precision is not None
         else f"{result.samples:,} {unit} per row"
     )
+    if result.precision is None and result.sampler is not None:
+        target = "at least " + target  # whole calls: the last one may overshoot
     if result.sampler is not None:
         target += " · ratio = estimate / claim"
     table = Table(
         title=f"{sweep_title(result)} · seed {result.seed} · {conf} intervals",
         caption=(
             f"seed {result.seed} · {conf} intervals · {target} · verdicts Holm-adjusted over "
-            f"{len(result.rows)} rows (family-wise error ≤ {result.alpha:.3g}) · varcheck "
+            f"{len(result.rows)} {'row' if len(result.rows) == 1 else 'rows'} "
+            f"(family-wise error ≤ {result.alpha:.3g}) · varcheck "
             f"{result.version}"
         ),
         caption_justify="left",
@@ -411,7 +421,8 @@ def _print_verify(result: VerifyResult, console: Console) -> None:
     head, *rest = verify_paragraph(result).splitlines()
     console.print(f"[{style}]{head}[/]" if style else head, highlight=False)
     for line in rest:
-        console.print(line, highlight=False)
+        # soft_wrap: a long reproduce command stays one line to copy, whatever the width
+        console.print(line, highlight=False, soft_wrap=True)
     if result.outcome in ("unreliable", "infinite"):
         console.print(
             "  (no verdict: no interval for this variance can be trusted, for the reason "
@@ -488,11 +499,9 @@ def render_check_table(result: CheckResult, console: Console) -> None:
         for i, r in enumerate(co.results):
             lo, hi = r.confidence_interval
             first = i == 0
-            quantity = "Var(q·k/√d_k)" if co.spec.scaled else "Var(q·k)"
-            tol = "" if co.spec.tolerance is None else f" ± {co.spec.tolerance:g}"
             table.add_row(
                 co.spec.name if first else "",
-                f"{quantity} = {co.spec.claim.text}{tol}" if first else "",
+                _asserts(co.spec, r) if first else "",
                 str(r.dk),
                 fmt(r.claim_value),
                 f"{fmt(r.estimate)} {_interval(lo, hi, valid=r.outcome != 'unreliable')}"
@@ -511,12 +520,22 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     for co in result.claims:
         for r in co.results:
             if r.outcome == "inconclusive" and r.more_samples:
+                unit = "products" if r.sampler is None else "values"
                 console.print(
                     f"  {co.spec.name} d_k={r.dk}: {r.reason}; about "
-                    f"{r.more_samples:,} more products would settle it"
+                    f"{r.more_samples:,} more {unit} would settle it"
                 )
     if result.interrupted:
         console.print("[bold yellow]Interrupted:[/] the claims above are those finished (partial).")
+
+
+def _asserts(spec: Any, result: VerifyResult) -> str:
+    """The claim in words for check's table: the quantity, the claim, and the sampler if any."""
+    tol = "" if spec.tolerance is None else f" ± {spec.tolerance:g}"
+    text = f"{_quantity(result)} = {spec.claim.text}{tol}"
+    if result.sampler is not None:
+        text += f" of {result.sampler.label}"
+    return text
 
 
 def check_meta(result: CheckResult) -> dict[str, Any]:

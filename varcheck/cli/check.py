@@ -63,6 +63,8 @@ File format (TOML):
   dist = "normal"            # or q_dist / k_dist; optional rho
   claim = "dk"               # number or expression
   scaled = false             # optional
+  # sampler = "attention.py:logits"   # or your own code instead of dist (path relative to
+  # args = { heads = 4 }              # this file), with keyword arguments bound to it
   tolerance = 0.02           # optional: equivalence test
   description = "..."        # optional
 
