@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "beta": "beta",
     "train": "train",
     "audit": "audit",
+    "probe": "probe",
 }
 
 
