@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from varcheck import VarcheckError, parse_distribution, verify
 
-DOCUMENTED_EXITS = {0, 1, 2, 3, 4, 130, 141}
+DOCUMENTED_EXITS = {0, 1, 2, 3, 4, 130, 141, 143}
 
 # (arguments, expected fragment of the one-line error); every case must exit 2
 BAD_INPUTS = [

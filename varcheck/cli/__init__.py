@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import signal
 import sys
 import traceback
 
@@ -21,12 +22,14 @@ from ..errors import VarcheckError  # noqa: E402
 
 __all__ = ["EXIT_CODES_HELP", "cli", "main"]
 
-#: the exit statuses, closing every command's help (core.verdicts.exit_code sets 0-4 and 130)
+#: the exit statuses, closing every command's help (core.verdicts.exit_code sets 0-4 and 130;
+#: main turns 130 into 143 when the signal was SIGTERM)
 EXIT_CODES_HELP = (
     "Exit codes: 0 all consistent (or pass), 1 some claim rejected (fail), 2 bad usage or input, "
     "3 inconclusive, 4 no valid test for some row (infinite variance or fourth moment, kurtosis "
     "above 10^6, or a constant (q·k)^2), "
-    "130 interrupted (partial results are printed), 141 output pipe closed (e.g. | head)."
+    "130 interrupted by Ctrl-C and 143 by SIGTERM (partial results are printed), 141 output pipe "
+    "closed (e.g. | head)."
 )
 
 #: command name -> module in this package defining a click command named ``command``.
@@ -108,7 +111,20 @@ def _command_path(args: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI and map every outcome to a documented exit code."""
-    args = sys.argv[1:] if argv is None else argv
+    from .signals import exit_status, handling_signals
+
+    # as the console script, the handlers stay until the process ends (no traceback from a
+    # signal during the final flush); called in-process, the caller's handlers come back
+    with handling_signals(restore=argv is not None):
+        code = _run(sys.argv[1:] if argv is None else argv)
+        code = exit_status(code)
+    sys.exit(code)
+
+
+def _run(args: list[str]) -> int:
+    """Run one command line; its exit code (before a signal's status replaces it)."""
+    from .signals import received, writing
+
     debug = "--debug" in args
     try:
         code = cli.main(args=args, prog_name="varcheck", standalone_mode=False)
@@ -125,7 +141,9 @@ def main(argv: list[str] | None = None) -> None:
         _error(_command_path(args), str(exc))
         code = 2
     except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("varcheck: interrupted", err=True)
+        word = "terminated" if received() == signal.SIGTERM else "interrupted"
+        when = "while writing the results (they may be cut)" if writing() else "before any result"
+        click.echo(f"varcheck: {word} {when}", err=True)
         code = 130
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): exit quietly, as a pipe writer killed by SIGPIPE
@@ -142,4 +160,4 @@ def main(argv: list[str] | None = None) -> None:
             "for a traceback and please report it)",
         )
         code = 70
-    sys.exit(0 if code is None else int(code))
+    return 0 if code is None else int(code)

@@ -3,7 +3,8 @@
 A command reads its options, then hands :func:`run` what to compute, how to render it and,
 with ``--plot``, how to draw it; ``run`` does the rest in the same order for every command:
 check the figure's path (before any work), compute (with a progress bar on a terminal), render
-to stdout, write the figure.
+to stdout, write the figure. Once the computation has returned (maybe cut short by Ctrl-C or
+SIGTERM, with partial results), a further signal no longer interrupts the output.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .console import ProgressReporter, stdout_console
+from .signals import results_phase
 
 __all__ = ["run"]
 
@@ -63,6 +65,8 @@ def run(
     else:
         with ProgressReporter(progress) as reporter:
             result = compute(reporter)
+    # from here on a signal is noted, not raised: the (maybe partial) results are printed whole
+    results_phase()
     render(result, fmt, stdout_console())
     if plot is not None and figure is not None:
         figure(result, plot)
