@@ -73,3 +73,94 @@ def test_parser_never_crashes(text: str) -> None:
     except VarcheckError:
         return
     assert math.isfinite(value)
+
+
+# --- bounds on every intermediate value (#17) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        # Python integers would grow without bound: minutes and gigabytes for one level less
+        ("((((((9**64)**64)**64)**64)**64)**64)", "beyond the largest float"),
+        ("(9**64)**64", "beyond the largest float"),
+        ("exp(1000)", "beyond the largest float"),
+        ("1e200*1e200 - 1e200*1e200 + dk", "beyond the largest float"),
+        ("(-8)**(1/3)", "not a real number"),
+        ("sqrt(-1)", "math domain error"),
+        ("dk**65", "exponent 65.0 is out of range"),
+    ],
+)
+def test_intermediate_values_stay_finite_and_real(text: str, fragment: str) -> None:
+    """Guards against an intermediate value growing unbounded, turning complex or infinite."""
+    with pytest.raises(VarcheckError) as err:
+        parse_claim(text).evaluate(CTX)
+    assert fragment in str(err.value)
+
+
+def test_nested_powers_are_refused_at_once() -> None:
+    """Guards against integer arithmetic: one level fewer took 20 s as Python integers."""
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(VarcheckError):
+        parse_claim("(((((9**64)**64)**64)**64)**64)").evaluate(CTX)
+    assert time.perf_counter() - start < 0.5
+
+
+def test_values_are_floats_even_from_integer_literals() -> None:
+    """Guards against an integer result (2**64 exact) leaking out instead of a float."""
+    value = parse_claim("2**64").evaluate(CTX)
+    assert type(value) is float and value == 2.0**64
+
+
+def test_an_infinite_moment_is_named() -> None:
+    """Guards against 'inf' reported as an overflow instead of naming the moment."""
+    ctx = CTX | {"kurt_q": math.inf}
+    with pytest.raises(VarcheckError, match="kurt_q here is inf"):
+        parse_claim("dk*kurt_q").evaluate(ctx)
+    assert parse_claim("dk").evaluate(ctx) == 8.0
+
+
+def test_a_finite_result_from_an_infinite_intermediate_is_refused() -> None:
+    """Guards against min() hiding an overflow: every intermediate value is bounded."""
+    with pytest.raises(VarcheckError, match="beyond the largest float"):
+        parse_claim("min(1e308*10, dk)").evaluate(CTX)
+
+
+@pytest.mark.parametrize(
+    ("claim", "fragment"),
+    [
+        ("1e400", "1e400 is beyond the largest float"),
+        ("9" * 400, "is beyond the largest float"),
+        (math.inf, "claim inf is not a finite number"),
+        (math.nan, "claim nan is not a finite number"),
+        (float("-inf"), "claim -inf is not a finite number"),
+    ],
+)
+def test_infinite_literals_are_refused_by_name(claim: object, fragment: str) -> None:
+    """Guards against TOML's claim = 1e400 reported as "unknown name 'inf'"."""
+    with pytest.raises(VarcheckError) as err:
+        parse_claim(claim)  # type: ignore[arg-type]
+    assert fragment in str(err.value)
+    assert "unknown name" not in str(err.value)
+
+
+def test_finite_float_claims_still_parse() -> None:
+    """Guards against the finiteness check refusing ordinary numbers."""
+    assert parse_claim(1e300).evaluate(CTX) == 1e300
+    assert parse_claim(16).evaluate(CTX) == 16.0
+
+
+def test_messages_cut_long_claims() -> None:
+    """Guards against a 500-character claim echoed whole in every message."""
+    text = "dk+" * 150 + "nope"
+    with pytest.raises(VarcheckError) as err:
+        parse_claim(text)
+    assert len(str(err.value)) < 400 and "…" in str(err.value)
+
+
+def test_too_deep_nesting_is_a_syntax_error() -> None:
+    """Guards against the parser's own limits (200 parentheses) escaping as MemoryError."""
+    with pytest.raises(VarcheckError, match="not a valid expression"):
+        parse_claim("(" * 240 + "1" + ")" * 240)

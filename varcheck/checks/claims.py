@@ -4,7 +4,9 @@ A claim is a number or an expression in ``dk``, ``rho``, ``theory`` (the exact v
 computes for the same setting) and the entry moments ``mean_q, var_q, sd_q, mu4_q, kurt_q``
 (and the same with ``_k``), with ``+ - * / **``, parentheses and the functions
 ``sqrt, exp, log, abs, min, max``. Nothing is passed to ``eval``: the expression's syntax tree
-is walked and anything else is refused.
+is walked and anything else is refused. Every value is computed as a float and every
+intermediate value must be a finite real number, so no expression can build a huge integer
+(``(9**64)**64`` would take minutes and gigabytes as Python integers) or a complex number.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..core.options import cut
 from ..errors import VarcheckError
 
 if TYPE_CHECKING:
@@ -95,43 +98,74 @@ class Claim:
             negative number, an infinite moment).
         """
         try:
-            value = float(_eval(self._tree.body, context))
+            return _eval(self._tree.body, context)
         except (ArithmeticError, ValueError, TypeError) as exc:
-            raise VarcheckError(f"claim {self.text!r} cannot be evaluated: {exc}") from None
-        if not math.isfinite(value):
-            raise VarcheckError(f"claim {self.text!r} evaluates to {value}, not a finite number")
-        return value
+            raise VarcheckError(f"claim {cut(self.text)!r} cannot be evaluated: {exc}") from None
 
     @property
     def is_theory(self) -> bool:
         return self.text.strip() == "theory"
 
 
+_OVERFLOW = "an intermediate value is beyond the largest float (1.8e308)"
+
+
+def _real(value: object, what: str = "an intermediate value") -> float:
+    """``value`` as a finite float: the bound every intermediate value must keep."""
+    if isinstance(value, complex):
+        raise ValueError(f"{what} is not a real number")
+    value = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(value):
+        raise ValueError(f"{what} is {value}, not a finite number")
+    return value
+
+
 def _eval(node: ast.AST, ctx: Mapping[str, float]) -> float:
     if isinstance(node, ast.Constant):
-        return node.value  # type: ignore[return-value]
+        return _real(node.value, "a number")
     if isinstance(node, ast.Name):
-        return ctx[node.id]
+        return _real(ctx[node.id], f"{node.id} here")
+    if isinstance(node, ast.UnaryOp):
+        return _UNARY[type(node.op)](_eval(node.operand, ctx))
     if isinstance(node, ast.BinOp):
         left, right = _eval(node.left, ctx), _eval(node.right, ctx)
         if isinstance(node.op, ast.Pow) and abs(right) > 64:
             raise ValueError(f"exponent {right} is out of range (|exponent| <= 64)")
-        return _BINOPS[type(node.op)](left, right)
-    if isinstance(node, ast.UnaryOp):
-        return _UNARY[type(node.op)](_eval(node.operand, ctx))
-    if isinstance(node, ast.Call):
-        return _FUNCS[node.func.id](*(_eval(a, ctx) for a in node.args))  # type: ignore[union-attr]
-    raise TypeError(f"unsupported expression {ast.dump(node)}")
+        fn, args = _BINOPS[type(node.op)], (left, right)
+    elif isinstance(node, ast.Call):
+        fn, args = _FUNCS[node.func.id], tuple(_eval(a, ctx) for a in node.args)  # type: ignore[union-attr]
+    else:
+        raise TypeError(f"unsupported expression {type(node).__name__}")
+    try:
+        value = fn(*args)
+    except OverflowError:  # 1e200**2, exp(1000): one message, not errno's tuple
+        raise OverflowError(_OVERFLOW) from None
+    if isinstance(value, float) and math.isinf(value):  # 1e308 * 10
+        raise OverflowError(_OVERFLOW)
+    return _real(value)
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer literal of 309 digits or more
+        return False
 
 
 def _check(node: ast.AST, text: str, names: set[str]) -> None:
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int | float):
-            raise VarcheckError(f"claim {text!r}: {node.value!r} is not a number; {_ACCEPTED}")
+            shown = cut(repr(node.value))
+            raise VarcheckError(f"claim {cut(text)!r}: {shown} is not a number; {_ACCEPTED}")
+        if not _finite(node.value):
+            literal = ast.get_source_segment(text, node) or repr(node.value)
+            raise VarcheckError(
+                f"claim {cut(text)!r}: {cut(literal)} is beyond the largest float (1.8e308)"
+            )
         return
     if isinstance(node, ast.Name):
         if node.id not in CLAIM_NAMES:
-            raise VarcheckError(f"claim {text!r}: unknown name {node.id!r}; {_ACCEPTED}")
+            raise VarcheckError(f"claim {cut(text)!r}: unknown name {cut(node.id)!r}; {_ACCEPTED}")
         names.add(node.id)
         return
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
@@ -145,19 +179,21 @@ def _check(node: ast.AST, text: str, names: set[str]) -> None:
         _check_call(node, text, names)
         return
     what = type(node).__name__
-    raise VarcheckError(f"claim {text!r}: {what} is not allowed; {_ACCEPTED}")
+    raise VarcheckError(f"claim {cut(text)!r}: {what} is not allowed; {_ACCEPTED}")
 
 
 def _check_call(node: ast.Call, text: str, names: set[str]) -> None:
     name = node.func.id  # type: ignore[attr-defined]
     if name not in _FUNCS:
-        raise VarcheckError(f"claim {text!r}: function {name!r} is not allowed; {_ACCEPTED}")
+        raise VarcheckError(
+            f"claim {cut(text)!r}: function {cut(name)!r} is not allowed; {_ACCEPTED}"
+        )
     for arg in node.args:
         _check(arg, text, names)
     several = name in ("min", "max")
     if node.keywords or (len(node.args) < 2 if several else len(node.args) != 1):
         takes = "two or more positional arguments" if several else "one positional argument"
-        raise VarcheckError(f"claim {text!r}: {name}() takes {takes}")
+        raise VarcheckError(f"claim {cut(text)!r}: {name}() takes {takes}")
 
 
 def parse_claim(text: str | float | int) -> Claim:
@@ -177,18 +213,21 @@ def parse_claim(text: str | float | int) -> Claim:
     if isinstance(text, bool):
         raise VarcheckError(f"claim must be a number or an expression, got {text!r}")
     if isinstance(text, int | float):
+        if not math.isfinite(text):  # a TOML claim = 1e400 or nan
+            raise VarcheckError(f"claim {text!r} is not a finite number; {_ACCEPTED}")
         text = repr(text)
     if not isinstance(text, str) or not text.strip():
         raise VarcheckError(f"claim must be a non-empty expression; {_ACCEPTED}")
     if len(text) > 500:
         raise VarcheckError("claim is longer than 500 characters")
+    text = text.strip()
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
-        raise VarcheckError(f"claim {text!r} is not a valid expression; {_ACCEPTED}") from None
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, MemoryError, RecursionError):  # MemoryError: too deeply nested
+        raise VarcheckError(f"claim {cut(text)!r} is not a valid expression; {_ACCEPTED}") from None
     names: set[str] = set()
     _check(tree.body, text, names)
-    return Claim(text=text.strip(), names=frozenset(names), _tree=tree)
+    return Claim(text=text, names=frozenset(names), _tree=tree)
 
 
 def claim_context(dk: int, rho: float, theory: float, q, k) -> dict[str, float]:  # noqa: ANN001
@@ -223,7 +262,7 @@ def claimed_value(
 def _positive(claim: Claim, value: float, dk: int) -> float:
     if value <= 0:
         raise VarcheckError(
-            f"claim {claim.text!r} is {value!r} at d_k={dk}; a variance claim must be > 0"
+            f"claim {cut(claim.text)!r} is {value!r} at d_k={dk}; a variance claim must be > 0"
         )
     return value
 
@@ -240,7 +279,7 @@ def sampler_claim(claim: str | float | Claim | None, target: str) -> Claim:
     if parsed.names - {"dk"}:
         used = ", ".join(sorted(parsed.names - {"dk"}))
         raise VarcheckError(
-            f"claim {parsed.text!r} uses {used}, which varcheck knows only for its own "
+            f"claim {cut(parsed.text)!r} uses {used}, which varcheck knows only for its own "
             f"sampler; with sampler {target} give a number or an expression in dk"
         )
     return parsed

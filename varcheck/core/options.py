@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MIN_SAMPLES",
+    "cut",
     "confidence_from",
     "entry_laws",
     "resolve_seed",
@@ -37,6 +38,26 @@ __all__ = [
 MIN_SAMPLES = 1000
 
 
+#: the longest value a message repeats in full
+SHOWN_CHARS = 60
+
+
+def cut(text: str, width: int = SHOWN_CHARS) -> str:
+    """``text`` for a message: at most ``width`` characters, its start and end kept.
+
+    Examples
+    --------
+    >>> cut("2.." + "9" * 100)
+    '2..999999999999999999999999999999999999…99999999999999999999'
+    >>> cut("--dk 2..8")
+    '--dk 2..8'
+    """
+    if len(text) <= width:
+        return text
+    tail = width // 3
+    return text[: width - tail - 1] + "…" + text[len(text) - tail :]
+
+
 def _real(value: object) -> bool:
     """A real number (any numeric type, numpy's included), not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
@@ -47,7 +68,7 @@ def _shown(value: object) -> str:
     item = getattr(value, "item", None)
     if type(value).__module__ == "numpy" and callable(item) and getattr(value, "ndim", 1) == 0:
         value = item()
-    return repr(value)
+    return cut(repr(value))
 
 
 def resolve_seed(seed: int | None) -> int:
