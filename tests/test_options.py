@@ -13,6 +13,7 @@ from varcheck.core.options import (
     valid_confidence,
     valid_count,
     valid_positive,
+    valid_tolerance,
 )
 from varcheck.errors import VarcheckError
 
@@ -74,7 +75,7 @@ def test_sampling_effort_names_its_budget() -> None:
     refusal = r"^blocks must be a whole number in 2..64, got 1000.0$"
     with pytest.raises(VarcheckError, match=refusal):
         sampling_effort(0.95, None, 1e3, None, name="blocks", least=2, most=64, whole_floats=False)
-    with pytest.raises(VarcheckError, match=f"samples must be a whole number >= {MIN_SAMPLES}"):
+    with pytest.raises(VarcheckError, match=f"samples must be a whole number in {MIN_SAMPLES}.."):
         sampling_effort(0.95, None, MIN_SAMPLES - 1, None)
 
 
@@ -108,3 +109,76 @@ def test_every_real_option_accepts_numpy_numbers() -> None:
     assert confidence_from(None, np.float64(0.1)) == pytest.approx(0.9)
     assert valid_tolerance(np.float64(0.25)) == 0.25
     assert sampling_effort(0.95, 0.1, None, np.int64(3))[3] == 3.0
+
+
+# --- feasibility before any work (#17) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [1e-320, 1e-10, 5e-10, 1 - 5e-10, 0.9999999999999999])
+def test_confidence_keeps_away_from_0_and_1(value: float) -> None:
+    """Guards against ZeroDivisionError (1e-320) and StatisticsError (1 - 1e-16) deep inside."""
+    with pytest.raises(VarcheckError, match=r"confidence must be in \[1e-09, 1 - 1e-09\]"):
+        valid_confidence(value)
+
+
+@pytest.mark.parametrize("value", [1e-9, 1 - 1e-9, 0.5])
+def test_confidence_bounds_are_inclusive(value: float) -> None:
+    assert valid_confidence(value) == value
+
+
+@pytest.mark.parametrize(
+    ("precision", "samples", "fragment"),
+    [
+        (1e-320, None, "precision 1e-320 needs more than 1e300 products"),
+        (1e-9, None, "precision 1e-09 needs about 7.7e+18 products per d_k"),
+        (1e-6, None, "at least 28 h"),
+        (None, 10**15, "samples 1e+15 needs about 1e+15 products per d_k: at least 23 days"),
+    ],
+)
+def test_infeasible_efforts_are_refused_before_any_work(
+    precision: float | None, samples: int | None, fragment: str
+) -> None:
+    """Guards against endless runs: one line naming the option, the estimate and the limit."""
+    with pytest.raises(VarcheckError) as err:
+        sampling_effort(0.95, precision, samples, None)
+    assert fragment in str(err.value) and "limit of 24 h" in str(err.value)
+    assert "--max-seconds" in str(err.value)
+
+
+def test_a_time_cap_makes_any_effort_feasible() -> None:
+    """Guards against refusing what --max-seconds bounds anyway."""
+    assert sampling_effort(0.95, 1e-9, None, 5.0) == (0.95, 1e-9, None, 5.0)
+    assert sampling_effort(0.95, None, 10**15, 5.0)[2] == 10**15
+
+
+def test_feasible_efforts_pass() -> None:
+    """Guards against the limit catching ordinary runs (the estimate is optimistic)."""
+    assert sampling_effort(0.95, 2e-6, None, None)[1] == 2e-6
+    assert sampling_effort(0.95, None, 10**13, None)[2] == 10**13
+    assert sampling_effort(1 - 1e-9, 1e-4, None, None)[1] == 1e-4
+
+
+def test_higher_confidence_costs_more() -> None:
+    """Guards against the estimate ignoring the confidence (z^2 grows the products needed)."""
+    assert sampling_effort(0.95, 1.2e-6, None, None)[1] == 1.2e-6
+    with pytest.raises(VarcheckError, match="precision 1.2e-06"):
+        sampling_effort(0.999, 1.2e-6, None, None)
+
+
+def test_samples_have_a_ceiling_even_with_a_time_cap() -> None:
+    with pytest.raises(VarcheckError, match="samples must be a whole number in 1000..10"):
+        sampling_effort(0.95, None, 1e308, 5.0)
+
+
+def test_tolerance_has_a_floor() -> None:
+    """Guards against --tolerance 1e-320 answered with 'inf times narrower'."""
+    with pytest.raises(VarcheckError, match=r"tolerance must be >= 1e-06 .*got 1e-320"):
+        valid_tolerance(1e-320)
+    assert valid_tolerance(1e-6) == 1e-6
+
+
+def test_refused_values_are_cut() -> None:
+    """Guards against a 120 KB value echoed whole in an error line."""
+    with pytest.raises(VarcheckError) as err:
+        valid_count("n", 10**4000, 1, 10)
+    assert len(str(err.value)) < 120 and "…" in str(err.value)

@@ -98,8 +98,19 @@ def cli(debug: bool) -> None:
     """
 
 
+#: longest word and longest line an error message may print (a 120 KB --dk is not echoed whole)
+_WORD, _LINE = 60, 1000
+
+
+def _short(word: str) -> str:
+    return word if len(word) <= _WORD else word[: _WORD - 20] + "…" + word[-19:]
+
+
 def _error(prefix: str, message: str) -> None:
-    line = " ".join(message.split())
+    """One line; every value it repeats cut (most are already, this catches the rest)."""
+    line = " ".join(_short(word) for word in message.split())
+    if len(line) > _LINE:
+        line = line[: _LINE - 1] + "…"
     click.echo(f"{prefix}: error: {line}", err=True)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from ..checks.claims import Claim, parse_claim
+from ..core.options import shown
 from ..core.ranges import parse_dk
 from ..errors import VarcheckError
 
@@ -109,7 +110,7 @@ def as_number(
     try:
         return float(value)
     except ValueError:
-        param_type.fail(f"{value!r} is not a number; {hint}", param, ctx)
+        param_type.fail(f"{shown(value)} is not a number; {hint}", param, ctx)
 
 
 class CountType(click.ParamType):
@@ -126,7 +127,7 @@ class CountType(click.ParamType):
         number = as_number(self, value, "give a whole number such as 100000 or 1e6", param, ctx)
         if not math.isfinite(number) or not number.is_integer() or number < self.minimum:
             self.fail(
-                f"{value!r} must be a whole number >= {self.minimum} (e.g. 100000 or 1e6)",
+                f"{shown(value)} must be a whole number >= {self.minimum} (e.g. 100000 or 1e6)",
                 param,
                 ctx,
             )
@@ -164,7 +165,7 @@ class FiniteFloat(click.ParamType):
         above = lo is None or (number >= lo if self.closed else number > lo)
         below = hi is None or (number <= hi if self.closed else number < hi)
         if not (math.isfinite(number) and above and below):
-            self.fail(f"{value!r} is out of range; accepted: {self.what}", param, ctx)
+            self.fail(f"{shown(value)} is out of range; accepted: {self.what}", param, ctx)
         return number
 
 
@@ -189,7 +190,9 @@ class ObservedType(click.ParamType):
             return "none"
         number = as_number(self, value, "accepted: a variance >= 0, or none", param, ctx)
         if not math.isfinite(number) or number < 0:
-            self.fail(f"{value!r} is out of range; accepted: a finite variance >= 0", param, ctx)
+            self.fail(
+                f"{shown(value)} is out of range; accepted: a finite variance >= 0", param, ctx
+            )
         return number
 
 

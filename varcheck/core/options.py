@@ -19,8 +19,14 @@ if TYPE_CHECKING:
     from .user_code import UserSampler
 
 __all__ = [
+    "MAX_RUN_SECONDS",
+    "MIN_ALPHA",
+    "MAX_SAMPLES",
     "MIN_SAMPLES",
+    "MIN_TOLERANCE",
     "cut",
+    "feasible_effort",
+    "shown",
     "confidence_from",
     "entry_laws",
     "resolve_seed",
@@ -37,6 +43,25 @@ __all__ = [
 #: the interval's own standard error is too noisy (93-94% coverage at 100-300 products).
 MIN_SAMPLES = 1000
 
+
+#: Confidence levels stay this far from 0 and 1: nearer, the level is below the resolution of
+#: the quantiles and p-values (and of float arithmetic), and no test means anything.
+MIN_ALPHA = 1e-9
+#: Most products a fixed budget may ask for (even with a time cap: the count is reported).
+MAX_SAMPLES = 10**15
+#: Smallest relative tolerance of an equivalence test: settling a narrower margin needs a
+#: precision no run reaches in a day (see feasible_effort).
+MIN_TOLERANCE = 1e-6
+#: The longest run a precision or a sample count may ask for without a ``max_seconds`` cap.
+MAX_RUN_SECONDS = 86_400.0
+#: Optimistic costs (a fast machine, all its cores): a run refused would take longer anywhere.
+#: Seconds per product with a fixed budget (measured: 3e-8 at d_k=16 on one core, 2e-7 at 512).
+_SECONDS_PER_PRODUCT = 2e-9
+#: Seconds to reach relative precision p is about this / p^2 at 95% (measured: 1.4e-6 for
+#: normal entries in shared blocks, the cheapest case; heavier tails need far more).
+_SECONDS_AT_UNIT_PRECISION = 1e-7
+#: the z of a 95% interval, the level _SECONDS_AT_UNIT_PRECISION is measured at
+_Z95 = 1.959963984540054
 
 #: the longest value a message repeats in full
 SHOWN_CHARS = 60
@@ -63,8 +88,9 @@ def _real(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _shown(value: object) -> str:
-    """A refused value as typed; a numpy scalar as its Python value (3, not np.int64(3))."""
+def shown(value: object) -> str:
+    """A refused value as typed, cut to 60 characters; a numpy scalar as its Python value (3,
+    not np.int64(3))."""
     item = getattr(value, "item", None)
     if type(value).__module__ == "numpy" and callable(item) and getattr(value, "ndim", 1) == 0:
         value = item()
@@ -85,10 +111,55 @@ def resolve_seed(seed: int | None) -> int:
 
 
 def valid_confidence(confidence: float) -> float:
-    """A confidence level in (0, 1), as a float (the message repeats the value as given)."""
+    """A confidence level in (0, 1), at least :data:`MIN_ALPHA` from either end, as a float."""
     if not (_real(confidence) and 0.0 < confidence < 1.0):
-        raise VarcheckError(f"confidence must be in (0, 1), got {_shown(confidence)}")
+        raise VarcheckError(f"confidence must be in (0, 1), got {shown(confidence)}")
+    if not MIN_ALPHA <= confidence <= 1.0 - MIN_ALPHA:
+        raise VarcheckError(
+            f"confidence must be in [{MIN_ALPHA:g}, 1 - {MIN_ALPHA:g}] (nearer 0 or 1 no test "
+            f"is meaningful in floating point), got {shown(confidence)}"
+        )
     return float(confidence)
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` in words: ``40 s``, ``3.2 h``, ``12 days``, ``3e+04 years``."""
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.2g} {unit}"
+    return f"{seconds:.2g} s"
+
+
+def feasible_effort(
+    confidence: float, precision: float | None, samples: int | None, max_seconds: float | None
+) -> None:
+    """Refuse, before any work, a precision or a sample count no machine reaches in a day.
+
+    The estimate is per setting (one d_k) and optimistic; a ``max_seconds`` cap bounds the run
+    whatever it asks for, so with one nothing is refused.
+    """
+    if max_seconds is not None:
+        return
+    if samples is not None:
+        name, value = "samples", f"{samples:.3g}"
+        products = float(samples)
+        seconds = products * _SECONDS_PER_PRODUCT
+    else:
+        from statistics import NormalDist
+
+        name, value = "precision", shown(precision)
+        z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+        ratio = min(z / _Z95 / precision, 1e150)  # type: ignore[operator]  # 1e-320: no overflow
+        seconds = _SECONDS_AT_UNIT_PRECISION * ratio**2
+        products = 2.0 * (z / precision) ** 2 if ratio < 1e150 else math.inf  # type: ignore[operator]
+    if seconds > MAX_RUN_SECONDS:
+        many = f"about {products:.2g}" if math.isfinite(products) else "more than 1e300"
+        raise VarcheckError(
+            f"{name} {value} needs {many} products per d_k: at least "
+            f"{_duration(seconds)} even on a fast machine, above the limit of "
+            f"{_duration(MAX_RUN_SECONDS)} for a run without max_seconds; ask for less, or cap "
+            f"the time with max_seconds (--max-seconds)"
+        )
 
 
 def valid_count(
@@ -107,14 +178,14 @@ def valid_count(
         or value < least
         or (most is not None and value > most)
     ):
-        raise VarcheckError(f"{name} must be a whole number {bound}, got {_shown(value)}")
+        raise VarcheckError(f"{name} must be a whole number {bound}, got {shown(value)}")
     return int(value)
 
 
 def valid_positive(name: str, value: object) -> float:
     """``value`` as a finite float > 0."""
     if not (_real(value) and math.isfinite(value) and value > 0):
-        raise VarcheckError(f"{name} must be a finite number > 0, got {_shown(value)}")
+        raise VarcheckError(f"{name} must be a finite number > 0, got {shown(value)}")
     return float(value)
 
 
@@ -136,19 +207,23 @@ def sampling_effort(
     budget (``samples`` products by default; ``project`` counts ``blocks``).
     """
     confidence = valid_confidence(confidence)
+    if most is None and name == "samples":
+        most = MAX_SAMPLES
     if fixed is not None:
         fixed = valid_count(name, fixed, least, most, whole_floats=whole_floats)
         precision = None
     elif not (_real(precision) and math.isfinite(precision) and 0 < precision < 1):
-        raise VarcheckError(f"precision must be in (0, 1), got {_shown(precision)}")
+        raise VarcheckError(f"precision must be in (0, 1), got {shown(precision)}")
     else:
         precision = float(precision)
     if max_seconds is not None and not (
         _real(max_seconds) and math.isfinite(max_seconds) and max_seconds > 0
     ):
-        raise VarcheckError(f"max_seconds must be > 0, got {_shown(max_seconds)}")
+        raise VarcheckError(f"max_seconds must be > 0, got {shown(max_seconds)}")
     if max_seconds is not None and not isinstance(max_seconds, int | float):
         max_seconds = float(max_seconds)  # a numpy number, as a plain one for the result
+    if name == "samples":
+        feasible_effort(confidence, precision, fixed, max_seconds)
     return confidence, precision, fixed, max_seconds
 
 
@@ -169,7 +244,7 @@ def entry_laws(
 def valid_rho(rho: float, q: Distribution, k: Distribution) -> float:
     """``rho`` as a float in [-1, 1]; a non-zero correlation needs normal q and k."""
     if not (_real(rho) and -1.0 <= rho <= 1.0):
-        raise VarcheckError(f"rho must be in [-1, 1], got {_shown(rho)}")
+        raise VarcheckError(f"rho must be in [-1, 1], got {shown(rho)}")
     if rho != 0.0 and not (q.is_normal and k.is_normal):
         raise VarcheckError(
             f"rho={rho!r} needs normal entries for q and k (got q ~ {q.spec}, k ~ {k.spec})"
@@ -178,11 +253,16 @@ def valid_rho(rho: float, q: Distribution, k: Distribution) -> float:
 
 
 def valid_tolerance(tolerance: float | None) -> float | None:
-    """A relative tolerance in (0, 1), or None."""
+    """A relative tolerance in [:data:`MIN_TOLERANCE`, 1), or None."""
     if tolerance is None:
         return None
     if not (_real(tolerance) and 0.0 < tolerance < 1.0):
-        raise VarcheckError(f"tolerance must be in (0, 1), got {_shown(tolerance)}")
+        raise VarcheckError(f"tolerance must be in (0, 1), got {shown(tolerance)}")
+    if tolerance < MIN_TOLERANCE:
+        raise VarcheckError(
+            f"tolerance must be >= {MIN_TOLERANCE:g} (a narrower margin needs an interval "
+            f"narrower still: over 1e13 products), got {shown(tolerance)}"
+        )
     return float(tolerance)
 
 
@@ -191,7 +271,7 @@ def confidence_from(confidence: float | None, alpha: float | None) -> float:
     if alpha is None:
         return 0.95 if confidence is None else confidence
     if not (_real(alpha) and 0.0 < alpha < 1.0):
-        raise VarcheckError(f"alpha must be in (0, 1), got {_shown(alpha)}")
+        raise VarcheckError(f"alpha must be in (0, 1), got {shown(alpha)}")
     if confidence is not None and not math.isclose(confidence, 1.0 - alpha):
         raise VarcheckError(
             f"confidence={confidence!r} and alpha={alpha!r} disagree; give one of them"

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 
 from ..errors import VarcheckError
+from .options import shown
 
 __all__ = ["parse_dk", "resolve_dks", "MAX_DK"]
 
@@ -25,11 +26,13 @@ def _int(text: str, whole: str) -> int:
             raise ValueError
         value = int(text)
     except ValueError:
-        raise VarcheckError(f"d_k {whole!r}: {text!r} is not a whole number; {_ACCEPTED}") from None
+        raise VarcheckError(
+            f"d_k {shown(whole)}: {shown(text)} is not a whole number; {_ACCEPTED}"
+        ) from None
     if value < 1:
-        raise VarcheckError(f"d_k {whole!r}: d_k={value} must be >= 1; {_ACCEPTED}")
+        raise VarcheckError(f"d_k {shown(whole)}: d_k={shown(value)} must be >= 1; {_ACCEPTED}")
     if value > MAX_DK:
-        raise VarcheckError(f"d_k {whole!r}: d_k={value} is above the limit {MAX_DK}")
+        raise VarcheckError(f"d_k {shown(whole)}: d_k={shown(value)} is above the limit {MAX_DK}")
     return value
 
 
@@ -59,19 +62,19 @@ def parse_dk(text: str) -> list[int]:
     [2, 3, 10, 20, 30, 40]
     """
     if not isinstance(text, str) or not text.strip():
-        raise VarcheckError(f"d_k {text!r} is empty; {_ACCEPTED}")
+        raise VarcheckError(f"d_k {shown(text)} is empty; {_ACCEPTED}")
     out: list[int] = []
     seen: set[int] = set()
     for item in text.split(","):
         item = item.strip()
         if not item:
-            raise VarcheckError(f"d_k {text!r}: empty item between commas; {_ACCEPTED}")
+            raise VarcheckError(f"d_k {shown(text)}: empty item between commas; {_ACCEPTED}")
         if ".." in item:
             lo_text, _, rest = item.partition("..")
             hi_text, colon, step_text = rest.partition(":")
             lo, hi = _int(lo_text, text), _int(hi_text, text)
             if hi < lo:
-                raise VarcheckError(f"d_k {text!r}: range {item!r} ends below its start")
+                raise VarcheckError(f"d_k {shown(text)}: range {shown(item)} ends below its start")
             if colon:
                 step = _int(step_text, text)
                 values = list(range(lo, hi + 1, step))
@@ -82,16 +85,16 @@ def parse_dk(text: str) -> list[int]:
                     values.append(v)
                     v *= 2
         elif ":" in item:
-            raise VarcheckError(f"d_k {text!r}: a step ':S' needs a range A..B:S; {_ACCEPTED}")
+            raise VarcheckError(f"d_k {shown(text)}: a step ':S' needs a range A..B:S; {_ACCEPTED}")
         else:
             values = [_int(item, text)]
         for v in values:
             if v in seen:
-                raise VarcheckError(f"d_k {text!r}: d_k={v} is listed twice")
+                raise VarcheckError(f"d_k {shown(text)}: d_k={shown(v)} is listed twice")
             seen.add(v)
             out.append(v)
             if len(out) > MAX_VALUES:
-                raise VarcheckError(f"d_k {text!r} names more than {MAX_VALUES} values")
+                raise VarcheckError(f"d_k {shown(text)} names more than {MAX_VALUES} values")
     return out
 
 
@@ -110,7 +113,7 @@ def resolve_dks(dk: int | str | Iterable[int]) -> list[int]:
     ]
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_DK:
-            raise VarcheckError(f"dk must be whole numbers in 1..{MAX_DK}, got {v!r}")
+            raise VarcheckError(f"dk must be whole numbers in 1..{MAX_DK}, got {shown(v)}")
     if len(set(values)) != len(values):
-        raise VarcheckError(f"dk lists a value twice: {values!r}")
+        raise VarcheckError(f"dk lists a value twice: {shown(values)}")
     return values
