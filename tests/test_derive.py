@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from varcheck.errors import VarcheckError
+from varcheck.output.formats import fmt as fmt_value
 from varcheck.teaching.derive import derive
 
 
@@ -184,16 +185,17 @@ def test_cli_formats_show_the_seed_and_the_same_numbers(run_cli, fmt: str) -> No
     else:
         assert re.search(r"· seed 6 · varcheck ", res.output), res.output
         for step in steps:
-            i = next(i for i, line in enumerate(lines) if line.startswith(f"│ {step['step']} "))
-            first = [c.strip() for c in lines[i].split("│")[1:-1]]
-            second = [c.strip() for c in lines[i + 1].split("│")[1:-1]]
-            # step | formula | value | textbook | estimate over [low, high] | p (Holm) | check
-            assert float(first[2]) == pytest.approx(step["value"], rel=TABLE_REL)
-            assert float(first[4]) == pytest.approx(step["estimate"], rel=TABLE_REL)
+            i = next(i for i, line in enumerate(lines) if line.startswith(f"  {step['step']} "))
+            first = lines[i][2:].split(None, 1)[1].split()[1:]
+            # step | status | formula | value | textbook | estimate over [low, high] | p | check:
+            # formula and textbook hold spaces, so the numbers are read from the right
+            assert lines[i].split()[2] == step["status"]
+            assert first[-1] == step["verdict"]
+            assert float(first[-2]) == pytest.approx(step["p_adjusted"], abs=5e-5)
+            assert float(first[-3]) == pytest.approx(step["estimate"], rel=TABLE_REL)
+            assert f" {fmt_value(step['value'])} " in lines[i]
             interval = [step["ci_low"], step["ci_high"]]
-            assert _numbers(second[4]) == pytest.approx(interval, rel=TABLE_REL)
-            assert float(first[5]) == pytest.approx(step["p_adjusted"], abs=5e-5)
-            assert first[6] == step["verdict"] and second[0] == step["status"]
+            assert _numbers(lines[i + 1]) == pytest.approx(interval, rel=TABLE_REL)
 
 
 def test_cli_usage_error(run_cli) -> None:

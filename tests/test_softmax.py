@@ -121,7 +121,7 @@ def _flat_rows(doc: dict) -> list[dict[str, float]]:
     """JSON rows in the flat layout of the csv and markdown formats (``entropy_raw``, ...)."""
     flat = []
     for row in doc["rows"]:
-        out = {"dk": row["dk"], "logit_sd_raw": row["logit_sd_raw"]}
+        out = {"dk": row["dk"], "queries": row["queries"], "logit_sd_raw": row["logit_sd_raw"]}
         out["logit_sd_scaled"] = row["logit_sd_scaled"]
         for tag in ("raw", "scaled"):
             out |= {f"{key}_{tag}": value for key, value in row[tag].items()}

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from . import EXIT_CODES_HELP
-from .options import dist_options, format_option, int_option, sampling_options
+from .options import dist_options, format_option, int_option, plot_option, sampling_options
 from .run import run
 
 
@@ -20,6 +20,7 @@ Examples:
   varcheck derive --rho 0.5 --dk 16                 # correlated q_i, k_i
   varcheck derive --dist t:df=2                     # infinite variance: exit 4
   varcheck derive --q-dist uniform:sd=2 --format json
+  varcheck derive --dist normal:mean=0.5 --plot derive.png
 
 \b
 Exit 1 here means the textbook result Var(q·k) = d_k does not hold for these
@@ -32,11 +33,13 @@ distributions (a step breaks), or a check rejected its own formula.
 @dist_options
 @sampling_options
 @format_option()
+@plot_option("each step: exact value, textbook value and Monte-Carlo interval")
 def command(
     dk: int,
     laws: dict[str, Any],
     sampling: dict[str, Any],
     fmt: str,
+    plot: str | None,
 ) -> int:
     """Walk through Var(q·k) = d_k step by step, with a Monte-Carlo check beside each step.
 
@@ -46,7 +49,14 @@ def command(
     variance not 1, infinite moments) the step that breaks is named with the correct value.
     """
     from ..teaching.derive import derive
+    from ..teaching.figures import plot_derive
     from ..teaching.render import render_derive
 
-    result = run(lambda: derive(dk, **laws, **sampling), render_derive, fmt=fmt)
+    result = run(
+        lambda: derive(dk, **laws, **sampling),
+        render_derive,
+        fmt=fmt,
+        plot=plot,
+        figure=plot_derive,
+    )
     return result.exit_code

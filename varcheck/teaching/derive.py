@@ -18,6 +18,7 @@ still holds.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -37,6 +38,7 @@ from ..core.options import entry_laws, resolve_seed, sampling_effort, valid_coun
 from ..core.ranges import MAX_DK
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.verdicts import REJECTED, exit_code, judge, marginal_only
+from .limits import approx, refuse, teaching_confidence
 
 __all__ = ["DeriveStep", "DeriveResult", "derive"]
 
@@ -50,6 +52,15 @@ _UNRELIABLE_SAMPLES = 200_000
 #: d_k gets this fixed budget instead, and the note says the precision was not targeted.
 STEP_BUDGET = 5e8
 _MIN_BUDGET_SAMPLES = 200
+#: Largest run accepted, in cost units (about a nanosecond each; a few minutes) ...
+MAX_COST = 2e11
+#: ... from these per-item costs: a pair of step 1, the bookkeeping of one product of a variance
+#: step, and drawing one entry (shared by a block's ``side`` products).
+_PAIR_COST = 40
+_PRODUCT_COST = 25
+_DRAW_COST = 15
+#: A check cut short by Ctrl-C (or SIGTERM) before it ran: its verdict and stop reason.
+INTERRUPTED = "interrupted"
 
 
 @dataclass(frozen=True)
@@ -90,11 +101,13 @@ class DeriveStep:
         Two-sided p-value of ``textbook_value`` (shows the simulation rejecting a broken step).
     verdict : str
         The check of ``value``: ``consistent``, ``rejected``, ``unreliable`` (the estimate has no
-        valid interval: a moment it needs is infinite) or ``infinite`` (nothing to estimate).
+        valid interval: a moment it needs is infinite), ``infinite`` (nothing to estimate) or
+        ``interrupted`` (not checked).
     stop_reason : str
         How the simulation stopped: ``precision``, ``samples`` (fixed number asked for),
         ``budget`` (d_k too large to chase the precision; a fixed budget of products was used),
-        ``max-seconds``, or ``""`` (step 1, or nothing simulated).
+        ``max-seconds``, ``interrupted`` (not checked: Ctrl-C came first), or ``""`` (step 1,
+        or nothing simulated).
     """
 
     number: int
@@ -137,6 +150,9 @@ class DeriveResult:
     q_dist, k_dist : Distribution
     rho, dk, confidence, seed, precision, samples, max_seconds, version
         The settings used.
+    interrupted : bool
+        Ctrl-C (or SIGTERM) stopped the checks: the steps not checked by then have the verdict
+        and stop reason ``interrupted`` and no estimate (their exact values are all there).
     """
 
     steps: tuple[DeriveStep, ...]
@@ -154,6 +170,13 @@ class DeriveResult:
     samples: int | None
     max_seconds: float | None
     version: str = __version__
+    interrupted: bool = False
+
+    @property
+    def time_limited(self) -> bool:
+        """True when ``max_seconds`` cut a check short: its interval then depends on the speed
+        of the machine, not only on the seed."""
+        return any(s.stop_reason == "max-seconds" for s in self.steps)
 
     @property
     def exit_code(self) -> int:
@@ -162,7 +185,7 @@ class DeriveResult:
         verdicts = [s.verdict for s in self.steps]
         if self.broken_step is not None and math.isfinite(self.correct_var):
             verdicts.append(REJECTED)  # the textbook's value is wrong, whatever the checks say
-        return exit_code(verdicts)
+        return exit_code(verdicts, interrupted=self.interrupted)
 
 
 def _draw_pairs(
@@ -178,12 +201,21 @@ def _draw_pairs(
 
 
 def _mean_check(
-    q: Distribution, k: Distribution, rho: float, n: int, seed: int, confidence: float
-) -> tuple[float, float, ConfidenceInterval]:
-    """Mean of n products X Y with a t-interval (chunks seeded by SeedSequence spawn keys)."""
+    q: Distribution,
+    k: Distribution,
+    rho: float,
+    n: int,
+    seed: int,
+    confidence: float,
+    max_seconds: float | None = None,
+) -> tuple[float, float, ConfidenceInterval, int]:
+    """Mean of n products X Y with a t-interval (chunks seeded by SeedSequence spawn keys), and
+    the products used: fewer than n when ``max_seconds`` ran out (after at least two chunks)."""
     total = 0.0
     total_sq = 0.0
     shift = None
+    used = 0
+    start_time = time.perf_counter()
     for i, start in enumerate(range(0, n, _CHUNK)):
         m = min(_CHUNK, n - start)
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1, i)))
@@ -194,12 +226,16 @@ def _mean_check(
         dev = prod - shift  # shifted sums keep the variance accurate for large means
         total += float(dev.sum())
         total_sq += float(dev @ dev)
-    mean_dev = total / n
-    var = max(total_sq / n - mean_dev * mean_dev, 0.0) * n / (n - 1)
-    se = math.sqrt(var / n)
-    half = t_quantile(confidence, n - 1) * se
+        used += m
+        late = max_seconds is not None and time.perf_counter() - start_time > max_seconds
+        if late and i >= 1 and used < n:
+            break
+    mean_dev = total / used
+    var = max(total_sq / used - mean_dev * mean_dev, 0.0) * used / (used - 1)
+    se = math.sqrt(var / used)
+    half = t_quantile(confidence, used - 1) * se
     mean = mean_dev + (shift or 0.0)
-    return mean, se, ConfidenceInterval(mean - half, mean + half)
+    return mean, se, ConfidenceInterval(mean - half, mean + half), used
 
 
 def _p(estimate: float, se: float, claim: float, df: int) -> float:
@@ -288,6 +324,7 @@ class _Check(NamedTuple):
 _NO_CHECK = _Check(
     math.nan, ConfidenceInterval(math.nan, math.nan), math.nan, 0, math.nan, math.nan
 )
+_NOT_CHECKED = _NO_CHECK._replace(stop_reason=INTERRUPTED)
 
 
 def _textbook(dk: int) -> tuple[float, float, float, float]:
@@ -327,7 +364,48 @@ def _derive_iv(
     q, k = entry_laws(parse_distribution(dist), q_dist, k_dist)
     rho = valid_rho(rho, q, k)
     effort = sampling_effort(confidence, precision, samples, max_seconds)
-    return _Settings(q, k, rho, dk, *effort, seed=resolve_seed(seed))
+    cfg = _Settings(q, k, rho, dk, *effort, seed=resolve_seed(seed))
+    teaching_confidence(cfg.confidence)
+    _feasible(cfg)
+    return cfg
+
+
+def _block_side(samples: float) -> int:
+    """The block side a fixed budget allows (as the estimator's planner caps it)."""
+    side = 1
+    while side < 1024 and 200 * (2 * side) ** 2 <= samples:
+        side *= 2
+    return side
+
+
+def run_cost(dk: int, samples: int | float) -> float:
+    """Cost units of a derivation with a fixed budget of ``samples`` products per check: step
+    1's pairs, step 2's products (d_k = 1) and step 3's (d_k entries each, the draws shared by
+    a block's side)."""
+    n = approx(samples)
+    draws = 2 * _DRAW_COST / _block_side(n)
+    return n * (_PAIR_COST + 2 * _PRODUCT_COST + (1 + draws) * (1 + dk))
+
+
+def _feasible(cfg: _Settings) -> None:
+    """Refuse a fixed budget whose run would take longer than :data:`MAX_COST` (a time cap
+    bounds it too: each of the three checks stops after ``max_seconds``)."""
+    if cfg.samples is None:
+        return  # a precision is chased within STEP_BUDGET per step (see _fixed_budget)
+    units = run_cost(cfg.dk, cfg.samples)
+    if cfg.max_seconds is not None:
+        units = min(units, 3 * cfg.max_seconds * 1e9)
+    if units > MAX_COST:
+        size = min(approx(cfg.samples), 1e12)
+        most = MAX_COST / run_cost(cfg.dk, size) * size
+        raise refuse(
+            "samples",
+            cfg.samples,
+            units=units,
+            max_units=MAX_COST,
+            accepted=f"up to about {most:.2g} products at d_k = {cfg.dk}, or a time cap "
+            "(max_seconds), or a precision instead",
+        )
 
 
 def _mean_step(one: DotProductTheory, cfg: _Settings) -> _Check:
@@ -335,12 +413,15 @@ def _mean_step(one: DotProductTheory, cfg: _Settings) -> _Check:
     if math.isnan(one.term_mean):
         return _NO_CHECK
     n = cfg.samples if cfg.samples is not None else _MEAN_SAMPLES
-    est, se, ci = _mean_check(cfg.q, cfg.k, cfg.rho, n, cfg.seed, cfg.confidence)
+    est, se, ci, used = _mean_check(
+        cfg.q, cfg.k, cfg.rho, n, cfg.seed, cfg.confidence, cfg.max_seconds
+    )
+    stop = "max-seconds" if used < n else ""
     if not math.isfinite(one.term_var):
         # E[(XY)²] is infinite: the t-interval is not valid, so nothing is tested
-        return _Check(est, ci, se, n, math.nan, math.nan)
-    df = max(n - 1, 1)
-    return _Check(est, ci, se, n, _p(est, se, one.term_mean, df), _p(est, se, 0.0, df))
+        return _Check(est, ci, se, used, math.nan, math.nan, stop)
+    df = max(used - 1, 1)
+    return _Check(est, ci, se, used, _p(est, se, one.term_mean, df), _p(est, se, 0.0, df), stop)
 
 
 def _fixed_budget(theory: DotProductTheory, cfg: _Settings) -> tuple[int | None, bool]:
@@ -355,8 +436,10 @@ def _fixed_budget(theory: DotProductTheory, cfg: _Settings) -> tuple[int | None,
     if cfg.precision is not None:
         # products the precision needs, generously (the estimator's own planning bound):
         # the relative variance of a variance estimate is about (kurtosis - 1) / n
-        need = 4.0 * max(theory.estimator_relative_variance, 0.5) / cfg.precision**2
-        if need * theory.dk > STEP_BUDGET:
+        # need * d_k > STEP_BUDGET with need = 4 max(rel. variance, 0.5) / precision², written
+        # without dividing by precision² (which underflows to 0 for a precision of 1e-320)
+        need_scale = 4.0 * max(theory.estimator_relative_variance, 0.5) * theory.dk
+        if cfg.precision < math.sqrt(need_scale / STEP_BUDGET):
             return max(_MIN_BUDGET_SAMPLES, int(STEP_BUDGET // theory.dk)), True
     return None, False
 
@@ -411,32 +494,40 @@ def _variance_check(
 
 def _checks(
     one: DotProductTheory, th: DotProductTheory, cfg: _Settings
-) -> tuple[_Check, _Check, _Check, _Check]:
-    """The four steps' checks; step 4 is step 3's estimate divided by d_k (and its test)."""
-    mean = _mean_step(one, cfg)
-    est2 = _variance_estimate(one, (2,), cfg)
-    est3 = _variance_estimate(th, (3,), cfg)
+) -> tuple[tuple[_Check, ...], bool]:
+    """The four steps' checks (step 4 is step 3's estimate divided by d_k, and its test), and
+    whether Ctrl-C (or SIGTERM) stopped them: the steps not checked by then have none."""
     book = _textbook(cfg.dk)
-    return (
-        mean,
-        _variance_check(est2, one, one.term_var, book[1], 1.0),
-        _variance_check(est3, th, th.var, book[2], 1.0),
-        _variance_check(est3, th, th.var, book[3], 1.0 / cfg.dk),
-    )
+    checks = [_NOT_CHECKED] * 4
+    try:
+        checks[0] = _mean_step(one, cfg)
+        est2 = _variance_estimate(one, (2,), cfg)
+        checks[1] = _variance_check(est2, one, one.term_var, book[1], 1.0)
+        est3 = _variance_estimate(th, (3,), cfg)
+        checks[2] = _variance_check(est3, th, th.var, book[2], 1.0)
+        checks[3] = _variance_check(est3, th, th.var, book[3], 1.0 / cfg.dk)
+    except KeyboardInterrupt:
+        return tuple(checks), True
+    return tuple(checks), False
 
 
 def _judge_steps(
     checks: tuple[_Check, ...], one: DotProductTheory, th: DotProductTheory, confidence: float
 ) -> tuple[list[float], list[str]]:
     """Holm-adjusted p-values and verdicts of the four steps: Holm over the three independent
-    checks; step 4 reuses step 3's draws, so it shares step 3's test."""
+    checks; step 4 reuses step 3's draws, so it shares step 3's test. A step an interruption
+    left unchecked is ``interrupted``."""
     adjusted, verdicts = judge(
         [c.p_value for c in checks[:3]],
         alpha=1.0 - confidence,
         finite=[not math.isnan(one.term_mean), one.var_finite, th.var_finite],
         valid=[math.isfinite(one.term_var), _has_test(one), _has_test(th)],
     )
-    return [*adjusted, adjusted[2]], [*verdicts, verdicts[2]]
+    verdicts = [*verdicts, verdicts[2]]
+    verdicts = [
+        INTERRUPTED if c is _NOT_CHECKED else v for c, v in zip(checks, verdicts, strict=True)
+    ]
+    return [*adjusted, adjusted[2]], verdicts
 
 
 def _statuses(cfg: _Settings, values: tuple[float, ...]) -> tuple[list[str], list[str]]:
@@ -536,7 +627,7 @@ def derive(
     )
     one = dot_product_theory(1, cfg.q, cfg.k, cfg.rho)
     th = dot_product_theory(cfg.dk, cfg.q, cfg.k, cfg.rho)
-    checks = _checks(one, th, cfg)
+    checks, interrupted = _checks(one, th, cfg)
     adjusted, verdicts = _judge_steps(checks, one, th, cfg.confidence)
     values = (one.term_mean, one.term_var, th.var, th.scaled_var)
     steps = _steps(cfg, values, checks, adjusted, verdicts)
@@ -555,4 +646,5 @@ def derive(
         precision=cfg.precision,
         samples=cfg.samples,
         max_seconds=cfg.max_seconds,
+        interrupted=interrupted,
     )

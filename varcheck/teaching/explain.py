@@ -44,10 +44,11 @@ import numpy as np
 
 from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
-from ..core.options import entry_laws, resolve_seed, valid_confidence, valid_count
+from ..core.options import entry_laws, resolve_seed, valid_count
 from ..core.theory import dot_product_theory
 from ..core.verdicts import CONSISTENT, REJECTED, UNRELIABLE, exit_code, verdict_of
 from ..errors import VarcheckError
+from .limits import approx, refuse, shown, teaching_confidence
 
 __all__ = [
     "Shape",
@@ -91,8 +92,13 @@ MIN_REPLICATES = 2000
 MAX_DEFAULT_COST = 3e9
 #: An explicit ``replicates`` may cost at most this (a few minutes) ...
 MAX_EXPLICIT_COST = 2e11
-#: ... and one replicate may hold at most this many float64 values (A, B and A @ B; 400 MB).
+#: Cost units of one replicate beyond :func:`replicate_cost` (numpy's overhead per experiment),
+#: counted when an explicit ``replicates`` is checked against MAX_EXPLICIT_COST.
+REPLICATE_OVERHEAD = 500
+#: ... one replicate may hold at most this many float64 values (A, B and A @ B; 400 MB) ...
 MAX_REPLICATE_ELEMENTS = 50_000_000
+#: ... and the simulated values at most about 0.8 GB (see :func:`replicates_bytes`).
+MAX_REPLICATES = 50_000_000
 #: np.var over at most this many entries counts as taken over few entries: its own law is then
 #: far from normal, skewed like a chi-square with (entries - 1) degrees of freedom.
 FEW_ENTRIES = 100
@@ -103,6 +109,8 @@ HEAVY_KURTOSIS = 3.3
 #: deviations below its mean.
 SKEW_SD = 0.05
 _CHUNK_ELEMENTS = 1 << 21
+#: An interrupted simulation with fewer experiments than this falls back on the gamma law.
+MIN_INTERRUPTED_REPLICATES = 20
 #: A reading's verdict when no value was observed: there is nothing to judge.
 NO_OBSERVATION = "none"
 _MAX_SIDE = 100_000
@@ -373,17 +381,40 @@ def simulate_np_var(
     shp = parse_shape(shape) if not isinstance(shape, Shape) else shape
     a, b = entry_laws(parse_distribution(a_dist), None, b_dist)  # b defaults to a
     ddof = _valid_ddof(ddof, shp)
+    replicates = valid_count("replicates", replicates, 1, MAX_REPLICATES)
+    out, interrupted = _simulate(shp, replicates, ddof, a, b, seed, stream)
+    if interrupted:
+        raise KeyboardInterrupt
+    return out
+
+
+def _simulate(
+    shp: Shape,
+    replicates: int,
+    ddof: int,
+    a: Distribution,
+    b: Distribution,
+    seed: int,
+    stream: tuple[int, ...] = (),
+) -> tuple[np.ndarray, bool]:
+    """The np.var values of ``replicates`` experiments, or on Ctrl-C those of the chunks that
+    finished (and True)."""
     per = shp.n * shp.d + shp.d * shp.m + shp.entries
     chunk = max(1, _CHUNK_ELEMENTS // per)
     out = np.empty(replicates)
-    for i, start in enumerate(range(0, replicates, chunk)):
-        r = min(chunk, replicates - start)
-        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*stream, i)))
-        am = a.sample(rng, (r, shp.n, shp.d))
-        bm = b.sample(rng, (r, shp.d, shp.m))
-        c = np.matmul(am, bm).reshape(r, -1)
-        out[start : start + r] = c.var(axis=1, ddof=ddof)
-    return out
+    done = 0
+    try:
+        for i, start in enumerate(range(0, replicates, chunk)):
+            r = min(chunk, replicates - start)
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*stream, i)))
+            am = a.sample(rng, (r, shp.n, shp.d))
+            bm = b.sample(rng, (r, shp.d, shp.m))
+            c = np.matmul(am, bm).reshape(r, -1)
+            out[start : start + r] = c.var(axis=1, ddof=ddof)
+            done = start + r
+    except KeyboardInterrupt:
+        return out[:done], True
+    return out, False
 
 
 def replicate_cost(shape: Shape) -> int:
@@ -413,25 +444,38 @@ def _replicate_elements(shape: Shape) -> int:
     return shape.n * shape.d + shape.d * shape.m + shape.entries
 
 
+def replicates_bytes(replicates: int | float) -> float:
+    """Peak memory of ``replicates`` simulated values: the sorted values and one scaled copy,
+    8 bytes each (the chunks themselves are small)."""
+    return 16.0 * approx(replicates)
+
+
 def _valid_replicates(replicates: int, shape: Shape) -> int:
     replicates = valid_count("replicates", replicates, 100)
     if _replicate_elements(shape) > MAX_REPLICATE_ELEMENTS:
         raise VarcheckError(
-            f"replicates={replicates}: one experiment of shape {shape} needs "
+            f"replicates={shown(replicates)}: one experiment of shape {shape} needs "
             f"{_replicate_elements(shape) * 8 / 1e9:.3g} GB, above the "
             f"{MAX_REPLICATE_ELEMENTS * 8 / 1e9:.3g} GB limit; omit replicates to use the "
             "gamma approximation, or choose a smaller shape"
         )
-    most = int(MAX_EXPLICIT_COST // replicate_cost(shape))
+    # numpy's per-call overhead dominates tiny shapes (about half a microsecond a replicate)
+    cost = replicate_cost(shape) + REPLICATE_OVERHEAD
+    most = min(int(MAX_EXPLICIT_COST // cost), MAX_REPLICATES)
     if replicates > most:
         accepted = (
-            f"accepted: 100..{most}, or omit it to use the default"
+            f"100..{most}, or omit it to use the default"
             if most >= 100
             else "omit it to use the gamma approximation"
         )
-        raise VarcheckError(
-            f"replicates={replicates} is too many for shape {shape} (about "
-            f"{replicates * replicate_cost(shape) / 1e9:,.0f} s of simulation); {accepted}"
+        raise refuse(
+            "replicates",
+            replicates,
+            units=approx(replicates) * cost,
+            max_units=MAX_EXPLICIT_COST,
+            nbytes=replicates_bytes(replicates),
+            max_bytes=replicates_bytes(MAX_REPLICATES),
+            accepted=f"{accepted} (shape {shape})",
         )
     return replicates
 
@@ -568,6 +612,11 @@ class ExplainResult:
         The simulated np.var values, sorted (raw reading), for figures; ``None`` for the
         gamma approximation.
     version : str
+    interrupted : bool
+        Ctrl-C (or SIGTERM) stopped the run: ``replicates`` counts the experiments simulated by
+        then (fewer than 20: the gamma approximation is used) and ``growing`` may be short.
+    planned_replicates : int
+        The experiments the run set out to simulate (0: none, the gamma approximation).
     """
 
     shape: Shape
@@ -588,6 +637,8 @@ class ExplainResult:
     seed: int
     samples: np.ndarray | None = field(default=None, repr=False, compare=False)
     version: str = __version__
+    interrupted: bool = False
+    planned_replicates: int = 0
 
     @property
     def observed(self) -> float | None:
@@ -611,7 +662,9 @@ class ExplainResult:
         """0 consistent with a reading (or nothing observed), 1 rejected under both readings,
         4 no valid test (infinite moments and no simulation)."""
         verdict = _either_reading(self.raw.verdict, self.scaled.verdict)
-        return exit_code([] if verdict == NO_OBSERVATION else [verdict])
+        return exit_code(
+            [] if verdict == NO_OBSERVATION else [verdict], interrupted=self.interrupted
+        )
 
 
 def _either_reading(raw: str, scaled: str) -> str:
@@ -648,7 +701,7 @@ def _reading_mc(
     observed: float | None,
     alpha: float,
 ) -> Reading:
-    s = sims_sorted * factor
+    s = sims_sorted if factor == 1.0 else sims_sorted * factor
     r = s.shape[0]
     z = NormalDist().inv_cdf(0.975)
     quantiles = _quantiles_mc(s, z)
@@ -750,6 +803,8 @@ class _Readings(NamedTuple):
     mc_mean_se: float
     mc_sd: float
     samples: np.ndarray | None
+    interrupted: bool = False
+    planned_replicates: int = 0
 
 
 def _explain_iv(
@@ -769,7 +824,7 @@ def _explain_iv(
     a, b = entry_laws(parse_distribution(dist), a_dist, b_dist)
     ddof = _valid_ddof(ddof, shp)
     observed = _valid_observed(observed)
-    confidence = valid_confidence(confidence)
+    confidence = teaching_confidence(confidence)
     if replicates is not None:
         replicates = _valid_replicates(replicates, shp)
     return _Settings(shp, ddof, a, b, observed, confidence, replicates, resolve_seed(seed))
@@ -783,21 +838,26 @@ def _readings(
     shp, observed, alpha = cfg.shape, cfg.observed, 1.0 - cfg.confidence
     # the scaled reading divides A @ B by sqrt(D), so np.var is divided by D
     factor = 1.0 / shp.d
-    replicates = default_replicates(shp) if cfg.replicates is None else cfg.replicates
-    if replicates == 0:
+    planned = default_replicates(shp) if cfg.replicates is None else cfg.replicates
+    sims, interrupted = (
+        _simulate(shp, planned, cfg.ddof, cfg.a, cfg.b, cfg.seed) if planned else (None, False)
+    )
+    if sims is None or sims.shape[0] < MIN_INTERRUPTED_REPLICATES:
+        # no simulation (shape too large), or Ctrl-C came before enough experiments were done
         return _Readings(
             _reading_gamma("raw", raw_theory, mom, 1.0, observed, alpha),
             _reading_gamma("scaled", scaled_theory, mom, factor, observed, alpha),
             "gamma-approximation",
-            replicates,
+            0,
             math.nan,
             math.nan,
             math.nan,
             None,
+            interrupted,
+            planned,
         )
-    sims = np.sort(
-        simulate_np_var(shp, replicates, ddof=cfg.ddof, a_dist=cfg.a, b_dist=cfg.b, seed=cfg.seed)
-    )
+    sims.sort()
+    replicates = sims.shape[0]
     mc_sd = float(sims.std(ddof=1))
     return _Readings(
         _reading_mc("raw", raw_theory, mom, 1.0, sims, observed, alpha),
@@ -808,21 +868,27 @@ def _readings(
         mc_sd / math.sqrt(replicates),
         mc_sd,
         sims,
+        interrupted,
+        planned,
     )
 
 
 def _growing_rows(
     growing: Sequence[Sequence[int]] | None, ddof: int, a: Distribution, b: Distribution
-) -> tuple[ShapeRow, ...]:
-    """Exact moments over the growing shapes (those with more entries than ``ddof``)."""
+) -> tuple[tuple[ShapeRow, ...], bool]:
+    """Exact moments over the growing shapes (those with more entries than ``ddof``), and
+    whether Ctrl-C cut the list short."""
+    shapes = [parse_shape(g) for g in growing or ()]
     rows = []
-    for g in growing or ():
-        gs = parse_shape(g)
-        if gs.entries <= ddof:
-            continue
-        gm = exact_moments(gs, ddof, a, b)
-        rows.append(ShapeRow(gm, dot_product_theory(gs.d, a, b).kurtosis))
-    return tuple(rows)
+    try:
+        for gs in shapes:
+            if gs.entries <= ddof:
+                continue
+            gm = exact_moments(gs, ddof, a, b)
+            rows.append(ShapeRow(gm, dot_product_theory(gs.d, a, b).kurtosis))
+    except KeyboardInterrupt:
+        return tuple(rows), True
+    return tuple(rows), False
 
 
 def explain(
@@ -878,6 +944,7 @@ def explain(
     mom = exact_moments(cfg.shape, cfg.ddof, cfg.a, cfg.b)
     th = dot_product_theory(cfg.shape.d, cfg.a, cfg.b)
     readings = _readings(cfg, mom, th.var, th.scaled_var)
+    rows, cut = _growing_rows(growing, cfg.ddof, cfg.a, cfg.b)
     return ExplainResult(
         shape=cfg.shape,
         ddof=cfg.ddof,
@@ -885,8 +952,8 @@ def explain(
         b_dist=cfg.b,
         moments=mom,
         entry_kurtosis=th.kurtosis,
-        growing=_growing_rows(growing, cfg.ddof, cfg.a, cfg.b),
+        growing=rows,
         confidence=cfg.confidence,
         seed=cfg.seed,
-        **readings._asdict(),
+        **{**readings._asdict(), "interrupted": readings.interrupted or cut},
     )

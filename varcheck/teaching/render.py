@@ -43,6 +43,36 @@ def _pm(value: float, se: float, digits: int = 4) -> str:
     return f"{fmt(value, digits)} ± {fmt(se, 2)}"
 
 
+def _natural_width(console: Console, table: Table) -> int:
+    """Columns ``table`` takes when nothing is wrapped or cut."""
+    from rich.measure import Measurement
+
+    return Measurement.get(console, console.options.update_width(10_000), table).maximum
+
+
+def _fit(console: Console, build: Any, droppable: tuple[str, ...]) -> tuple[Table, list[str]]:
+    """``build(hidden)`` with the fewest of ``droppable`` (in that order) hidden so that the table
+    fits the console's width unwrapped; the columns not in ``droppable`` are never dropped."""
+    hidden: list[str] = []
+    table = build(frozenset())
+    for name in droppable:
+        if _natural_width(console, table) <= console.width:
+            break
+        hidden.append(name)
+        table = build(frozenset(hidden))
+    return table, hidden
+
+
+def _print_dropped(console: Console, hidden: list[str]) -> None:
+    """The note under a table some of whose columns did not fit."""
+    if hidden:
+        console.print(
+            f"[dim]not shown at {console.width} columns: {', '.join(hidden)} (--format json or "
+            "a wider terminal shows them)[/]",
+            highlight=False,
+        )
+
+
 # --- explain -----------------------------------------------------------------------------------
 
 
@@ -96,6 +126,8 @@ def explain_dict(result: ExplainResult) -> dict[str, Any]:
     out.update(_reading_dict(result.raw))
     out["scaled"] = _reading_dict(result.scaled)
     out["growing"] = _growing_records(result)
+    out["interrupted"] = result.interrupted
+    out["planned_replicates"] = result.planned_replicates
     out["exit_code"] = result.exit_code
     return out
 
@@ -131,6 +163,7 @@ def _explain_meta(result: ExplainResult) -> dict[str, Any]:
         "a_dist": result.a_dist.spec,
         "b_dist": result.b_dist.spec,
         "observed": result.observed,
+        "interrupted": result.interrupted,
     }
 
 
@@ -256,21 +289,49 @@ def _shrinking_paragraph(result: ExplainResult) -> str:
     )
 
 
-def _quantile_cell(q: Any) -> str:
-    return f"{fmt(q.value)} {interval(q.low, q.high)}".strip()
+def _quantile_cell(q: Any, split: bool = False) -> str:
+    """A quantile and its interval, on two lines with ``split`` (narrow terminals)."""
+    return f"{fmt(q.value)}{chr(10) if split else ' '}{interval(q.low, q.high)}".strip()
 
 
 def _render_explain_table(result: ExplainResult, console: Console) -> None:
     from rich.markup import escape
 
     _print_explain_header(result, console)
-    console.print(_readings_table(result))
+    readings = _readings_table(result)
+    if _natural_width(console, readings) > console.width:
+        readings = _readings_table(result, split=True)
+    console.print(readings)
     if result.growing:
-        console.print(_growing_table(result))
+        grow, hidden = _fit(
+            console,
+            lambda h: _growing_table(result, h),
+            ("kurtosis", "entry var", "entries", "scaled sd", "scaled E"),
+        )
+        console.print(grow)
+        _print_dropped(console, hidden)
     console.print()
     console.print("[bold]Why[/]")
     for para in explain_account(result):
         console.print("• " + escape(para))
+    if result.interrupted:
+        console.print(_interrupted_line(result), highlight=False)
+
+
+def _interrupted_line(result: ExplainResult) -> str:
+    """What an interrupted explain still shows."""
+    if result.method == "monte-carlo":
+        done = (
+            f"from {result.replicates:,} of the {result.planned_replicates:,} planned experiments"
+        )
+    elif result.planned_replicates:
+        done = (
+            "from the gamma law (exact mean and sd): too few of the "
+            f"{result.planned_replicates:,} planned experiments were simulated"
+        )
+    else:
+        done = "exact"
+    return f"[bold yellow]interrupted[/]: partial result; quantiles and p-values {done}"
 
 
 def _print_explain_header(result: ExplainResult, console: Console) -> None:
@@ -287,6 +348,8 @@ def _print_explain_header(result: ExplainResult, console: Console) -> None:
     console.print(f"[bold]{escape(title)}[/]")
     console.print(f"seed {result.seed} · varcheck {result.version}")
     console.print(escape(_method_note(result)))
+    if result.interrupted:
+        console.print(_interrupted_line(result), highlight=False)
 
 
 def _method_note(result: ExplainResult) -> str:
@@ -312,8 +375,9 @@ def _method_note(result: ExplainResult) -> str:
     )
 
 
-def _readings_table(result: ExplainResult) -> Table:
-    """Both readings side by side: exact moments, quantiles, and the observed value's test."""
+def _readings_table(result: ExplainResult, split: bool = False) -> Table:
+    """Both readings side by side: exact moments, quantiles, and the observed value's test
+    (with ``split``, each quantile's interval on a line of its own)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -343,7 +407,7 @@ def _readings_table(result: ExplainResult) -> Table:
         label = "median" if q.level == 0.5 else f"{100 * q.level:g}% quantile"
         table.add_row(
             label,
-            *both(lambda r, i=i: escape(_quantile_cell(r.quantiles[i]))),
+            *both(lambda r, i=i: escape(_quantile_cell(r.quantiles[i], split))),
             end_section=i == len(raw.quantiles) - 1,
         )
     if result.observed is not None:
@@ -363,8 +427,21 @@ def _readings_table(result: ExplainResult) -> Table:
     return table
 
 
-def _growing_table(result: ExplainResult) -> Table:
-    """Exact mean and spread of np.var over the growing shapes."""
+_GROWING_COLUMNS = (
+    "shape",
+    "entries",
+    "entry var",
+    "E[np.var]",
+    "sd",
+    "sd / E",
+    "scaled E",
+    "scaled sd",
+    "kurtosis",
+)
+
+
+def _growing_table(result: ExplainResult, hidden: frozenset[str] = frozenset()) -> Table:
+    """Exact mean and spread of np.var over the growing shapes (without the ``hidden`` columns)."""
     from rich.box import SIMPLE_HEAD
     from rich.markup import escape
     from rich.table import Table
@@ -372,33 +449,28 @@ def _growing_table(result: ExplainResult) -> Table:
     grow = Table(
         box=SIMPLE_HEAD,
         title="how the spread shrinks with the shape (exact)",
-        caption="scaled = after dividing A @ B by √D; kurtosis of one entry (normal: 3)",
+        caption="scaled = after dividing A @ B by √D"
+        + ("" if "kurtosis" in hidden else "; kurtosis of one entry (normal: 3)"),
         caption_justify="left",
     )
-    for name in (
-        "shape",
-        "entries",
-        "entry var",
-        "E[np.var]",
-        "sd",
-        "sd / E",
-        "scaled E",
-        "scaled sd",
-        "kurtosis",
-    ):
+    names = [n for n in _GROWING_COLUMNS if n not in hidden]
+    for name in names:
         grow.add_column(escape(name), justify="left" if name == "shape" else "right", no_wrap=True)
     for rec in _growing_records(result):
-        grow.add_row(
-            rec["shape"],
-            f"{rec['entries']:,}",
-            fmt(rec["entry_var"]),
-            fmt(rec["expected"]),
-            fmt(rec["sd"]),
-            f"{100 * rec['relative_sd']:.3g}%" if math.isfinite(rec["relative_sd"]) else "—",
-            fmt(rec["scaled_expected"]),
-            fmt(rec["scaled_sd"]),
-            fmt(rec["entry_kurtosis"]),
-        )
+        cells = {
+            "shape": rec["shape"],
+            "entries": f"{rec['entries']:,}",
+            "entry var": fmt(rec["entry_var"]),
+            "E[np.var]": fmt(rec["expected"]),
+            "sd": fmt(rec["sd"]),
+            "sd / E": (
+                f"{100 * rec['relative_sd']:.3g}%" if math.isfinite(rec["relative_sd"]) else "—"
+            ),
+            "scaled E": fmt(rec["scaled_expected"]),
+            "scaled sd": fmt(rec["scaled_sd"]),
+            "kurtosis": fmt(rec["entry_kurtosis"]),
+        }
+        grow.add_row(*(cells[n] for n in names))
     return grow
 
 
@@ -430,6 +502,9 @@ def _explain_markdown(result: ExplainResult) -> str:
             ).split("\n", 2)[2]
         )
     text += "\n" + "\n".join("- " + p for p in explain_account(result)) + "\n"
+    if result.interrupted:
+        line = _interrupted_line(result).replace("[bold yellow]interrupted[/]", "**interrupted**")
+        text += "\n" + line + "\n"
     return text
 
 
@@ -465,6 +540,7 @@ def _softmax_meta(result: SoftmaxResult) -> dict[str, Any]:
         "blocks": result.blocks,
         "q_dist": result.q_dist.spec,
         "k_dist": result.k_dist.spec,
+        "interrupted": result.interrupted,
     }
 
 
@@ -475,6 +551,7 @@ def softmax_dict(result: SoftmaxResult) -> dict[str, Any]:
         "rows": [
             {
                 "dk": r.dk,
+                "queries": r.queries,
                 "logit_sd_raw": r.logit_sd_raw,
                 "logit_sd_scaled": r.logit_sd_scaled,
                 "raw": _stats_dict(r.raw),
@@ -482,6 +559,7 @@ def softmax_dict(result: SoftmaxResult) -> dict[str, Any]:
             }
             for r in result.rows
         ],
+        "exit_code": result.exit_code,
     }
 
 
@@ -491,6 +569,7 @@ def softmax_records(result: SoftmaxResult) -> list[dict[str, Any]]:
     for r in result.rows:
         rec: dict[str, Any] = {
             "dk": r.dk,
+            "queries": r.queries,
             "logit_sd_raw": r.logit_sd_raw,
             "logit_sd_scaled": r.logit_sd_scaled,
         }
@@ -519,7 +598,20 @@ def softmax_summary(result: SoftmaxResult) -> str:
     )
 
 
-def _render_softmax_table(result: SoftmaxResult, console: Console) -> None:
+_SOFTMAX_COLUMNS = (
+    ("d_k", "right"),
+    ("logits", "left"),
+    ("sd", "right"),
+    ("entropy (nats)", "right"),
+    ("entropy / log L", "right"),
+    ("max weight", "right"),
+    ("‖J‖", "right"),
+)
+
+
+def _softmax_table(result: SoftmaxResult, hidden: frozenset[str] = frozenset()) -> Table:
+    """The study's table without the ``hidden`` columns; a row an interruption cut short says
+    ``partial`` under its d_k."""
     from rich.table import Table
 
     q, k = result.q_dist.spec, result.k_dist.spec
@@ -534,35 +626,54 @@ def _render_softmax_table(result: SoftmaxResult, console: Console) -> None:
         ),
         caption_justify="left",
     )
-    for name, justify in [
-        ("d_k", "right"),
-        ("logits", "left"),
-        ("sd", "right"),
-        ("entropy (nats)", "right"),
-        ("entropy / log L", "right"),
-        ("max weight", "right"),
-        ("‖J‖", "right"),
-    ]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    columns = [(n, j) for n, j in _SOFTMAX_COLUMNS if n not in hidden]
+    for name, justify in columns:
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for r in result.rows:
+        partial = r.blocks < result.blocks
         for label, sd, s, last in (
             ("q·k", r.logit_sd_raw, r.raw, False),
             ("q·k/√d_k", r.logit_sd_scaled, r.scaled, True),
         ):
-            table.add_row(
-                str(r.dk) if not last else "",
-                label,
-                fmt(sd),
-                _pm(s.entropy, s.entropy_se),
-                _pm(s.entropy_fraction, s.entropy_fraction_se),
-                _pm(s.max_weight, s.max_weight_se),
-                _pm(s.jacobian_norm, s.jacobian_norm_se),
-                end_section=last,
-            )
+            cells = {
+                "d_k": str(r.dk) if not last else ("[bold yellow]partial[/]" if partial else ""),
+                "logits": label,
+                "sd": fmt(sd),
+                "entropy (nats)": _pm(s.entropy, s.entropy_se),
+                "entropy / log L": _pm(s.entropy_fraction, s.entropy_fraction_se),
+                "max weight": _pm(s.max_weight, s.max_weight_se),
+                "‖J‖": _pm(s.jacobian_norm, s.jacobian_norm_se),
+            }
+            table.add_row(*(cells[n] for n, _ in columns), end_section=last)
+    return table
+
+
+def softmax_interrupted_note(result: SoftmaxResult) -> str:
+    """What an interrupted study still shows ("" when it ran to the end)."""
+    if not result.interrupted:
+        return ""
+    if not result.rows:
+        return "interrupted: no d_k value had finished"
+    cut = [r for r in result.rows if r.blocks < result.blocks]
+    part = (
+        f"; d_k = {cut[0].dk} from {cut[0].queries:,} of {result.queries:,} queries (marked "
+        "partial)"
+        if cut
+        else ""
+    )
+    return f"interrupted: partial result, rows up to d_k = {result.rows[-1].dk} only{part}"
+
+
+def _render_softmax_table(result: SoftmaxResult, console: Console) -> None:
+    table, hidden = _fit(console, lambda h: _softmax_table(result, h), ("entropy (nats)", "sd"))
     console.print(table)
+    _print_dropped(console, hidden)
     summary = softmax_summary(result)
     if summary:
-        console.print(summary)
+        console.print(summary, highlight=False)
+    note = softmax_interrupted_note(result)
+    if note:
+        console.print("[bold yellow]interrupted[/]" + note[len("interrupted") :], highlight=False)
 
 
 def render_softmax(result: SoftmaxResult, fmt_name: str, console: Console) -> None:
@@ -586,7 +697,9 @@ def _softmax_markdown(result: SoftmaxResult) -> str:
         f"softmax over {result.keys} keys, raw and scaled",
     )
     summary = softmax_summary(result)
-    return text + "\n" + summary + "\n" if summary else text
+    text = text + "\n" + summary + "\n" if summary else text
+    note = softmax_interrupted_note(result)
+    return text + "\n**" + note.replace(":", ":**", 1) + "\n" if note else text
 
 
 # --- derive ------------------------------------------------------------------------------------
@@ -627,6 +740,9 @@ def _derive_meta(result: DeriveResult) -> dict[str, Any]:
         "confidence": result.confidence,
         "precision": result.precision,
         "samples": result.samples,
+        "max_seconds": result.max_seconds,
+        "interrupted": result.interrupted,
+        "time_limited": result.time_limited,
     }
 
 
@@ -641,7 +757,7 @@ def derive_dict(result: DeriveResult) -> dict[str, Any]:
         "correct_var": result.correct_var,
         "correct_scaled_var": result.correct_scaled_var,
         "steps": derive_records(result),
-        "notes": derive_notes(result, markup=False),
+        "notes": derive_notes(result, markup=False) + derive_footer(result),
         "exit_code": result.exit_code,
     }
 
@@ -709,7 +825,15 @@ def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
     return notes
 
 
-def _render_derive_table(result: DeriveResult, console: Console) -> None:
+#: The derivation table's columns; a narrow terminal drops the last ones of _DERIVE_DROPPABLE
+#: first (step, status, value, Monte-Carlo and check are never dropped).
+_DERIVE_COLUMNS = ("step", "status", "formula", "value", "textbook", "Monte-Carlo", "p", "check")
+_DERIVE_DROPPABLE = ("formula", "textbook", "p")
+
+
+def _derive_table(result: DeriveResult, hidden: frozenset[str] = frozenset()) -> Table:
+    """The steps without the ``hidden`` columns."""
+    from rich.box import SIMPLE_HEAD
     from rich.markup import escape
     from rich.table import Table
 
@@ -719,41 +843,87 @@ def _render_derive_table(result: DeriveResult, console: Console) -> None:
         dists += f", corr(X, Y) = {result.rho:g}"
     conf = confidence_label(result.confidence)
     table = Table(
+        box=SIMPLE_HEAD,
         title=escape(f"Var(q·k) = d_k, step by step, for d_k = {result.dk} ({dists})"),
         caption=(
-            f"value: exact for these distributions; Monte-Carlo: estimate and {conf} interval; "
-            f"p: of the value, Holm-adjusted over steps 1–3 (step 4 reuses step 3's draws) · "
-            f"seed {result.seed} · varcheck {result.version}"
+            "status: whether the textbook's step holds for these distributions; value: exact; "
+            f"Monte-Carlo: estimate and {conf} interval"
+            + (
+                ""
+                if "p" in hidden
+                else "; p: of the value, Holm-adjusted over steps 1–3 (step 4 "
+                "reuses step 3's draws)"
+            )
+            + f" · seed {result.seed} · varcheck {result.version}"
         ),
         caption_justify="left",
     )
-    table.add_column("step", no_wrap=True)
-    table.add_column("formula", ratio=3)
-    table.add_column("value", justify="right", no_wrap=True)
-    table.add_column("textbook", ratio=2)
-    table.add_column(f"Monte-Carlo [{conf}]", justify="right", ratio=2)
-    table.add_column("p", justify="right", no_wrap=True)
-    table.add_column("check", no_wrap=True)
+    heads = {
+        "step": ("step", "left"),
+        "status": ("status", "left"),
+        "formula": ("formula", "left"),
+        "value": ("value", "right"),
+        "textbook": ("textbook", "left"),
+        "Monte-Carlo": (f"Monte-Carlo [{conf}]", "right"),
+        "p": ("p", "right"),
+        "check": ("check", "left"),
+    }
+    names = [n for n in _DERIVE_COLUMNS if n not in hidden]
+    for name in names:
+        head, justify = heads[name]
+        table.add_column(head, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     alpha = 1.0 - result.confidence
     for s in result.steps:
         lo, hi = s.confidence_interval
         mc = fmt(s.estimate) if math.isnan(lo) else f"{fmt(s.estimate)}\n{interval(lo, hi)}"
         mc += " †" if s.marginal_only(alpha) else ""
-        table.add_row(
-            f"{s.number} {escape(s.quantity)}\n" + styled(s.status, STATUS_STYLE),
-            escape(s.formula),
-            fmt(s.value),
-            escape(s.textbook),
-            escape(mc),
-            fmt_p(s.p_adjusted),
-            styled(s.verdict),
-            end_section=True,
+        cells = {
+            "step": f"{s.number} {escape(s.quantity)}",
+            "status": styled(s.status, STATUS_STYLE),
+            "formula": escape(s.formula),
+            "value": fmt(s.value),
+            "textbook": escape(s.textbook),
+            "Monte-Carlo": escape(mc),
+            "p": fmt_p(s.p_adjusted),
+            "check": styled(s.verdict),
+        }
+        table.add_row(*(cells[n] for n in names), end_section=True)
+    return table
+
+
+def derive_footer(result: DeriveResult) -> list[str]:
+    """The lines saying a run was cut short: by Ctrl-C, or by ``max_seconds``."""
+    lines = []
+    if result.interrupted:
+        done = [str(s.number) for s in result.steps if s.verdict != "interrupted"]
+        lines.append(
+            "interrupted: partial result; the exact values of every step are shown, "
+            + (
+                f"the Monte-Carlo checks of step{'s' if len(done) > 1 else ''} "
+                f"{', '.join(done)} only"
+                if done
+                else "no Monte-Carlo check had finished"
+            )
         )
+    if result.time_limited:
+        lines.append(
+            f"time-limited: --max-seconds {result.max_seconds:g} stopped a check before its "
+            "target, so its interval depends on the machine's speed, not only on the seed"
+        )
+    return lines
+
+
+def _render_derive_table(result: DeriveResult, console: Console) -> None:
+    table, hidden = _fit(console, lambda h: _derive_table(result, h), _DERIVE_DROPPABLE)
     console.print(table)
+    _print_dropped(console, hidden)
     for note in derive_notes(result):
         console.print(note)
-    if any(s.marginal_only(alpha) for s in result.steps):
+    if any(s.marginal_only(1.0 - result.confidence) for s in result.steps):
         console.print(formats.MARGINAL_NOTE)
+    for line in derive_footer(result):
+        word, rest = line.split(":", 1)
+        console.print(f"[bold yellow]{word}[/]:{rest}", highlight=False)
 
 
 def render_derive(result: DeriveResult, fmt_name: str, console: Console) -> None:
@@ -791,4 +961,5 @@ def _derive_markdown(result: DeriveResult) -> str:
     text = records_to_markdown(
         recs, _derive_meta(result), f"Var(q·k) = d_k step by step, d_k = {result.dk}"
     )
-    return text + "\n" + "\n".join("- " + n for n in derive_notes(result, markup=False)) + "\n"
+    notes = derive_notes(result, markup=False) + derive_footer(result)
+    return text + "\n" + "\n".join("- " + n for n in notes) + "\n"

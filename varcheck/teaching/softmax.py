@@ -26,7 +26,9 @@ from ..core.distributions import Distribution, parse_distribution
 from ..core.options import entry_laws, resolve_seed, valid_count
 from ..core.ranges import resolve_dks
 from ..core.theory import dot_product_theory
+from ..core.verdicts import exit_code
 from ..errors import VarcheckError
+from .limits import approx, refuse, shown
 
 __all__ = [
     "SoftmaxStats",
@@ -89,6 +91,9 @@ class SoftmaxRow:
         Exact standard deviation of q·k and of q·k / √d_k (``inf`` if it does not exist).
     raw, scaled : SoftmaxStats
         Softmax of q·k and of q·k / √d_k (the same draws).
+    blocks : int
+        Independent blocks of 32 queries behind the means (the study's ``blocks``, or fewer
+        for the row an interruption cut short).
     """
 
     dk: int
@@ -96,6 +101,12 @@ class SoftmaxRow:
     logit_sd_scaled: float
     raw: SoftmaxStats
     scaled: SoftmaxStats
+    blocks: int = 0
+
+    @property
+    def queries(self) -> int:
+        """Queries behind this row's means (fewer than the study's when it was interrupted)."""
+        return self.blocks * BLOCK_QUERIES
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,9 @@ class SoftmaxResult:
     q_dist, k_dist : Distribution
     seed : int
     version : str
+    interrupted : bool
+        Ctrl-C (or SIGTERM) stopped the study: the rows are the d_k values finished by then,
+        the last one possibly with fewer blocks (see :attr:`SoftmaxRow.blocks`).
     """
 
     rows: tuple[SoftmaxRow, ...]
@@ -124,10 +138,12 @@ class SoftmaxResult:
     k_dist: Distribution
     seed: int
     version: str = __version__
+    interrupted: bool = False
 
     @property
     def exit_code(self) -> int:
-        return 0
+        """0, or 130 when interrupted (a study has nothing to reject)."""
+        return exit_code([], interrupted=self.interrupted)
 
 
 def softmax_metrics(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -188,24 +204,31 @@ def _simulate_dk(
     blocks: int,
     seed: int,
     stream: tuple[int, ...],
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Per-block means of the raw and scaled metrics; on Ctrl-C those of the chunks that
+    finished, and True."""
     per_block = (BLOCK_QUERIES + keys) * dk + 2 * BLOCK_QUERIES * keys
     chunk = max(1, _CHUNK_ELEMENTS // per_block)
     raw = np.empty((blocks, 3))
     scaled = np.empty((blocks, 3))
     inv = 1.0 / math.sqrt(dk)
-    for i, start in enumerate(range(0, blocks, chunk)):
-        nb = min(chunk, blocks - start)
-        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*stream, i)))
-        qm = q.sample(rng, (nb, BLOCK_QUERIES, dk))
-        km = k.sample(rng, (nb, dk, keys))
-        logits = np.matmul(qm, km)
-        for out, lg in ((raw, logits), (scaled, logits * inv)):
-            h, m, j = softmax_metrics(lg)
-            out[start : start + nb, 0] = h.mean(axis=1)
-            out[start : start + nb, 1] = m.mean(axis=1)
-            out[start : start + nb, 2] = j.mean(axis=1)
-    return raw, scaled
+    done = 0
+    try:
+        for i, start in enumerate(range(0, blocks, chunk)):
+            nb = min(chunk, blocks - start)
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*stream, i)))
+            qm = q.sample(rng, (nb, BLOCK_QUERIES, dk))
+            km = k.sample(rng, (nb, dk, keys))
+            logits = np.matmul(qm, km)
+            for out, lg in ((raw, logits), (scaled, logits * inv)):
+                h, m, j = softmax_metrics(lg)
+                out[start : start + nb, 0] = h.mean(axis=1)
+                out[start : start + nb, 1] = m.mean(axis=1)
+                out[start : start + nb, 2] = j.mean(axis=1)
+            done = start + nb
+    except KeyboardInterrupt:
+        return raw[:done], scaled[:done], True
+    return raw, scaled, False
 
 
 def _block_elements(dk: int, keys: int) -> int:
@@ -220,7 +243,7 @@ def study_cost(dks: Sequence[int], keys: int, blocks: int) -> float:
         + BLOCK_QUERIES * keys * _LOGIT_COST
         for d in dks
     ]
-    return float(blocks * sum(per_dk))
+    return approx(blocks) * float(sum(per_dk))
 
 
 def _valid_size(dks: Sequence[int], keys: int, queries: int) -> None:
@@ -235,10 +258,12 @@ def _valid_size(dks: Sequence[int], keys: int, queries: int) -> None:
     blocks = -(-queries // BLOCK_QUERIES)
     cost = study_cost(dks, keys, blocks)
     if cost > MAX_COST:
-        raise VarcheckError(
-            f"keys={keys}, queries={queries} over d_k {dks[0]}..{worst} would take about "
-            f"{cost / 1e9:,.0f} s (limit about {MAX_COST / 1e9:,.0f} s); accepted: fewer keys, "
-            "queries or d_k values"
+        raise refuse(
+            f"queries={shown(queries)} with keys={keys} over d_k {dks[0]}..{worst}",
+            None,
+            units=cost,
+            max_units=MAX_COST,
+            accepted="fewer queries, keys or d_k values",
         )
 
 
@@ -250,7 +275,7 @@ def _valid_queries(queries: int) -> int:
         # the same rule; the message also says where the least number comes from
         raise VarcheckError(
             f"queries must be a whole number >= {least} ({_MIN_BLOCKS} blocks of "
-            f"{BLOCK_QUERIES}), got {queries!r}"
+            f"{BLOCK_QUERIES}), got {shown(queries)}"
         ) from None
 
 
@@ -300,19 +325,24 @@ def softmax_study(
     seed = resolve_seed(seed)
     blocks = -(-queries // BLOCK_QUERIES)
     log_l = math.log(keys)
-    rows = []
+    rows: list[SoftmaxRow] = []
+    interrupted = False
     for d in dks:
         th = dot_product_theory(d, q, k)
-        raw, scaled = _simulate_dk(q, k, d, keys, blocks, seed, (d,))
-        rows.append(
-            SoftmaxRow(
-                dk=d,
-                logit_sd_raw=math.sqrt(th.var),
-                logit_sd_scaled=math.sqrt(th.scaled_var),
-                raw=_stats(raw, log_l),
-                scaled=_stats(scaled, log_l),
+        raw, scaled, interrupted = _simulate_dk(q, k, d, keys, blocks, seed, (d,))
+        if raw.shape[0] >= 2:  # an interrupted row keeps the blocks it finished
+            rows.append(
+                SoftmaxRow(
+                    dk=d,
+                    logit_sd_raw=math.sqrt(th.var),
+                    logit_sd_scaled=math.sqrt(th.scaled_var),
+                    raw=_stats(raw, log_l),
+                    scaled=_stats(scaled, log_l),
+                    blocks=raw.shape[0],
+                )
             )
-        )
+        if interrupted:
+            break
     return SoftmaxResult(
         rows=tuple(rows),
         keys=keys,
@@ -321,4 +351,5 @@ def softmax_study(
         q_dist=q,
         k_dist=k,
         seed=seed,
+        interrupted=interrupted,
     )
