@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from ..core.options import MIN_SAMPLES
+from ..core.options import MIN_SAMPLES, shown
 from .types import DISTRIBUTION, DK_RANGE, SAMPLER_ARG, CountType, FiniteFloat
 
 __all__ = [
@@ -150,9 +150,54 @@ def positive_option(flag: str, text: str) -> Decorator:
     return option(flag, kind=FiniteFloat(0.0, None, what="a number > 0"), default=None, text=text)
 
 
+#: options naming a file varcheck writes: checked at parsing, before any work
+_OUTPUT_FLAGS = frozenset({"--plot", "--junit-xml"})
+
+
+def _output_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse at once an output path that can never take a whole report.
+
+    An empty name, a folder, and anything that exists but is not a regular file (a FIFO would
+    block the write forever, /dev/full fails it) except /dev/null; the folder and the
+    permissions are checked by the command before its run.
+    """
+    if value is None:
+        return None
+    import os
+    import stat
+
+    flag = param.opts[0]
+    if not value.strip():
+        raise click.BadParameter("the path is empty; give a file name", ctx, param)
+    if os.path.realpath(value) == os.devnull:
+        return value
+    try:
+        mode = os.stat(value).st_mode
+    except OSError:
+        return value  # does not exist yet (or cannot be looked at): the command decides
+    if stat.S_ISDIR(mode):
+        raise click.BadParameter(f"{shown(value)} is a folder; give a file name", ctx, param)
+    if not stat.S_ISREG(mode):
+        raise click.BadParameter(
+            f"{shown(value)} is not a regular file (a device, FIFO or socket); {flag} writes "
+            "a file",
+            ctx,
+            param,
+        )
+    return value
+
+
 def path_option(*decls: str, text: str, **checks: Any) -> Decorator:
-    """A file path option with no default; ``checks`` go to ``click.Path`` (``writable=True``)."""
-    return option(*decls, kind=click.Path(dir_okay=False, **checks), default=None, text=text)
+    """A file path option with no default; ``checks`` go to ``click.Path`` (``writable=True``).
+
+    --plot and --junit-xml name a file varcheck writes: :func:`_output_path` checks it first.
+    """
+    extra: dict[str, Any] = {}
+    if _OUTPUT_FLAGS.intersection(decls):
+        extra["callback"] = _output_path
+    return option(
+        *decls, kind=click.Path(dir_okay=False, **checks), default=None, text=text, **extra
+    )
 
 
 def plot_option(what: str) -> Decorator:
