@@ -55,6 +55,10 @@ _LAZY = {
     "AuditResult": "encoder.heads",
     "beta_paper": "core.logit_variance",
     "beta_exact": "core.logit_variance",
+    "probe": "kernels.probe",
+    "probe_sweep": "kernels.probe",
+    "ProbeResult": "kernels.probe",
+    "ProbeSweepResult": "kernels.probe",
 }
 
 __all__ = ["__version__", *_LAZY]

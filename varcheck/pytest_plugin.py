@@ -7,6 +7,10 @@ returns::
     def test_logits_have_unit_variance(varcheck):
         varcheck.assert_variance(64, claim=1, sampler=attention.logits, tolerance=0.02)
 
+``varcheck.assert_scale(kernel, dk, expect="1/sqrt(dk)", ...)`` and ``varcheck.probe(kernel,
+dk, ...)`` do the same for the effective scale of an attention kernel ``fn(q, k, v)``, with the
+keyword arguments of :func:`varcheck.probe` (docs/probe.md).
+
 ``varcheck.assert_variance(dk, ...)`` and ``varcheck.verify(dk, ...)`` take the keyword
 arguments of :func:`varcheck.verify` (``sampler``, ``claim``, ``scaled``, ``tolerance``,
 ``precision``, ``samples``, ``max_seconds``, ``confidence``/``alpha``, ``workers``, ``dist``,
@@ -66,6 +70,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .checks.verify import VerifyResult
+    from .kernels.probe import ProbeResult
 
 __all__ = ["VarcheckFixture"]
 
@@ -247,6 +252,67 @@ class VarcheckFixture:
             raise AssertionError(self._message(result, by_name=_named(kwargs.get("sampler"))))
         return result
 
+    def probe(self, fn: Any, dk: int, **kwargs: Any) -> ProbeResult:
+        """:func:`varcheck.probe` with this test's next seed and the session's alpha.
+
+        Parameters
+        ----------
+        fn : callable or str
+            The attention kernel ``fn(q, k, v)``, or ``"module:function"``.
+        dk : int
+            The width of q and k.
+        **kwargs
+            Any keyword of :func:`varcheck.probe` (``expect``, ``tolerance``, ``layout``,
+            ``causal``, ...); a ``seed`` or a ``confidence``/``alpha`` given here wins.
+
+        Returns
+        -------
+        ProbeResult
+        """
+        __tracebackhide__ = True
+        from .core.options import confidence_from
+        from .errors import VarcheckError
+        from .kernels.probe import probe
+
+        seed = self._next_seed()
+        if kwargs.get("seed") is None:
+            kwargs["seed"] = seed
+        alpha = kwargs.pop("alpha", None)
+        try:
+            if kwargs.get("confidence") is None:
+                kwargs["confidence"] = confidence_from(None, self.alpha if alpha is None else alpha)
+            return probe(fn, dk, **kwargs)
+        except VarcheckError as exc:  # one line: varcheck's own frames say nothing here
+            raise exc.with_traceback(None) from exc.__cause__
+
+    def assert_scale(self, fn: Any, dk: int, expect: str | float = "1/sqrt(dk)", **kwargs: Any):  # noqa: ANN201
+        """Raise ``AssertionError`` unless the kernel's effective scale passes; see :meth:`probe`.
+
+        Returns
+        -------
+        ProbeResult
+            When the scale passes.
+
+        Raises
+        ------
+        AssertionError
+            When it fails or is inconclusive: the expected and effective scales, the interval,
+            the nearest law with the factor left over, the diagnostics, and how to reproduce.
+        """
+        __tracebackhide__ = True
+        result = self.probe(fn, dk, expect=expect, **kwargs)
+        if result.outcome != "pass":
+            from .kernels.render import probe_paragraph, reproduce_command
+
+            rerun = f"pytest {_quoted(self.nodeid)} --varcheck-seed {self.session_seed}"
+            if self.alpha != DEFAULT_ALPHA:
+                rerun += f" --varcheck-alpha {self.alpha!r}"
+            direct = reproduce_command(result)
+            if direct:
+                rerun += f"\n         or: {direct}"
+            raise AssertionError(probe_paragraph(result, reproduce=rerun))
+        return result
+
     def _message(self, result: VerifyResult, by_name: bool) -> str:
         """verify_paragraph's account with a pytest command to reproduce the test."""
         from .checks.render import reproduce_command, verify_paragraph
@@ -274,6 +340,7 @@ def _named(sampler: Any) -> bool:
 
 @pytest.fixture
 def varcheck(request: pytest.FixtureRequest) -> VarcheckFixture:
-    """Assert variance claims with the test's own seed: ``varcheck.assert_variance(dk, ...)``."""
+    """Assert variance claims with the test's own seed: ``varcheck.assert_variance(dk, ...)``,
+    ``varcheck.assert_scale(kernel, dk)``."""
     session = request.config.stash[_SESSION]
     return VarcheckFixture(request.node.nodeid, session.seed, session.alpha)

@@ -1,0 +1,137 @@
+"""Attention kernels in numpy: a correct one, and the scale bugs ``varcheck probe`` must name.
+
+Each kernel is ``fn(q, k, v)`` with q (..., n, d_k), k (..., m, d_k), v (..., m, d_v) returning
+``softmax(s · q kᵀ + bias) v`` of shape (..., n, d_v): the leading axes (batch, heads) pass
+through, so every kernel also takes the ``bhnd`` layout.
+
+    varcheck probe examples/attention_kernels.py:attention --dk 64           # passes
+    varcheck probe examples/attention_kernels.py:scale_forgotten --dk 64     # fails: law 1
+    varcheck probe examples/attention_kernels.py:scaled_by_dk --dk 64 --expect 1/dk   # passes
+
+The wrong variants are the bugs public reports describe: the 1/√d_k forgotten, applied twice,
+the whole model's width in place of one head's, an extra 1/(layer+1). The others are correct
+kernels with something a scale alone does not explain (soft-capping, ALiBi, a causal mask),
+and two that are not softmax attention at all (refused).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis (max subtracted; a row of -inf would be NaN)."""
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _logits(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    return q @ np.swapaxes(k, -1, -2)
+
+
+def attention(q, k, v):  # noqa: ANN001, ANN201
+    """Scaled dot-product attention: softmax(q kᵀ / √d_k) v."""
+    return softmax(_logits(q, k) / np.sqrt(q.shape[-1])) @ v
+
+
+def scale_forgotten(q, k, v):  # noqa: ANN001, ANN201
+    """Bug: no scale at all."""
+    return softmax(_logits(q, k)) @ v
+
+
+def scaled_twice(q, k, v):  # noqa: ANN001, ANN201
+    """Bug: q is scaled by 1/√d_k, and the kernel scales the logits again."""
+    q = q / np.sqrt(q.shape[-1])
+    return attention(q, k, v)
+
+
+def scaled_by_dk(q, k, v):  # noqa: ANN001, ANN201
+    """1/d_k, as μP prescribes: right when that is the intent (``--expect 1/dk``)."""
+    return softmax(_logits(q, k) / q.shape[-1]) @ v
+
+
+def model_width(q, k, v, heads: int = 4):  # noqa: ANN001, ANN201
+    """Bug: the model's width (heads · d_k) in place of one head's d_k."""
+    return softmax(_logits(q, k) / np.sqrt(heads * q.shape[-1])) @ v
+
+
+def layer_scaled(q, k, v, layer: int = 2):  # noqa: ANN001, ANN201
+    """Bug: an extra 1/(layer + 1) left over from a port (layer counted from 0)."""
+    return softmax(_logits(q, k) / (np.sqrt(q.shape[-1]) * (layer + 1))) @ v
+
+
+def softcapped(q, k, v, cap: float = 5.0):  # noqa: ANN001, ANN201
+    """Correct scale, then tanh soft-capping of the logits: cap · tanh(logits / cap)."""
+    x = _logits(q, k) / np.sqrt(q.shape[-1])
+    return softmax(cap * np.tanh(x / cap)) @ v
+
+
+def alibi(q, k, v, slope: float = 0.25):  # noqa: ANN001, ANN201
+    """Correct scale plus an ALiBi bias, −slope · |i − j| (symmetric, no mask)."""
+    n, m = q.shape[-2], k.shape[-2]
+    distance = np.abs(np.arange(n)[:, None] - np.arange(m)[None, :])
+    return softmax(_logits(q, k) / np.sqrt(q.shape[-1]) - slope * distance) @ v
+
+
+def causal(q, k, v):  # noqa: ANN001, ANN201
+    """Correct scale with a causal mask: query i sees keys 0..i."""
+    n, m = q.shape[-2], k.shape[-2]
+    future = np.arange(m)[None, :] > np.arange(n)[:, None]
+    x = np.where(future, -np.inf, _logits(q, k) / np.sqrt(q.shape[-1]))
+    return softmax(x) @ v
+
+
+def half_precision(q, k, v):  # noqa: ANN001, ANN201
+    """Correct, computed in float16 throughout (a noisy kernel: rounding at 1e-3)."""
+    q, k, v = (np.asarray(a, dtype=np.float16) for a in (q, k, v))
+    x = _logits(q, k) * np.float16(1.0 / np.sqrt(q.shape[-1]))
+    return (softmax(x) @ v).astype(np.float16)
+
+
+def noisy(q, k, v, noise: float = 0.05):  # noqa: ANN001, ANN201
+    """Correct scale with random logit noise of sd ``noise`` (seeded by the inputs)."""
+    rng = np.random.default_rng(abs(hash(np.asarray(q).tobytes())))
+    x = _logits(q, k) / np.sqrt(q.shape[-1])
+    return softmax(x + noise * rng.standard_normal(x.shape)) @ v
+
+
+def linear_attention(q, k, v):  # noqa: ANN001, ANN201
+    """Not softmax attention: elu(x) + 1 features, normalised (refused by the probe)."""
+
+    def phi(x: np.ndarray) -> np.ndarray:
+        return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+
+    w = phi(q) @ np.swapaxes(phi(k), -1, -2)
+    return (w / w.sum(axis=-1, keepdims=True)) @ v
+
+
+def unnormalised(q, k, v):  # noqa: ANN001, ANN201
+    """Not softmax attention: exp(logits) without the division (rows do not sum to 1)."""
+    return np.exp(_logits(q, k) / np.sqrt(q.shape[-1])) @ v
+
+
+def attention_bnhd(q, k, v):  # noqa: ANN001, ANN201
+    """Correct, for inputs laid out (batch, tokens, heads, d)."""
+    out = attention(*(np.swapaxes(a, 1, 2) for a in (q, k, v)))
+    return np.swapaxes(out, 1, 2)
+
+
+def alibi_heads(q, k, v):  # noqa: ANN001, ANN201
+    """Correct scale with ALiBi's per-head slopes 2^(−8(h+1)/H), layout (batch, heads, n, d)."""
+    heads, n, m = q.shape[1], q.shape[-2], k.shape[-2]
+    slopes = 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads)
+    distance = np.abs(np.arange(n)[:, None] - np.arange(m)[None, :])
+    bias = -slopes[:, None, None] * distance
+    return softmax(_logits(q, k) / np.sqrt(q.shape[-1]) + bias) @ v
+
+
+def torch_sdpa(q, k, v, scale: float | None = None):  # noqa: ANN001, ANN201
+    """``torch.nn.functional.scaled_dot_product_attention`` (default or explicit ``scale``).
+
+    Needs torch (imported here only); numpy arrays in, a CPU tensor out (varcheck reads it).
+    """
+    import torch
+
+    tq, tk, tv = (torch.from_numpy(np.ascontiguousarray(a)) for a in (q, k, v))
+    with torch.no_grad():
+        return torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, scale=scale)

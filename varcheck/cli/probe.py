@@ -1,0 +1,154 @@
+"""``varcheck probe TARGET``: the effective scale of an attention kernel, read off its outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from . import EXIT_CODES_HELP
+from .options import (
+    confidence_option,
+    exclusive,
+    format_option,
+    grouped,
+    int_option,
+    option,
+    plot_option,
+    positive_option,
+    precision_option,
+    seed_option,
+    stack,
+)
+from .run import run
+from .types import DK_RANGE, SAMPLER_ARG, CountType, FiniteFloat
+
+
+def _effort(**values: Any) -> dict[str, Any]:
+    exclusive("precision", "samples", "--samples fixes the number of calls, --precision a width")
+    if values["samples"] is not None:
+        values["precision"] = None
+    return values
+
+
+#: --precision, --samples (calls), --max-seconds, --confidence, --seed, handed over as ``effort``
+effort_options = grouped(
+    "effort",
+    stack(
+        precision_option(0.01, "Target relative half-width of the scale's interval."),
+        option(
+            "--samples",
+            kind=CountType(20),
+            default=None,
+            text="Fixed number of independent calls instead of --precision (>= 20).",
+        ),
+        positive_option("--max-seconds", "Wall-time cap per d_k."),
+        confidence_option(),
+        seed_option(),
+    ),
+    _effort,
+)
+
+
+@click.command(
+    "probe",
+    epilog="""\b
+Examples:
+  varcheck probe examples/attention_kernels.py:attention --dk 64
+  varcheck probe examples/attention_kernels.py:scale_forgotten --dk 64     # fails
+  varcheck probe examples/attention_kernels.py:scaled_by_dk --dk 64 --expect 1/dk
+  varcheck probe examples/attention_kernels.py:layer_scaled --dk 64 --arg layer=2
+  varcheck probe examples/attention_kernels.py:attention --dk 8..512 --plot probe.png
+  varcheck probe examples/attention_kernels.py:alibi_heads --dk 64 --layout bhnd --heads 8
+
+\b
+The kernel is fn(q, k, v) -> softmax(s·q kᵀ + bias) v. varcheck gives it random q and k
+and values that make its output the attention weights; the log-weights regressed on q·k give
+s, each call one independent block of the interval. Masks, position biases (ALiBi) and
+non-linearities (soft-capping) are reported; outputs that are not softmax attention are
+refused (exit 2). With several d_k, s ∝ d_k^p is fitted. See docs/probe.md.
+
+"""
+    + EXIT_CODES_HELP,
+)
+@click.argument("target", metavar="TARGET")
+@option("--dk", "dks", kind=DK_RANGE, default=None, text="d_k: one value, or a range (8..512).",
+        required=True)  # fmt: skip
+@option("--expect", kind=None, default="1/sqrt(dk)", metavar="EXPR",
+        text="Expected scale: an expression in dk and h (heads), e.g. 1/dk.")  # fmt: skip
+@click.option("--causal", is_flag=True, help="Expect a causal mask (fail without one).")
+@option("--layout", kind=click.Choice(("nd", "bhnd", "bnhd")), default="nd",
+        text="q, k, v as (n, d), (batch, heads, n, d) or (batch, n, heads, d).")  # fmt: skip
+@int_option("--heads", 1, 1024, None, "Heads per call (bhnd/bnhd, default 2); h of the laws.")
+@int_option("--queries", 2, 4096, 64, "Queries per head and call.")
+@int_option("--keys", 2, 4096, 64, "Keys per head and call.")
+@int_option("--dv", 1, 65536, None, "Width of v (default: --keys, one-hot values).")
+@option(
+    "--dtype",
+    kind=click.Choice(("float64", "float32", "float16", "bfloat16")),
+    default="float64",
+    text="Round the inputs to this format (bfloat16: simulated).",
+)
+@option(
+    "--arg",
+    "kernel_args",
+    kind=SAMPLER_ARG,
+    default=None,
+    multiple=True,
+    text="KEY=VALUE passed to the kernel on every call (a Python literal; repeatable).",
+)
+@option("--tolerance", kind=FiniteFloat(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
+        default=None, text="Relative tolerance for an equivalence test.")  # fmt: skip
+@effort_options
+@format_option()
+@plot_option("the effective scale against d_k with the expected law")
+def command(
+    target: str,
+    dks: list[int],
+    expect: str,
+    causal: bool,
+    layout: str,
+    heads: int | None,
+    queries: int,
+    keys: int,
+    dv: int | None,
+    dtype: str,
+    kernel_args: tuple[tuple[str, Any], ...],
+    tolerance: float | None,
+    effort: dict[str, Any],
+    fmt: str,
+    plot: str | None,
+) -> int:
+    """Read the effective scale of an attention kernel and test it against the expected law."""
+    from ..kernels.figures import plot_probe
+    from ..kernels.probe import probe_sweep
+    from ..kernels.render import render_probe
+
+    names = [key for key, _ in kernel_args]
+    twice = sorted({key for key in names if names.count(key) > 1})
+    if twice:
+        raise click.UsageError(f"--arg {twice[0]} is given twice")
+    result = run(
+        lambda progress: probe_sweep(
+            target,
+            dks,
+            expect=expect,
+            causal=causal,
+            layout=layout,
+            heads=heads,
+            queries=queries,
+            keys=keys,
+            dv=dv,
+            dtype=dtype,
+            args=dict(kernel_args),
+            tolerance=tolerance,
+            **effort,
+            progress=progress,
+        ),
+        render_probe,
+        fmt=fmt,
+        plot=plot,
+        figure=plot_probe,
+        progress="probe",
+    )
+    return result.exit_code

@@ -1,0 +1,261 @@
+"""What the weights of softmax attention reveal: the scale, masks, position bias, non-linearity.
+
+For softmax attention with scale ``s``, additive bias ``b`` and mask, every attended weight obeys
+``log w_ij = s · x_ij + b_ij − log Z_i`` with ``x_ij = q_i · k_j``. Centring over a row's attended
+keys removes ``log Z_i``; regressing the centred log-weights on the centred dot products of one
+call gives ``s`` (:func:`call_slopes`). Before any block is drawn a pilot of independent calls
+(:func:`pilot_structure`) finds, per head:
+
+* the mask: weights exactly zero at the same places in every call;
+* an additive position bias: with the calls' dot products removed, what is left at each place
+  is the same in every call (the *within* fit of panel data: the scale from the variation
+  across calls at each place, the bias from the places' means). It is then subtracted from
+  every block, so that the scale is exact for exact kernels;
+* a non-linearity (tanh soft-capping, label smoothing): a quadratic and a cubic term in
+  ``x`` that are both significant and of a size beyond rounding; the scale is then the slope at
+  ``x = 0``;
+* whether the weights are softmax attention of ``q · k`` at all: refused when these terms
+  together leave most of the log-weights unexplained (linear attention, random weights).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import VarcheckError
+
+__all__ = [
+    "HeadStructure",
+    "call_slopes",
+    "check_convex",
+    "pilot_structure",
+    "rough_slope",
+    "BIAS_FLOOR",
+    "CURVE_FLOOR",
+    "EXPLAINED_MIN",
+]
+
+#: A position bias or a curvature smaller than this, relative to the logits' RMS, is not
+#: reported (rounding of float64 kernels is ~1e-15, of float16 ones ~1e-3 but random).
+BIAS_FLOOR = 1e-4
+CURVE_FLOOR = 1e-4
+#: Fewest of the log-weights' variation that scale, bias and curvature must explain.
+EXPLAINED_MIN = 0.9
+#: A structure is reported only beyond this many standard errors (pilot false alarms ~1e-7).
+Z_FLAG = 5.0
+#: Fit of a bias pattern to a shape (ALiBi, relative) counted as that shape.
+SHAPE_FIT = 0.99
+
+
+@dataclass(frozen=True)
+class HeadStructure:
+    """What the pilot found for one head.
+
+    Attributes
+    ----------
+    valid : numpy.ndarray
+        (n, m) True where a key is attended (not masked).
+    mask : str
+        ``none``, ``causal``, ``causal (bottom-right)`` or ``other``.
+    masked : int
+        Weights exactly zero in every pilot call.
+    bias : numpy.ndarray or None
+        The (n, m) row-centred position bias, in logit units, subtracted from every block.
+    bias_size : float
+        RMS of that bias over the RMS of the centred logits ``s · x``.
+    bias_kind : str
+        ``none``, ``alibi`` (linear in the distance), ``relative`` (a function of j − i) or
+        ``other``.
+    alibi_slope : float
+        With ``alibi``: the bias per position of distance (negative: far keys get less).
+    curved : bool
+        Whether a non-linearity in ``x`` was found.
+    curvature : float
+        RMS of the quadratic and cubic terms over that of the linear term.
+    linearity_residual : float
+        RMS residual of the linear model (scale and bias) over the RMS of ``s · x``.
+    explained : float
+        Fraction of the log-weights' variation that scale, bias and curvature explain.
+    scale : float
+        The pilot's estimate of the scale (within fit).
+    """
+
+    valid: np.ndarray
+    mask: str
+    masked: int
+    bias: np.ndarray | None
+    bias_size: float
+    bias_kind: str
+    alibi_slope: float
+    curved: bool
+    curvature: float
+    linearity_residual: float
+    explained: float
+    scale: float
+
+
+def centre_rows(z: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``z`` minus its mean over each row's entries where ``w`` (0/1 weights), zero elsewhere."""
+    count = np.maximum(w.sum(-1, keepdims=True), 1.0)
+    return (z - (z * w).sum(-1, keepdims=True) / count) * w
+
+
+def check_convex(w: np.ndarray, tol: float, name: str) -> None:
+    """Refuse weights that are not convex combinations: negative, or rows not summing to 1."""
+    low = float(w.min())
+    if low < -tol:
+        h, i, j = np.unravel_index(int(np.argmin(w)), w.shape)
+        raise VarcheckError(
+            f"kernel {name} is not softmax attention: the weight of query {i}, key {j} "
+            f"(head {h}) is {low:.3g} < 0, so its output is not a convex combination of the "
+            "values"
+        )
+    sums = w.sum(-1)
+    worst = float(np.abs(sums - 1.0).max())
+    if worst > tol * max(1.0, math.sqrt(w.shape[-1])):
+        bad = float(sums.flat[int(np.argmax(np.abs(sums - 1.0)))])
+        raise VarcheckError(
+            f"kernel {name} is not softmax attention: a row of its weights sums to {bad:.4g}, "
+            "not 1, so its output is not a convex combination of the values"
+        )
+
+
+def rough_slope(w: np.ndarray, x: np.ndarray) -> float:
+    """The scale from one call's positive weights, all heads together (NaN if none varies)."""
+    ok = w > 0
+    y = np.log(np.where(ok, w, 1.0))
+    wt = ok.astype(float)
+    xt, yt = centre_rows(x, wt), centre_rows(y, wt)
+    den = float((xt * xt).sum())
+    return float((xt * yt).sum()) / den if den > 0 else math.nan
+
+
+def _mask_kind(zero: np.ndarray) -> str:
+    n, m = zero.shape
+    if not zero.any():
+        return "none"
+    i, j = np.indices((n, m))
+    if np.array_equal(zero, j > i):
+        return "causal"
+    if np.array_equal(zero, j > i + (m - n)):
+        return "causal (bottom-right)"
+    return "other"
+
+
+def _fit(design: list[np.ndarray], y: np.ndarray) -> tuple[np.ndarray, float]:
+    """Least squares of ``y`` on the columns (arrays of its shape); coefficients and residual SS."""
+    g = np.array([[float((a * b).sum()) for b in design] for a in design])
+    r = np.array([float((a * y).sum()) for a in design])
+    coef = np.linalg.lstsq(g, r, rcond=None)[0]
+    res = y - sum(c * a for c, a in zip(coef, design, strict=True))
+    return coef, float((res * res).sum())
+
+
+def _bias_shape(bias: np.ndarray, valid: np.ndarray) -> tuple[str, float]:
+    """``alibi`` (with its slope), ``relative`` or ``other`` for a row-centred bias pattern."""
+    n, m = bias.shape
+    i, j = np.indices((n, m))
+    wt = valid.astype(float)
+    total = float((bias * bias).sum())
+    dist = centre_rows(-np.abs(i - j).astype(float), wt)
+    den = float((dist * dist).sum())
+    if den > 0:
+        slope = float((dist * bias).sum()) / den
+        if 1.0 - float(((bias - slope * dist) ** 2).sum()) / total > SHAPE_FIT:
+            return "alibi", -slope
+    rows, cols = np.nonzero(valid)
+    diag = cols - rows + n - 1
+    a = np.zeros((rows.size, n + m - 1 + n))
+    a[np.arange(rows.size), diag] = 1.0
+    a[np.arange(rows.size), n + m - 1 + rows] = 1.0
+    b = bias[rows, cols]
+    res = b - a @ np.linalg.lstsq(a, b, rcond=None)[0]
+    return ("relative" if 1.0 - float(res @ res) / total > SHAPE_FIT else "other"), math.nan
+
+
+def pilot_structure(w: np.ndarray, x: np.ndarray, name: str) -> HeadStructure:
+    """Mask, bias and non-linearity of one head from P independent calls.
+
+    ``w`` and ``x`` are (P, n, m): the weights and the dot products of each call.
+    """
+    calls = w.shape[0]
+    zero = (w == 0).all(axis=0)
+    valid = ~zero
+    used = valid & (w > 0).all(axis=0)  # places that underflowed in some call are left out
+    if not (used.sum(-1) >= 2).any():
+        raise VarcheckError(
+            f"kernel {name}: no query attends to two keys or more, so the weights say nothing "
+            "about the scale"
+        )
+    wt = used.astype(float)
+    y = np.log(np.where(used, w, 1.0))
+    unit = 1.0 / max(float(x[:, used].std()), 1e-300)
+    u = x * unit
+    rc = [centre_rows(z, wt) for z in (y, u, u * u, u * u * u)]
+    within = [z - z.mean(axis=0) for z in rc]
+    yw, xw, x2w, x3w = within
+    (s_u,), ss_lin = _fit([xw], yw)
+    bias = rc[0].mean(axis=0) - s_u * rc[1].mean(axis=0)
+    logit_ss = max(float(((s_u * rc[1]) ** 2).sum()), 1e-300)
+    places = int(used.sum()) - int((used.sum(-1) > 0).sum())
+    dof = max((calls - 1) * places - 1, 1)
+    noise = ss_lin / dof
+    bias_size = math.sqrt(float((bias * bias).sum()) * calls / logit_ss)
+    chi = calls * float((bias * bias).sum()) / noise if noise > 0 else math.inf
+    biased = (chi - places) / math.sqrt(2.0 * max(places, 1)) > Z_FLAG and bias_size > BIAS_FLOOR
+    coef, ss_cub = _fit([xw, x2w, x3w], yw)
+    f_stat = ((ss_lin - ss_cub) / 2.0) / (ss_cub / max(dof - 2, 1)) if ss_cub > 0 else math.inf
+    curve = coef[1] * x2w + coef[2] * x3w
+    curvature = math.sqrt(
+        float((curve * curve).sum()) / max(float(((coef[0] * xw) ** 2).sum()), 1e-300)
+    )
+    curved = f_stat > Z_FLAG**2 and curvature > CURVE_FLOOR
+    total = float((rc[0] ** 2).sum())
+    explained = 1.0 - (ss_cub if curved else ss_lin) / total if total > 0 else 1.0
+    kind, slope = _bias_shape(bias, used) if biased else ("none", math.nan)
+    return HeadStructure(
+        valid=valid,
+        mask=_mask_kind(zero),
+        masked=int(zero.sum()),
+        bias=bias if biased else None,
+        bias_size=bias_size if biased else 0.0,
+        bias_kind=kind,
+        alibi_slope=slope,
+        curved=curved,
+        curvature=curvature,
+        linearity_residual=math.sqrt(ss_lin / logit_ss),
+        explained=explained,
+        scale=s_u * unit,
+    )
+
+
+def call_slopes(
+    w: np.ndarray, x: np.ndarray, heads: list[HeadStructure], *, curved: bool, unit: float
+) -> np.ndarray:
+    """Each head's scale from one call's (heads, n, m) weights and dot products, twice.
+
+    Returns (2, heads). Linear: both rows are the slope of the row-centred log-weights (bias
+    removed) on the row-centred dot products. ``curved``: the slope at 0 of a polynomial in
+    ``x`` of degree 5 (row 0) and of degree 3 (row 1): their gap bounds the error of reading
+    a slope at 0 off a curve. ``unit`` scales x to about 1.
+    """
+    ok = np.stack([h.valid for h in heads]) & (w > 0)
+    y = np.log(np.where(ok, w, 1.0))
+    for i, h in enumerate(heads):
+        if h.bias is not None:
+            y[i] -= h.bias
+    wt = ok.astype(float)
+    xt, yt = centre_rows(x, wt), centre_rows(y, wt)
+    if not curved:
+        slope = (xt * yt).sum((-2, -1)) / (xt * xt).sum((-2, -1))
+        return np.stack([slope, slope])
+    u = x * unit
+    cols = np.stack([centre_rows(u**p, wt) for p in range(1, 6)])
+    gram = np.einsum("ahnm,bhnm->hab", cols, cols)
+    rhs = np.einsum("ahnm,hnm->ha", cols, yt)
+    five = np.linalg.solve(gram, rhs[..., None])[:, 0, 0]
+    three = np.linalg.solve(gram[:, :3, :3], rhs[:, :3, None])[:, 0, 0]
+    return np.stack([five, three]) * unit

@@ -1,0 +1,39 @@
+"""The probe's figure (optional extra ``varcheck[plot]``): effective scale against d_k."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..output.figures import require_matplotlib, save_figure
+
+if TYPE_CHECKING:
+    from .probe import ProbeSweepResult
+
+__all__ = ["plot_probe"]
+
+
+def plot_probe(result: ProbeSweepResult, path: str) -> None:
+    """Each d_k's effective scale with its interval, and the expected law drawn through them."""
+    plt = require_matplotlib()
+    rows = result.rows
+    fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+    dks = [r.dk for r in rows]
+    est = [r.scale for r in rows]
+    err = [
+        [r.scale - r.confidence_interval.low for r in rows],
+        [r.confidence_interval.high - r.scale for r in rows],
+    ]
+    ax.errorbar(dks, est, yerr=err, fmt="o", capsize=3, label="effective scale ± CI")
+    ax.plot(dks, [r.expected for r in rows], "--", color="red", label=f"expected: {result.expect}")
+    ax.set_xscale("log", base=2)
+    if all(s > 0 for s in est):
+        ax.set_yscale("log")
+    ax.set_xlabel("d_k")
+    ax.set_ylabel("effective scale s")
+    fit = result.exponent
+    title = f"varcheck probe {rows[0].kernel.label}, seed {result.seed}"
+    if fit is not None:
+        title += f"\ns ∝ d_k^p, p = {fit.slope:.4g} (expected {fit.expected:.4g})"
+    ax.set_title(title, fontsize=9)
+    ax.legend()
+    save_figure(fig, path)

@@ -1,0 +1,256 @@
+"""One d_k of a probe: the pilot (input size, checks, structure), then the blocks.
+
+Every call draws fresh queries and keys from its own generator: call ``i`` of chunk ``c`` uses
+``SeedSequence(seed, spawn_key=(dk, 1, c)).spawn(blocks)[i]`` and the pilot
+``spawn_key=(dk, 0)``, so a row of a d_k sweep is the probe of that d_k alone. Calls are
+independent, so each call's scale (one per head) is one block of the interval: a Student t
+interval on ``blocks − 1`` degrees of freedom with Hall's skewness correction
+(:mod:`varcheck.core.estimation`), never narrower than the resolution of the kernel's output
+format (``4 · eps`` relative, at least 64 float64 eps: rounding that does not average out).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..core import estimation as est
+from ..core.estimation import ConfidenceInterval, StopRule
+from ..errors import VarcheckError
+from .analysis import (
+    EXPLAINED_MIN,
+    HeadStructure,
+    call_slopes,
+    check_convex,
+    pilot_structure,
+    rough_slope,
+)
+from .weights import Design, call_kernel, draw_qk, read_weights, rounded
+
+__all__ = ["Measurement", "HeadEstimate", "measure", "PILOT_CALLS", "MAX_CALLS"]
+
+#: Independent calls of the pilot that finds masks, bias and curvature.
+PILOT_CALLS = 16
+#: Most blocks an adaptive run draws (a precision below the kernel's noise stops here).
+MAX_CALLS = 20_000
+#: Logit standard deviation the inputs are sized for (rescaled from a first call).
+LOGIT_SD = 1.0
+
+
+@dataclass(frozen=True)
+class HeadEstimate:
+    """One head's (or all heads' mean) scale from the blocks.
+
+    Attributes
+    ----------
+    scale : float
+    se : float
+        Standard error, at least the format's resolution over the t quantile.
+    confidence_interval : ConfidenceInterval
+    skewness : float
+        Of the per-call scales (Hall's correction).
+    """
+
+    scale: float
+    se: float
+    confidence_interval: ConfidenceInterval
+    skewness: float
+
+    def t_statistic(self, claim: float, blocks: int) -> float:
+        """The studentised distance of ``claim`` that the interval inverts."""
+        if self.se == 0:
+            return 0.0 if self.scale == claim else math.copysign(math.inf, self.scale - claim)
+        t = (self.scale - claim) / self.se
+        return t if abs(t) > 1e50 else est.hall_transform(t, self.skewness, blocks)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one d_k gave: the per-head and mean scales, the structure, the bookkeeping."""
+
+    design: Design
+    heads: tuple[HeadEstimate, ...]
+    pooled: HeadEstimate
+    structure: tuple[HeadStructure, ...]
+    blocks: int
+    kernel_calls: int
+    stop_reason: str
+    precision: float
+    input_sd: float
+    resolution: float
+
+
+def _estimate(
+    values: np.ndarray, confidence: float, floor: float, model: float = 0.0
+) -> HeadEstimate:
+    """Mean, floored standard error and Hall interval of i.i.d. per-call scales.
+
+    The half-width is at least ``floor`` relative (the format's resolution) and ``model``
+    absolute (the gap between the degree-5 and degree-3 readings of a curved kernel).
+    """
+    n = values.size
+    mean = float(values.mean())
+    sd = float(values.std(ddof=1)) if n > 1 else math.inf
+    tq = est.t_quantile(confidence, n - 1)
+    se_stat = sd / math.sqrt(n)
+    se_floor = max(floor * abs(mean), model) / tq
+    skew = 0.0
+    if se_stat > se_floor and sd > 0 and n > 2:
+        skew = float(((values - mean) ** 3).mean() / values.std() ** 3)
+    se = max(se_stat, se_floor)
+    return HeadEstimate(mean, se, est.hall_interval(mean, se, skew, n, tq), skew)
+
+
+def _read(kernel: Any, design: Design, rng: np.random.Generator, sd: float):  # noqa: ANN202
+    q, k = draw_qk(rng, design, sd)
+    w, dtype = read_weights(kernel, q, k, design)
+    x = q.astype(np.float64) @ np.ascontiguousarray(k.transpose(0, 2, 1), dtype=np.float64)
+    return w, x, dtype, (q, k)
+
+
+def _tolerance(dtype: np.dtype, design: Design) -> float:
+    """How far from convex a row may be: rounding of the output (and of 16-bit inputs)."""
+    eps = float(np.finfo(dtype).eps) if dtype.kind == "f" else 1.0
+    if design.dtype in ("float16", "bfloat16"):
+        eps = max(eps, 2.0**-7)
+    return max(64.0 * eps, 1e-9)
+
+
+def _size_inputs(kernel: Any, design: Design, rng: np.random.Generator, sd: float):  # noqa: ANN202
+    """The inputs' sd that gives logits of sd ~1 (from a first call's rough scale)."""
+    for _ in range(8):
+        w, x, dtype, qk = _read(kernel, design, rng, sd)
+        check_convex(w, _tolerance(dtype, design), kernel.label)
+        s = rough_slope(w, x)
+        if math.isnan(s):  # every row one-hot: logits far too wide to read
+            sd /= 4.0
+            continue
+        if s != 0:
+            sd = 1.0 / math.sqrt(abs(s) * math.sqrt(design.dk) / LOGIT_SD)
+        return sd, w, dtype, qk
+    raise VarcheckError(
+        f"kernel {kernel.label}: every row of its weights puts all its weight on one key, "
+        "however small the inputs; the weights say nothing about the scale"
+    )
+
+
+def _check_linear_in_values(kernel: Any, design: Design, w: np.ndarray, qk, tol: float) -> None:  # noqa: ANN001
+    """The output must be W v for the same W whatever the values (one more call)."""
+    q, k = qk
+    v = rounded(
+        np.random.default_rng(0).standard_normal((design.heads, design.keys, design.dv)),
+        design.dtype,
+    )
+    out, _ = call_kernel(kernel, q, k, v, design)
+    gap = float(np.abs(out - w @ v).max())
+    if gap > tol * max(1.0, float(np.abs(v).max())) * math.sqrt(design.keys):
+        raise VarcheckError(
+            f"kernel {kernel.label} is not softmax attention: with other values its output "
+            f"is off W·v by {gap:.3g} (not linear in v, or not deterministic)"
+        )
+
+
+def _pilot(kernel: Any, design: Design, expected: float, seed: int):  # noqa: ANN202
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(design.dk, 0)))
+    sd0 = 1.0 / math.sqrt(abs(expected) * math.sqrt(design.dk) / LOGIT_SD)
+    sd, w, dtype, qk = _size_inputs(kernel, design, rng, sd0)
+    tol = _tolerance(dtype, design)
+    _check_linear_in_values(kernel, design, w, qk, tol)
+    ws, xs = [], []
+    for _ in range(PILOT_CALLS):
+        w, x, _, _ = _read(kernel, design, rng, sd)
+        check_convex(w, tol, kernel.label)
+        ws.append(w)
+        xs.append(x)
+    wa, xa = np.stack(ws), np.stack(xs)
+    heads = tuple(pilot_structure(wa[:, h], xa[:, h], kernel.label) for h in range(design.heads))
+    worst = min(h.explained for h in heads)
+    if worst < EXPLAINED_MIN:
+        raise VarcheckError(
+            f"kernel {kernel.label} is not softmax attention of q·k: a scale, a position bias and "
+            f"a curvature explain only {worst:.0%} of its log-weights (linear attention and "
+            "other normalisations cannot be probed)"
+        )
+    eps = float(np.finfo(dtype).eps) if dtype.kind == "f" else 1.0
+    resolution = max(4.0 * eps, 64.0 * float(np.finfo(np.float64).eps))
+    unit = 1.0 / max(float(xa.std()), 1e-300)
+    calls = (PILOT_CALLS + 2) * design.calls_per_block + 1
+    return sd, heads, resolution, unit, calls
+
+
+def _chunk(kernel: Any, design: Design, seed: int, chunk: int, blocks: int, sd: float,
+           heads: tuple[HeadStructure, ...], curved: bool, unit: float) -> np.ndarray:  # fmt: skip
+    children = np.random.SeedSequence(seed, spawn_key=(design.dk, 1, chunk)).spawn(blocks)
+    out = np.empty((blocks, 2, design.heads))
+    for i, child in enumerate(children):
+        w, x, _, _ = _read(kernel, design, np.random.default_rng(child), sd)
+        out[i] = call_slopes(w, x, list(heads), curved=curved, unit=unit)
+    return out
+
+
+def measure(
+    kernel: Any,
+    design: Design,
+    *,
+    expected: float,
+    seed: int,
+    confidence: float,
+    precision: float | None,
+    calls: int | None,
+    max_seconds: float | None,
+    progress: Callable[[float], None] | None = None,
+) -> Measurement:
+    """Pilot, then independent calls until the interval is ``precision`` wide (relative)."""
+    sd, heads, resolution, unit, pilot_calls = _pilot(kernel, design, expected, seed)
+    curved = any(h.curved for h in heads)
+    found: list[np.ndarray] = []
+    per_chunk = 50
+
+    def draw(tasks: Iterator[tuple[int, int]]) -> Iterator[np.ndarray]:
+        return (_chunk(kernel, design, seed, c, b, sd, heads, curved, unit) for c, b in tasks)
+
+    def widest() -> float:
+        values = np.concatenate(found)[:, 0]
+        worst = 0.0
+        for column in [*values.T, values.mean(axis=1)]:
+            worst = max(worst, _relative(_estimate(column, confidence, 0.0)))
+        return worst
+
+    if calls is None:
+        rule = StopRule(precision, est.MIN_BLOCKS, None, max_seconds, max_blocks=MAX_CALLS)
+    else:
+        rule = StopRule(None, calls, "samples", max_seconds)
+    rounds = est.draw_rounds(
+        rule, per_chunk, draw, lambda rs: found.append(rs[0]), widest, progress=progress
+    )
+    both = np.concatenate(found)
+    values, gap = both[:, 0], np.abs(both[:, 0] - both[:, 1]).mean(axis=0)
+    per_head = tuple(
+        _estimate(col, confidence, resolution, float(g))
+        for col, g in zip(values.T, gap, strict=True)
+    )
+    pooled = _estimate(values.mean(axis=1), confidence, resolution, float(gap.mean()))
+    return Measurement(
+        design=design,
+        heads=per_head,
+        pooled=pooled,
+        structure=heads,
+        blocks=rounds.blocks,
+        kernel_calls=pilot_calls + rounds.blocks * design.calls_per_block,
+        stop_reason=rounds.stop_reason,
+        precision=_relative(pooled),
+        input_sd=sd,
+        resolution=resolution,
+    )
+
+
+def _relative(e: HeadEstimate) -> float:
+    """Half the interval's width over |scale| (0 for an exact zero, inf for a noisy one)."""
+    half = (e.confidence_interval.high - e.confidence_interval.low) / 2.0
+    if half == 0:
+        return 0.0
+    return half / abs(e.scale) if e.scale != 0 else math.inf

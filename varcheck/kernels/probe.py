@@ -1,0 +1,476 @@
+"""``varcheck.probe``: the effective scale of a black-box attention kernel, with its verdict.
+
+:func:`probe` reads one d_k; :func:`probe_sweep` reads several and fits ``s ∝ d_k^p``. Both
+test the scale against an expected law (``1/sqrt(dk)`` by default) on core's ladder: a
+consistency test, or with ``tolerance`` an equivalence test (:func:`varcheck.core.verdicts.decide`);
+the heads of a 4-D kernel (and the rows of a sweep) are one family under Holm's procedure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._version import __version__
+from ..core import estimation as est
+from ..core.estimation import ConfidenceInterval
+from ..core.options import (
+    resolve_seed,
+    sampling_effort,
+    valid_confidence,
+    valid_count,
+    valid_tolerance,
+)
+from ..core.ranges import resolve_dks
+from ..core.verdicts import (
+    FAIL,
+    OUTCOME_RANK,
+    GrowthFit,
+    decide,
+    exit_code,
+    fit_growth,
+    holm_adjust,
+)
+from ..errors import VarcheckError
+from .laws import Expectation, Reading, law_exponent, nearest_law, parse_expectation
+from .measure import Measurement, measure
+from .target import KernelTarget, as_kernel
+from .weights import DTYPES, LAYOUTS, Design
+
+__all__ = [
+    "Diagnostics",
+    "HeadScale",
+    "ProbeResult",
+    "ProbeSweepResult",
+    "probe",
+    "probe_sweep",
+    "MIN_CALLS",
+    "MAX_PROBE_DK",
+]
+
+#: Fewest calls of a fixed budget (``samples``): the t interval on ``calls - 1`` df.
+MIN_CALLS = 20
+#: Largest d_k probed (an n × d_k input per head).
+MAX_PROBE_DK = 65536
+_DTYPE_NAMES = {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "single": "float32",
+                "fp32": "float32", "double": "float64", "fp64": "float64"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """What a scale alone does not explain, over all heads.
+
+    Attributes
+    ----------
+    mask : str
+        ``none``, ``causal``, ``causal (bottom-right)`` or ``other`` (the first head's, or
+        ``mixed``).
+    masked : int
+        Weights exactly zero in every pilot call (all heads).
+    bias : str
+        ``none``, ``alibi``, ``relative`` or ``other`` (``mixed`` when heads differ).
+    bias_size : float
+        Largest RMS bias over the RMS of the logits, over heads.
+    alibi_slopes : tuple of float
+        With ``alibi``: each head's bias per position of distance.
+    nonlinear : bool
+        A non-linearity in q·k was found (the scale is then the slope at q·k = 0).
+    curvature : float
+        Largest relative size of the quadratic and cubic terms, over heads.
+    linearity_residual : float
+        Largest RMS residual of the linear model over the RMS of the logits.
+    explained : float
+        Smallest fraction of the log-weights explained, over heads.
+    notes : tuple of str
+        Each finding in one sentence.
+    """
+
+    mask: str
+    masked: int
+    bias: str
+    bias_size: float
+    alibi_slopes: tuple[float, ...]
+    nonlinear: bool
+    curvature: float
+    linearity_residual: float
+    explained: float
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HeadScale:
+    """One head's scale, its test and verdict."""
+
+    head: int
+    scale: float
+    confidence_interval: ConfidenceInterval
+    p_value: float
+    outcome: str
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The effective scale of one kernel at one d_k (see :func:`probe`).
+
+    Attributes
+    ----------
+    kernel : KernelTarget
+        The kernel and its bound arguments.
+    dk, heads, queries, keys, dv : int
+    layout, dtype : str
+    reading : str
+        How the weights were read (one-hot values, or a solve).
+    expect : str
+        The expected law, as written; ``expected`` its value here.
+    scale : float
+        The effective scale (all heads' mean); ``confidence_interval`` its interval.
+    ratio : float
+        scale / expected, with ``ratio_interval``.
+    law : Reading
+        The nearest simple law and the factor left over.
+    outcome, reason : str
+        ``pass``, ``fail`` or ``inconclusive``, and why.
+    more_calls : int or None
+        For ``inconclusive``: about how many more calls would settle it.
+    p_value : float
+        Of the expected scale (Holm-adjusted over heads: the smallest).
+    per_head : tuple of HeadScale
+    diagnostics : Diagnostics
+    calls : int
+        Independent readings of the weights (the blocks); ``kernel_calls`` counts every call.
+    """
+
+    kernel: KernelTarget
+    dk: int
+    heads: int
+    queries: int
+    keys: int
+    dv: int
+    layout: str
+    dtype: str
+    reading: str
+    causal: bool
+    expect: str
+    expected: float
+    scale: float
+    confidence_interval: ConfidenceInterval
+    se: float
+    ratio: float
+    ratio_interval: ConfidenceInterval
+    law: Reading
+    outcome: str
+    reason: str
+    more_calls: int | None
+    p_value: float
+    tolerance: float | None
+    confidence: float
+    per_head: tuple[HeadScale, ...]
+    diagnostics: Diagnostics
+    calls: int
+    kernel_calls: int
+    stop_reason: str
+    precision: float
+    input_sd: float
+    seed: int
+    version: str = field(default=__version__)
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 fail, 3 inconclusive (core.verdicts.exit_code)."""
+        return exit_code([self.outcome])
+
+
+@dataclass(frozen=True)
+class ProbeSweepResult:
+    """A probe at several d_k and the power law ``s ∝ d_k^p`` fitted to them.
+
+    Attributes
+    ----------
+    rows : tuple of ProbeResult
+        One per d_k (verdicts Holm-adjusted over all rows and heads).
+    exponent : GrowthFit or None
+        The fitted p with its interval, against the expected law's exponent (None with one d_k).
+    outcome : str
+        The worst row's outcome.
+    """
+
+    rows: tuple[ProbeResult, ...]
+    exponent: GrowthFit | None
+    expect: str
+    seed: int
+    confidence: float
+    version: str = field(default=__version__)
+
+    @property
+    def outcome(self) -> str:
+        return max((r.outcome for r in self.rows), key=OUTCOME_RANK.__getitem__)
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code([r.outcome for r in self.rows])
+
+
+def _dtype(dtype: Any) -> str:
+    if dtype is None:
+        return "float64"
+    name = getattr(dtype, "name", None) or str(dtype).split(".")[-1].strip("'>")
+    name = _DTYPE_NAMES.get(name, name)
+    if name not in DTYPES:
+        raise VarcheckError(f"dtype {str(dtype)[:60]!r} is not one of {', '.join(DTYPES)}")
+    return name
+
+
+def _design(dk: int, queries: int, keys: int, heads: int | None, dv: int | None, layout: str,
+            dtype: Any) -> Design:  # fmt: skip
+    if layout not in LAYOUTS:
+        raise VarcheckError(f"layout {str(layout)[:60]!r} is not one of {', '.join(LAYOUTS)}")
+    if heads is not None:
+        heads = valid_count("heads", heads, 1, 1024)
+    h = 1 if layout == "nd" else (2 if heads is None else heads)
+    queries = valid_count("queries", queries, 2, 4096)
+    keys = valid_count("keys", keys, 2, 4096)
+    dv = keys if dv is None else valid_count("dv", dv, 1, 65536)
+    return Design(dk, queries, keys, h, dv, layout, _dtype(dtype))
+
+
+def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
+    st = m.structure
+    masks = {h.mask for h in st}
+    mask = masks.pop() if len(masks) == 1 else "mixed"
+    kinds = {h.bias_kind for h in st}
+    bias = kinds.pop() if len(kinds) == 1 else "mixed"
+    slopes = tuple(h.alibi_slope for h in st) if bias == "alibi" else ()
+    nonlinear = any(h.curved for h in st)
+    notes = []
+    if mask != "none":
+        notes.append(f"mask: {mask} ({sum(h.masked for h in st)} weights exactly 0)")
+    elif causal:
+        notes.append("mask: none, but a causal mask was expected")
+    if bias == "alibi":
+        shown = ", ".join(f"{s:.4g}" for s in slopes[:4]) + (" …" if len(slopes) > 4 else "")
+        notes.append(f"position bias: ALiBi-like, linear in |i − j| (slope {shown} per position)")
+    elif bias == "relative":
+        notes.append("position bias: a function of j − i only (relative position bias)")
+    elif bias != "none":
+        notes.append(f"position bias: {bias} (an additive bias that depends on positions)")
+    if bias != "none":
+        notes.append("the bias is removed before the scale is read: the scale is that of q·k")
+    if nonlinear:
+        notes.append(
+            "non-linearity: log-weights curve in q·k (tanh soft-capping?); the scale is the "
+            "slope at q·k = 0"
+        )
+    return Diagnostics(
+        mask=mask,
+        masked=sum(h.masked for h in st),
+        bias=bias,
+        bias_size=max(h.bias_size for h in st),
+        alibi_slopes=slopes,
+        nonlinear=nonlinear,
+        curvature=max(h.curvature for h in st),
+        linearity_residual=max(h.linearity_residual for h in st),
+        explained=min(h.explained for h in st),
+        notes=tuple(notes),
+    )
+
+
+def _judge(measurements: list[Measurement], expected: list[float], *, confidence: float,
+           tolerance: float | None) -> list[tuple[list[HeadScale], Any]]:  # fmt: skip
+    """Each head's verdict, Holm over every head of every measurement; the worst per row."""
+    alpha = 1.0 - confidence
+    raw = [
+        est.t_two_sided_p(h.t_statistic(e, m.blocks), m.blocks - 1)
+        for m, e in zip(measurements, expected, strict=True)
+        for h in m.heads
+    ]
+    adjusted = iter(holm_adjust(raw))
+    out = []
+    for m, e in zip(measurements, expected, strict=True):
+        heads, decisions = [], []
+        for i, h in enumerate(m.heads):
+            p = next(adjusted)
+            d = decide(h.scale, h.confidence_interval, e, p_value=p, alpha=alpha,
+                       tolerance=tolerance, samples=m.blocks)  # fmt: skip
+            heads.append(HeadScale(i, h.scale, h.confidence_interval, p, d.outcome))
+            decisions.append((d, p))
+        worst = max(decisions, key=lambda dp: (OUTCOME_RANK[dp[0].outcome], -dp[1]))
+        out.append((heads, worst))
+    return out
+
+
+def _result(kernel: KernelTarget, m: Measurement, judged: Any, *, expect: Expectation,
+            expected: float, law_h: int, causal: bool, tolerance: float | None,
+            confidence: float, seed: int) -> ProbeResult:  # fmt: skip
+    heads, (decision, p) = judged
+    diag = _diagnostics(m, causal)
+    outcome, reason = decision.outcome, decision.reason
+    if len(heads) > 1 and outcome != "pass":
+        bad = next(h for h in heads if h.outcome == outcome)
+        reason = f"head {bad.head}: {reason}"
+    if causal and diag.mask not in ("causal", "causal (bottom-right)"):
+        outcome, reason = FAIL, f"a causal mask was expected; the weights show mask {diag.mask}"
+    d, lo_hi = m.design, m.pooled.confidence_interval
+    ratio_iv = sorted((lo_hi.low / expected, lo_hi.high / expected))
+    return ProbeResult(
+        kernel=kernel, dk=d.dk, heads=d.heads, queries=d.queries, keys=d.keys, dv=d.dv,
+        layout=d.layout, dtype=d.dtype, reading=d.reading, causal=causal, expect=expect.text,
+        expected=expected, scale=m.pooled.scale, confidence_interval=lo_hi, se=m.pooled.se,
+        ratio=m.pooled.scale / expected, ratio_interval=ConfidenceInterval(*ratio_iv),
+        law=nearest_law(m.pooled.scale, lo_hi.low, lo_hi.high, d.dk, law_h),
+        outcome=outcome, reason=reason,
+        more_calls=decision.more_samples if outcome == "inconclusive" else None,
+        p_value=p, tolerance=tolerance, confidence=confidence, per_head=tuple(heads),
+        diagnostics=diag, calls=m.blocks, kernel_calls=m.kernel_calls,
+        stop_reason=m.stop_reason, precision=m.precision, input_sd=m.input_sd, seed=seed,
+    )  # fmt: skip
+
+
+def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads: int | None,
+         dv: int | None, causal: bool, layout: str, dtype: Any, precision: float | None,
+         samples: int | None, max_seconds: float | None, confidence: float,
+         tolerance: float | None, seed: int | None, args: Any,
+         progress: Callable[[int, int, float], None] | None,
+         ) -> tuple[list[ProbeResult], Expectation, int, float]:  # fmt: skip
+    """Validate everything once, measure each d_k, judge them together."""
+    kernel = as_kernel(fn, args)
+    expectation = parse_expectation(expect)
+    for dk in dks:
+        valid_count("dk", dk, 1, MAX_PROBE_DK)
+    confidence = valid_confidence(confidence)
+    confidence, precision, samples, max_seconds = sampling_effort(
+        confidence, precision, samples, max_seconds, least=MIN_CALLS
+    )
+    tolerance = valid_tolerance(tolerance)
+    if not isinstance(causal, bool):
+        raise VarcheckError(f"causal must be True or False, got {causal!r}")
+    seed = resolve_seed(seed)
+    designs = [_design(dk, queries, keys, heads, dv, layout, dtype) for dk in dks]
+    law_h = heads or designs[0].heads
+    expected = [expectation.value(dk, law_h) for dk in dks]
+    measured = []
+    for i, (design, e) in enumerate(zip(designs, expected, strict=True)):
+        tick = None if progress is None else (lambda f, i=i: progress(i, len(dks), f))
+        measured.append(measure(kernel, design, expected=e, seed=seed, confidence=confidence,
+                                precision=precision, calls=samples, max_seconds=max_seconds,
+                                progress=tick))  # fmt: skip
+    judged = _judge(measured, expected, confidence=confidence, tolerance=tolerance)
+    rows = [
+        _result(kernel, m, j, expect=expectation, expected=e, law_h=law_h, causal=causal,
+                tolerance=tolerance, confidence=confidence, seed=seed)
+        for m, j, e in zip(measured, judged, expected, strict=True)
+    ]  # fmt: skip
+    return rows, expectation, law_h, confidence
+
+
+def probe(
+    fn: Any,
+    dk: int,
+    *,
+    expect: str | float = "1/sqrt(dk)",
+    queries: int = 64,
+    keys: int = 64,
+    heads: int | None = None,
+    dv: int | None = None,
+    causal: bool = False,
+    layout: str = "nd",
+    dtype: Any = None,
+    precision: float | None = 0.01,
+    samples: int | None = None,
+    max_seconds: float | None = None,
+    confidence: float = 0.95,
+    tolerance: float | None = None,
+    seed: int | None = None,
+    args: dict[str, Any] | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> ProbeResult:
+    """The effective scale of an attention kernel at one d_k, tested against a law.
+
+    Parameters
+    ----------
+    fn : callable or str
+        ``fn(q, k, v)`` returning ``softmax(s · q kᵀ + bias) v``, or ``"module:function"`` /
+        ``"file.py:function"``. Anything ``numpy.asarray`` reads may come back.
+    dk : int
+        The width of q and k.
+    expect : str or float
+        The expected scale: an expression in ``dk`` and ``h`` (heads), default ``1/sqrt(dk)``.
+    queries, keys : int
+        n and m, per head and call (default 64 each).
+    heads : int, optional
+        Heads per call for ``bhnd``/``bnhd`` (default 2), every one probed; with ``nd`` only
+        the ``h`` of the laws (``1/sqrt(dk*h)``).
+    dv : int, optional
+        The width of v (default ``keys``: one-hot values); below ``keys`` the weights are
+        solved from several calls.
+    causal : bool
+        Expect a causal mask: fail when the weights show none.
+    layout : str
+        ``nd`` (q: (n, d_k)), ``bhnd`` (1, h, n, d_k) or ``bnhd`` (1, n, h, d_k).
+    dtype : str or numpy dtype, optional
+        Round the inputs to ``float32``, ``float16`` or ``bfloat16`` (simulated in float32).
+    precision, samples, max_seconds
+        Target relative half-width; or a fixed number of calls (>= 20); a wall-time cap.
+    confidence : float
+        Of the interval (the test's level is 1 − confidence).
+    tolerance : float, optional
+        Equivalence test: pass only when the interval lies in expected × (1 ± tolerance).
+    seed : int, optional
+        Root seed (drawn when omitted; ``result.seed`` reports it).
+    args : dict, optional
+        Keyword arguments bound to every call of ``fn``.
+    progress : callable, optional
+        Called with the fraction done.
+
+    Returns
+    -------
+    ProbeResult
+
+    Raises
+    ------
+    VarcheckError
+        Bad options, a kernel that cannot be loaded or called, outputs of the wrong shape or
+        not finite, and weights that are not softmax attention of q·k (with the reason).
+    """
+    dk = valid_count("dk", dk, 1, MAX_PROBE_DK)
+    tick = None if progress is None else (lambda i, n, f: progress(f))
+    rows, *_ = _run(fn, [dk], expect=expect, queries=queries, keys=keys, heads=heads, dv=dv,
+                    causal=causal, layout=layout, dtype=dtype, precision=precision,
+                    samples=samples, max_seconds=max_seconds, confidence=confidence,
+                    tolerance=tolerance, seed=seed, args=args, progress=tick)  # fmt: skip
+    return rows[0]
+
+
+def probe_sweep(
+    fn: Any,
+    dks: Any,
+    *,
+    expect: str | float = "1/sqrt(dk)",
+    progress: Callable[[int, int, float], None] | None = None,
+    **options: Any,
+) -> ProbeSweepResult:
+    """:func:`probe` at every d_k of ``dks`` (``"8..512"``, a list), and ``s ∝ d_k^p`` fitted.
+
+    Takes the keyword arguments of :func:`probe`. Rows share the seed (row d_k is the probe of
+    that d_k alone); the verdicts are Holm-adjusted over all rows and heads together. The
+    exponent's interval (weighted least squares on log s) is tested against the expected
+    law's exponent (−½ for 1/√d_k, −1 for 1/d_k, 0 for a forgotten scale).
+    """
+    dks = resolve_dks(dks)
+    defaults = {"queries": 64, "keys": 64, "heads": None, "dv": None, "causal": False,
+                "layout": "nd", "dtype": None, "precision": 0.01, "samples": None,
+                "max_seconds": None, "confidence": 0.95, "tolerance": None, "seed": None,
+                "args": None}  # fmt: skip
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise VarcheckError(f"probe_sweep got unknown option {unknown[0]!r}")
+    rows, expectation, law_h, confidence = _run(
+        fn, dks, expect=expect, progress=progress, **{**defaults, **options}
+    )
+    fit = None
+    if len(dks) > 1 and all(r.scale > 0 for r in rows):
+        fit = fit_growth(
+            dks, [r.scale for r in rows], [r.se for r in rows], confidence=confidence,
+            expected=law_exponent(expectation, dks, law_h),
+        )  # fmt: skip
+    return ProbeSweepResult(tuple(rows), fit, expectation.text, rows[0].seed, confidence)

@@ -1,0 +1,291 @@
+"""How a probe is shown: a paragraph for one d_k, a table for several, JSON, CSV, Markdown.
+
+Every text line fits 80 columns (long sentences wrap with an indent), except the reproduce
+command, which stays one line to copy.
+"""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+from typing import TYPE_CHECKING, Any
+
+from ..output import formats
+from ..output.formats import confidence_label, fmt, fmt_p, interval
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .probe import ProbeResult, ProbeSweepResult
+
+__all__ = [
+    "probe_paragraph",
+    "probe_dict",
+    "probe_records",
+    "render_probe",
+    "reproduce_command",
+]
+
+WIDTH = 80
+_DEFAULTS = {"queries": 64, "keys": 64, "layout": "nd", "dtype": "float64", "confidence": 0.95}
+
+
+def reproduce_command(result: ProbeResult, dks: str | None = None) -> str | None:
+    """The ``varcheck probe`` command line that reruns a probe (None for an unnamed kernel)."""
+    k = result.kernel
+    if not k.by_name:
+        return None
+    parts = ["varcheck", "probe", k.target, "--dk", dks or str(result.dk)]
+    for key, value in k.args:
+        parts += ["--arg", f"{key}={value!r}"]
+    if result.expect != "1/sqrt(dk)":
+        parts += ["--expect", result.expect]
+    for name in ("layout", "queries", "keys", "dtype"):
+        if getattr(result, name) != _DEFAULTS[name]:
+            parts += [f"--{name}", str(getattr(result, name))]
+    if result.layout != "nd":
+        parts += ["--heads", str(result.heads)]
+    if result.dv != result.keys:
+        parts += ["--dv", str(result.dv)]
+    if result.causal:
+        parts.append("--causal")
+    if result.tolerance is not None:
+        parts += ["--tolerance", f"{result.tolerance:g}"]
+    if result.confidence != 0.95:
+        parts += ["--confidence", f"{result.confidence:g}"]
+    if result.stop_reason == "samples":
+        parts += ["--samples", str(result.calls)]
+    parts += ["--seed", str(result.seed)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _wrap(text: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent="  ", subsequent_indent="    ")
+
+
+def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
+    """A plain-text account of one probe (the table form of one d_k, the pytest message)."""
+    lo, hi = result.confidence_interval
+    tol = "" if result.tolerance is None else f" within ±{result.tolerance:g} (relative)"
+    law = result.law
+    head = (
+        f"varcheck: {result.outcome.upper()}: scale of {result.kernel.label} = {result.expect}"
+        f"{tol} at d_k={result.dk}"
+    )
+    lines = [
+        *textwrap.wrap(head, WIDTH, subsequent_indent="    "),
+        *_wrap(
+            f"expected {fmt(result.expected, 6)}; effective scale {fmt(result.scale, 6)}, "
+            f"{confidence_label(result.confidence)} interval [{fmt(lo, 6)}, {fmt(hi, 6)}] "
+            f"from {result.calls:,} calls; p = {fmt_p(result.p_value)}"
+        ),
+        *_wrap(
+            f"ratio to expected {fmt(result.ratio, 6)}; nearest law {law.law}"
+            + ("" if law.factor_label in ("1", "—") else f" × {law.factor_label}")
+            + f": {law.meaning}"
+        ),
+        *_wrap(result.reason),
+    ]
+    if result.more_calls:
+        lines += _wrap(f"about {result.more_calls:,} more calls would settle it")
+    if len(result.per_head) > 1:
+        heads = ", ".join(f"{fmt(h.scale, 6)}" for h in result.per_head)
+        lines += _wrap(f"per head ({result.layout}): {heads}")
+    for note in result.diagnostics.notes:
+        lines += _wrap(note)
+    cmd = reproduce or reproduce_command(result)
+    if cmd:
+        lines.append(f"  reproduce: {cmd}")
+    return "\n".join(lines)
+
+
+def _head_dict(h: Any) -> dict[str, Any]:
+    return {
+        "head": h.head,
+        "scale": h.scale,
+        "ci_low": h.confidence_interval.low,
+        "ci_high": h.confidence_interval.high,
+        "p_value": h.p_value,
+        "outcome": h.outcome,
+    }
+
+
+def probe_dict(result: ProbeResult) -> dict[str, Any]:
+    """Everything about one probe, for JSON."""
+    d = result.diagnostics
+    return {
+        "kernel": result.kernel.as_dict(),
+        "dk": result.dk,
+        "layout": result.layout,
+        "heads": result.heads,
+        "queries": result.queries,
+        "keys": result.keys,
+        "dv": result.dv,
+        "dtype": result.dtype,
+        "reading": result.reading,
+        "expect": result.expect,
+        "expected": result.expected,
+        "scale": result.scale,
+        "ci_low": result.confidence_interval.low,
+        "ci_high": result.confidence_interval.high,
+        "se": result.se,
+        "ratio": result.ratio,
+        "ratio_low": result.ratio_interval.low,
+        "ratio_high": result.ratio_interval.high,
+        "law": result.law.law,
+        "factor": result.law.factor,
+        "factor_label": result.law.factor_label,
+        "meaning": result.law.meaning,
+        "outcome": result.outcome,
+        "reason": result.reason,
+        "more_calls": result.more_calls,
+        "p_value": result.p_value,
+        "tolerance": result.tolerance,
+        "causal": result.causal,
+        "per_head": [_head_dict(h) for h in result.per_head],
+        "diagnostics": {
+            "mask": d.mask,
+            "masked": d.masked,
+            "bias": d.bias,
+            "bias_size": d.bias_size,
+            "alibi_slopes": list(d.alibi_slopes),
+            "nonlinear": d.nonlinear,
+            "curvature": d.curvature,
+            "linearity_residual": d.linearity_residual,
+            "explained": d.explained,
+            "notes": list(d.notes),
+        },
+        "calls": result.calls,
+        "kernel_calls": result.kernel_calls,
+        "stop_reason": result.stop_reason,
+        "precision": result.precision,
+        "input_sd": result.input_sd,
+    }
+
+
+def _sweep_dict(result: ProbeSweepResult) -> dict[str, Any]:
+    fit = result.exponent
+    return {
+        "command": "probe",
+        "version": result.version,
+        "seed": result.seed,
+        "confidence": result.confidence,
+        "expect": result.expect,
+        "outcome": result.outcome,
+        "exponent": None
+        if fit is None
+        else {
+            "p": fit.slope,
+            "ci_low": fit.confidence_interval.low,
+            "ci_high": fit.confidence_interval.high,
+            "expected": fit.expected,
+            "verdict": fit.verdict,
+        },
+        "rows": [probe_dict(r) for r in result.rows],
+    }
+
+
+def probe_records(result: ProbeSweepResult) -> list[dict[str, Any]]:
+    """One flat record per d_k (CSV, Markdown)."""
+    return [
+        {
+            "dk": r.dk,
+            "scale": r.scale,
+            "ci_low": r.confidence_interval.low,
+            "ci_high": r.confidence_interval.high,
+            "expected": r.expected,
+            "ratio": r.ratio,
+            "law": r.law.law,
+            "factor": r.law.factor_label,
+            "mask": r.diagnostics.mask,
+            "bias": r.diagnostics.bias,
+            "nonlinear": r.diagnostics.nonlinear,
+            "calls": r.calls,
+            "p_value": r.p_value,
+            "outcome": r.outcome,
+        }
+        for r in result.rows
+    ]
+
+
+def _meta(result: ProbeSweepResult) -> dict[str, Any]:
+    r = result.rows[0]
+    return {
+        "command": "probe",
+        "kernel": r.kernel.label,
+        "expect": result.expect,
+        "layout": r.layout,
+        "dtype": r.dtype,
+        "seed": result.seed,
+        "confidence": result.confidence,
+        "version": result.version,
+    }
+
+
+def _exponent_line(result: ProbeSweepResult) -> str | None:
+    fit = result.exponent
+    if fit is None:
+        return None
+    lo, hi = fit.confidence_interval
+    return (
+        f"s ∝ d_k^p: p = {fmt(fit.slope, 4)} {interval(lo, hi)} against {fmt(fit.expected, 4)} "
+        f"expected ({fit.verdict}); −0.5 is 1/√d_k, −1 is 1/d_k, 0 a forgotten scale"
+    )
+
+
+def _print(result: ProbeSweepResult, console: Console) -> None:
+    if len(result.rows) == 1:
+        style = formats.VERDICT_STYLE.get(result.outcome, "")
+        head, *rest = probe_paragraph(result.rows[0]).splitlines()
+        console.print(f"[{style}]{head}[/]" if style else head, highlight=False)
+        for line in rest:
+            console.print(line, highlight=False, soft_wrap=True)
+    else:
+        _print_table(result, console)
+    console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
+
+
+def _print_table(result: ProbeSweepResult, console: Console) -> None:
+    r0 = result.rows[0]
+    table = formats.plain_table(
+        f"varcheck probe {r0.kernel.label}: expected {result.expect}",
+        None,
+        [("d_k", "right"), ("scale", "right"), (confidence_label(result.confidence), "left"),
+         ("ratio", "right"), ("nearest law", "left"), ("verdict", "left")],
+    )  # fmt: skip
+    for r in result.rows:
+        lo, hi = r.confidence_interval
+        law = r.law.law + ("" if r.law.factor_label in ("1", "—") else f" × {r.law.factor_label}")
+        table.add_row(
+            str(r.dk), fmt(r.scale, 5), interval(lo, hi, 4), fmt(r.ratio, 4), law,
+            formats.styled(r.outcome),
+        )  # fmt: skip
+    console.print(table)
+    lines = []
+    if (line := _exponent_line(result)) is not None:
+        lines += _wrap(line)
+    notes = dict.fromkeys(n for r in result.rows for n in r.diagnostics.notes)
+    for note in notes:
+        lines += _wrap(note)
+    worst = next((r for r in result.rows if r.outcome == result.outcome), r0)
+    lines += _wrap(f"verdict {result.outcome}: d_k={worst.dk}: {worst.reason}")
+    dks = ",".join(str(r.dk) for r in result.rows)
+    cmd = reproduce_command(r0, dks)
+    if cmd:
+        lines.append(f"  reproduce: {cmd}")
+    for line in lines:
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+def render_probe(result: ProbeSweepResult, fmt_name: str, console: Console) -> None:
+    """Write a probe in one of the output formats (through :func:`output.formats.write`)."""
+    formats.write(
+        fmt_name,
+        console,
+        result,
+        table=_print,
+        data=_sweep_dict,
+        records=probe_records,
+        meta=_meta,
+        title=lambda r: f"varcheck probe {r.rows[0].kernel.label}",
+    )
