@@ -43,6 +43,8 @@ from typing import Any
 from .._version import __version__
 from ..core import options
 from ..core.distributions import Distribution
+from ..core.files import MIB, read_text
+from ..core.options import cut, shown
 from ..core.ranges import resolve_dks
 from ..core.user_code import UserSampler, load_sampler
 from ..core.verdicts import OUTCOME_RANK, PASS, exit_code
@@ -67,6 +69,10 @@ CLAIM_KEYS = (
     "args",
 )
 DEFAULT_KEYS = ("seed", "confidence", "alpha", "precision", "samples", "max_seconds")
+#: Largest claim file read (thousands of claims fit in a few kilobytes).
+CLAIM_FILE_LIMIT = 1 * MIB
+#: Keys that describe varcheck's own sampler, meaningless next to ``sampler``.
+_LAW_KEYS = ("dist", "q_dist", "k_dist", "rho")
 
 
 @dataclass(frozen=True)
@@ -161,13 +167,13 @@ def _claim_lines(text: str) -> list[int]:
 
 
 def _where(path: str, line: int | None, name: str | None) -> str:
-    loc = f"{path}:{line}" if line else path
-    return f"{loc}: claim {name!r}" if name else loc
+    loc = f"{cut(path)}:{line}" if line else cut(path)
+    return f"{loc}: claim {shown(name)}" if name else loc
 
 
 def _number(value: Any, key: str, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise VarcheckError(f"{where}: {key} must be a number, got {value!r}")
+        raise VarcheckError(f"{where}: {key} must be a number, got {shown(value)}")
     return float(value)
 
 
@@ -183,7 +189,7 @@ def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> C
     unknown = [k for k in table if k not in CLAIM_KEYS]
     if unknown:
         raise VarcheckError(
-            f"{where}: unknown key {unknown[0]!r}; accepted: {', '.join(CLAIM_KEYS)}"
+            f"{where}: unknown key {shown(unknown[0])}; accepted: {', '.join(CLAIM_KEYS)}"
         )
     for required in ("dk", "claim"):
         if required not in table:
@@ -203,20 +209,25 @@ def _claim_spec(
     """The checked fields of one ``[[claim]]`` table (errors get ``where`` from the caller)."""
     dk_value = table["dk"]
     if isinstance(dk_value, bool) or not isinstance(dk_value, list | str | int):
-        raise VarcheckError(f"dk must be an integer, a range string or a list, got {dk_value!r}")
+        raise VarcheckError(
+            f"dk must be an integer, a range string or a list, got {shown(dk_value)}"
+        )
     dks = tuple(resolve_dks(dk_value))
     claim_value = table["claim"]
     if isinstance(claim_value, bool) or not isinstance(claim_value, str | int | float):
-        raise VarcheckError(f"claim must be a string expression or a number, got {claim_value!r}")
+        raise VarcheckError(
+            f"claim must be a string expression or a number, got {shown(claim_value)}"
+        )
     scaled = table.get("scaled", False)
     if not isinstance(scaled, bool):
-        raise VarcheckError(f"scaled must be true or false, got {scaled!r}")
+        raise VarcheckError(f"scaled must be true or false, got {shown(scaled)}")
     tol = table.get("tolerance")
     tolerance = options.valid_tolerance(None if tol is None else _number(tol, "tolerance", where))
     description = table.get("description", "")
     if not isinstance(description, str):
-        raise VarcheckError(f"description must be a string, got {description!r}")
+        raise VarcheckError(f"description must be a string, got {shown(description)}")
     user = _claim_sampler(table, folder)
+    _exclusive_laws(table, user)
     laws = tuple(table.get(key) for key in ("dist", "q_dist", "k_dist"))
     rho = _number(table.get("rho", 0.0), "rho", where)
     test = ClaimTest(0, None, None, 0.0, parse_claim(claim_value), scaled, tolerance, ())
@@ -243,6 +254,24 @@ def _claim_spec(
     )
 
 
+def _exclusive_laws(table: dict[str, Any], user: UserSampler | None) -> None:
+    """Refuse keys that another key would silently override or make meaningless."""
+    if user is not None:
+        given = [key for key in _LAW_KEYS if key in table]
+        if given:
+            raise VarcheckError(
+                f"{', '.join(given)} {'describe' if len(given) > 1 else 'describes'} "
+                f"varcheck's own q and k; with sampler = ... the values come from the sampler: "
+                f"remove {'them' if len(given) > 1 else 'it'}"
+            )
+    both = [key for key in ("q_dist", "k_dist") if key in table]
+    if "dist" in table and both:
+        raise VarcheckError(
+            f"dist sets both q and k, and {' and '.join(both)} would override it; give dist "
+            "alone, or q_dist and k_dist"
+        )
+
+
 def _claim_sampler(table: dict[str, Any], folder: str) -> UserSampler | None:
     """The claim's ``sampler`` (a file path is relative to the claim file) and its ``args``."""
     target, args = table.get("sampler"), table.get("args")
@@ -251,9 +280,9 @@ def _claim_sampler(table: dict[str, Any], folder: str) -> UserSampler | None:
             raise VarcheckError("args = {...} binds arguments of a sampler: add sampler = ...")
         return None
     if not isinstance(target, str):
-        raise VarcheckError(f'sampler must be a string "MODULE:FUNCTION", got {target!r}')
+        raise VarcheckError(f'sampler must be a string "MODULE:FUNCTION", got {shown(target)}')
     if args is not None and not isinstance(args, dict):
-        raise VarcheckError(f"args must be a table such as {{ heads = 4 }}, got {args!r}")
+        raise VarcheckError(f"args must be a table such as {{ heads = 4 }}, got {shown(args)}")
     return load_sampler(target, args, base=folder)
 
 
@@ -268,35 +297,31 @@ def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
         the claim and its line.
     """
     path = os.fspath(path)
+    text = read_text(path, "the claim file", CLAIM_FILE_LIMIT)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise VarcheckError(f"{path}: cannot read the claim file ({exc.strerror})") from None
-    try:
-        text = raw.decode("utf-8")
         data = tomllib.loads(text)
-    except UnicodeDecodeError:
-        raise VarcheckError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
-        raise VarcheckError(f"{path}: malformed TOML: {exc}") from None
+        raise VarcheckError(f"{cut(path)}: malformed TOML: {exc}") from None
+    except (RecursionError, MemoryError):  # arrays nested 100 000 deep
+        raise VarcheckError(f"{cut(path)}: malformed TOML: nested too deeply") from None
     unknown = [k for k in data if k not in ("defaults", "claim")]
     if unknown:
         raise VarcheckError(
-            f"{path}: unknown top-level key {unknown[0]!r}; a claim file has [defaults] and "
-            "[[claim]] tables"
+            f"{cut(path)}: unknown top-level key {shown(unknown[0])}; a claim file has "
+            "[defaults] and [[claim]] tables"
         )
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
-        raise VarcheckError(f"{path}: defaults must be a table ([defaults])")
+        raise VarcheckError(f"{cut(path)}: defaults must be a table ([defaults])")
     bad = [k for k in defaults if k not in DEFAULT_KEYS]
     if bad:
         raise VarcheckError(
-            f"{path}: [defaults] has unknown key {bad[0]!r}; accepted: {', '.join(DEFAULT_KEYS)}"
+            f"{cut(path)}: [defaults] has unknown key {shown(bad[0])}; accepted: "
+            + ", ".join(DEFAULT_KEYS)
         )
     tables = data.get("claim", [])
     if not isinstance(tables, list) or not tables:
-        raise VarcheckError(f"{path}: no claims; add at least one [[claim]] table")
+        raise VarcheckError(f"{cut(path)}: no claims; add at least one [[claim]] table")
     lines = _claim_lines(text)
     specs: dict[str, ClaimSpec] = {}
     for i, table in enumerate(tables):
@@ -307,7 +332,9 @@ def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
         specs[spec.name] = spec
     seed = defaults.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise VarcheckError(f"{path}: [defaults] seed must be a whole number >= 0, got {seed!r}")
+        raise VarcheckError(
+            f"{cut(path)}: [defaults] seed must be a whole number >= 0, got {shown(seed)}"
+        )
     try:
         confidence = options.confidence_from(defaults.get("confidence"), defaults.get("alpha"))
         samples = defaults.get("samples")
@@ -317,10 +344,10 @@ def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
             )
         precision = None if samples is not None else defaults.get("precision", 0.01)
         confidence, precision, samples, max_seconds = options.sampling_effort(
-            confidence, precision, samples, defaults.get("max_seconds")
+            confidence, precision, samples, defaults.get("max_seconds"), feasible=False
         )
     except VarcheckError as exc:
-        raise VarcheckError(f"{path}: [defaults] {exc}") from None
+        raise VarcheckError(f"{cut(path)}: [defaults] {exc}") from None
     return CheckFile(
         path=path,
         claims=tuple(specs.values()),

@@ -199,12 +199,15 @@ def sampling_effort(
     least: int = MIN_SAMPLES,
     most: int | None = None,
     whole_floats: bool = True,
+    feasible: bool = True,
 ) -> tuple[float, float | None, int | None, float | None]:
     """Validate the sampling effort: a confidence, and a precision or a fixed budget ``fixed``.
 
     Returns ``(confidence, precision, fixed, max_seconds)`` cleaned; ``precision`` is None when
     a fixed budget is given. ``name``, ``least``, ``most`` and ``whole_floats`` describe the
-    budget (``samples`` products by default; ``project`` counts ``blocks``).
+    budget (``samples`` products by default; ``project`` counts ``blocks``). A budget of
+    products is checked by :func:`feasible_effort` unless ``feasible`` is false (a claim file's
+    defaults, which the command line may still cap).
     """
     confidence = valid_confidence(confidence)
     if most is None and name == "samples":
@@ -222,7 +225,7 @@ def sampling_effort(
         raise VarcheckError(f"max_seconds must be > 0, got {shown(max_seconds)}")
     if max_seconds is not None and not isinstance(max_seconds, int | float):
         max_seconds = float(max_seconds)  # a numpy number, as a plain one for the result
-    if name == "samples":
+    if name == "samples" and feasible:
         feasible_effort(confidence, precision, fixed, max_seconds)
     return confidence, precision, fixed, max_seconds
 
