@@ -42,7 +42,9 @@ def laplace(rng: np.random.Generator, dk: int):
         (lambda rng, dk: np.array([1.0, np.inf]), "returned infinite values at d_k=4"),
         (lambda rng, dk: np.array([1j, 2.0]), "returned complex values; give real numbers"),
         (lambda rng, dk: np.array(["a", "b"]), "returned <U1 values, not numbers"),
-        (lambda rng, dk: {"a": 1}, "returned object values, not numbers"),
+        (lambda rng, dk: {"a": 1}, "returned a dict, not numbers"),
+        (lambda rng, dk: None, "returned None (a missing return?), not numbers"),
+        (lambda rng, dk: "abc", "returned a str, not numbers"),
         (lambda rng: 1.0, "raised TypeError"),
     ],
 )

@@ -14,6 +14,7 @@ sampler by name and the command line come on top of it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -33,14 +34,30 @@ Sampler = Callable[[np.random.Generator, int], Any]
 #: Spawn key of the one pilot call that checks the sampler and fixes the centring shift.
 PILOT_STREAM = 2**31 - 1
 
+#: The largest spread (sd) of a sampler's values: the squared standard error of their variance,
+#: of order sd^4, must stay a finite float.
+MAX_SCALE = 1e70
+
 #: Values a chunk of calls holds at most (chunks are the unit of seeding and parallel work).
 _CHUNK_VALUES = 1 << 18
 
 
 def _first(exc: BaseException) -> str:
     """``": "`` and the first line of an exception's message (cut to 60 characters), or ``""``."""
-    lines = str(exc).strip().splitlines()
+    try:
+        lines = str(exc).strip().splitlines()
+    except Exception:  # noqa: BLE001 - some extension errors cannot even say what they are
+        return ""
     return f": {lines[0][:60]}" if lines else ""
+
+
+def _returned(out: Any, values: np.ndarray) -> str:
+    """What a sampler returned, for an error: ``None (a missing return?)``, ``str`` values..."""
+    if out is None:
+        return "None (a missing return?)"
+    if isinstance(out, np.ndarray) or values.ndim:
+        return f"{values.dtype} values"
+    return f"a {type(out).__name__}"
 
 
 def call_sampler(fn: Sampler, rng: np.random.Generator, dk: int, *, name: str) -> np.ndarray:
@@ -65,8 +82,8 @@ def call_sampler(fn: Sampler, rng: np.random.Generator, dk: int, *, name: str) -
         raise VarcheckError(f"sampler {name} returned complex values; give real numbers")
     if kind not in "biuf":
         raise VarcheckError(
-            f"sampler {name} returned {values.dtype} values, not numbers (expected an array "
-            "of floats such as the attention logits)"
+            f"sampler {name} returned {_returned(out, values)}, not numbers (expected an "
+            "array of floats such as the attention logits)"
         )
     values = values.astype(np.float64, copy=False).ravel()
     if values.size == 0:
@@ -87,8 +104,10 @@ def sampler_chunk(
     shift: float,
     size: int,
     name: str,
+    scale: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-call means of the values and of their squares, centred by ``shift`` (one chunk).
+    """Per-call means of the values and of their squares, standardised as ``(x - shift) /
+    scale`` (one chunk).
 
     Every call must return ``size`` values (the pilot call's count), so that the number of
     values reported is the number used.
@@ -97,7 +116,8 @@ def sampler_chunk(
     m = np.empty(blocks)
     a = np.empty(blocks)
     for i, child in enumerate(children):
-        x = call_sampler(fn, np.random.default_rng(child), dk, name=name) - shift
+        values = call_sampler(fn, np.random.default_rng(child), dk, name=name)
+        x = values / scale - shift / scale
         if x.size != size:
             raise VarcheckError(
                 f"sampler {name} returned {size} values, then {x.size}: every call must "
@@ -146,13 +166,10 @@ def estimate_sampler(
     Notes
     -----
     The variance is that of one entry drawn at random from a call's values: it is the variance
-    of "the logits" when every entry has the same law. One pilot call (its own generator) checks
-    the sampler before any work and fixes the shift that centres the values (the estimate does
-    not depend on it; it only keeps the squares from cancelling when the mean is large).
+    of "the logits" when every entry has the same law. Two pilot calls (their own generators)
+    check the sampler before any work (see :func:`_pilot`) and fix the standardisation.
     """
-    pilot_key = np.random.SeedSequence(seed, spawn_key=(*stream, PILOT_STREAM))
-    pilot = call_sampler(fn, np.random.default_rng(pilot_key), dk, name=name)
-    per_call, shift = pilot.size, float(pilot.mean())
+    shift, scale, per_call = _pilot(fn, dk, seed, stream, name)
     per_chunk = max(1, min(MIN_BLOCKS, _CHUNK_VALUES // per_call))
     acc = est.BlockAccumulator()
     runner = SerialRunner() if runner is None else runner
@@ -160,11 +177,18 @@ def estimate_sampler(
 
     def draw(tasks: Iterator[tuple[int, int]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         return ordered_map(
-            runner, sampler_chunk, ((*task, c, b, shift, per_call, name) for c, b in tasks)
+            runner,
+            sampler_chunk,
+            ((*task, c, b, shift, per_call, name, scale) for c, b in tasks),
         )
 
     def widest() -> float:
         var, se, _ = acc.variance_and_se()
+        if var == 0 or math.isnan(var):
+            raise VarcheckError(
+                f"sampler {name} returned the same value in all of its first {acc.n:,} calls "
+                "at d_k={dk}: there is no variance to test"
+            )
         return est.relative_half_width(var, est.block_interval(acc, var, se, confidence, "hall"))
 
     if samples is None:
@@ -175,12 +199,60 @@ def estimate_sampler(
     rounds = est.draw_rounds(
         rule, per_chunk, draw, lambda rs: acc.add(*rs[0]), widest, progress=progress
     )
-    return est.summarise(
+    standard = est.summarise(
         acc,
         confidence=confidence,
         method="hall",
         products_per_block=per_call,
         block_side=0,
         stop_reason=rounds.stop_reason,
-        shift=shift,
+    )
+    return _in_units(standard, shift, scale)
+
+
+def _pilot(
+    fn: Sampler, dk: int, seed: int, stream: tuple[int, ...], name: str
+) -> tuple[float, float, int]:
+    """Two calls before any work: they check the sampler, and fix the shift and scale that
+    standardise its values (the estimate does not depend on them; they keep the squares from
+    cancelling when the mean is large, and from under- or overflowing at extreme units).
+
+    The two calls get different generators: identical values mean that the sampler does not
+    draw from the generator it is given, so its calls are not independent runs (every block
+    would be the same, and the interval would have width zero).
+    """
+    runs = [
+        call_sampler(fn, np.random.default_rng(key), dk, name=name)
+        for key in np.random.SeedSequence(seed, spawn_key=(*stream, PILOT_STREAM)).spawn(2)
+    ]
+    first, second = runs
+    if first.size == second.size and np.array_equal(first, second):
+        raise VarcheckError(
+            f"sampler {name} returned the same values for two different generators: it must "
+            "draw its random numbers from the rng it is given (each call one independent run)"
+        )
+    both = np.concatenate(runs)
+    top = float(np.abs(both).max())  # finite and > 0: the two calls differ
+    shift = float(np.mean(both / top)) * top
+    scale = float(np.std(both / top)) * top
+    scale = scale if scale > 0 else top
+    if scale > MAX_SCALE:
+        raise VarcheckError(
+            f"sampler {name} returns values spread over {scale:.3g}; varcheck handles spreads "
+            f"up to {MAX_SCALE:.0e} (the variance's uncertainty must fit a float): divide the "
+            "values by a constant, and the claim by its square"
+        )
+    return shift, scale, first.size
+
+
+def _in_units(standard: VarianceEstimate, shift: float, scale: float) -> VarianceEstimate:
+    """An estimate of standardised values ``(x - shift) / scale`` in the units of ``x``."""
+    factor = scale * scale
+    var, interval = standard.scaled(factor)
+    return dataclasses.replace(
+        standard,
+        var=var,
+        confidence_interval=interval,
+        se=standard.se * factor,
+        mean=standard.mean * scale + shift,
     )

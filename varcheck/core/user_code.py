@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
+import hashlib
 import importlib
 import importlib.util
 import inspect
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -28,9 +31,47 @@ MAX_SOURCE_BYTES = 10 * 2**20
 
 _FORM = "give MODULE:FUNCTION or path/to/file.py:FUNCTION"
 
+#: Prefix of the module names under which sampler files are loaded.
+_FILE_MODULE = "varcheck_user_"
+
 
 def _cut(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _tail(text: str, width: int = 60) -> str:
+    """A long target or path cut at its start: its end names the file and function."""
+    return text if len(text) <= width else "…" + text[1 - width :]
+
+
+def _shown_path(path: str | None) -> str:
+    """A file's path relative to the working directory when it lies below it."""
+    if path is None:
+        return "?"
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def _article(noun: str) -> str:
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+
+
+#: Types a bound argument may have: what JSON output records exactly (tuples become arrays).
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _json_safe(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, _PLAIN):
+        return True
+    if depth > 20:
+        return False
+    if isinstance(value, list | tuple):
+        return all(_json_safe(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_safe(v, depth + 1) for k, v in value.items())
+    return False
 
 
 @dataclass(frozen=True)
@@ -81,6 +122,12 @@ def _check_args(target: str, args: Mapping[str, Any] | None) -> tuple[tuple[str,
                 f"sampler {target}: {key!r} is passed by varcheck on every call; "
                 "it cannot be bound as an argument"
             )
+        if not _json_safe(args[key]):
+            raise VarcheckError(
+                f"sampler {_tail(target)}: argument {key} = {_cut(repr(args[key]))} is "
+                f"{_article(type(args[key]).__name__)}; bound arguments are finite numbers, "
+                "strings, True/False/None, and lists or tables of them (what the output records)"
+            )
     return tuple(sorted(args.items()))
 
 
@@ -115,14 +162,31 @@ def as_sampler(obj: Any, args: Mapping[str, Any] | None = None) -> UserSampler:
         raise VarcheckError(
             f"sampler must be a callable fn(rng, dk) or a name ({_FORM}), got {_cut(repr(obj))}"
         )
+    if _plain_partial(obj):
+        # the bound keywords become the sampler's arguments, named in every output
+        return as_sampler(obj.func, {**obj.keywords, **dict(args or {})})
     inner = getattr(obj, "func", obj)  # functools.partial shows the function it wraps
     target = getattr(inner, "__qualname__", None) or type(obj).__name__
     module = getattr(inner, "__module__", None)
-    if module and module not in ("__main__", "builtins"):
+    if module and module.startswith(_FILE_MODULE) and module in sys.modules:
+        # loaded from a file by name: name it by that file, as the command line would
+        target = f"{_shown_path(sys.modules[module].__file__)}:{target}"
+    elif module and module not in ("__main__", "builtins"):
         target = f"{module}:{target}"
     bound = _check_args(target, args)
     _check_signature(target, obj, bound)
     return UserSampler(target, bound, obj)
+
+
+def _plain_partial(obj: Any) -> bool:
+    """A ``functools.partial`` of keywords alone, each one an argument the output can record."""
+    return (
+        isinstance(obj, functools.partial)
+        and not obj.args
+        and bool(obj.keywords)
+        and all(_json_safe(v) for v in obj.keywords.values())
+        and not ({"rng", "dk"} & set(obj.keywords))
+    )
 
 
 def load_sampler(
@@ -143,14 +207,14 @@ def load_sampler(
     obj: Any = module
     for part in attr.split("."):
         if not part.isidentifier():
-            raise VarcheckError(f"sampler {_cut(target)}: {part!r} is not a Python name")
+            raise VarcheckError(f"sampler {_tail(target)}: {part!r} is not a Python name")
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise VarcheckError(f"sampler {_cut(target)}: {where} has no {attr!r}") from None
+            raise VarcheckError(f"sampler {_tail(target)}: {where} has no {attr!r}") from None
     if not callable(obj):
         raise VarcheckError(
-            f"sampler {_cut(target)}: {attr} is a {type(obj).__name__}, not a function"
+            f"sampler {_tail(target)}: {attr} is {_article(type(obj).__name__)}, not a function"
         )
     bound = _check_args(target, args)
     _check_signature(target, obj, bound)
@@ -176,30 +240,33 @@ def _run_import(target: str, what: str, load: Callable[[], Any]) -> Any:
         raise
     except SyntaxError as exc:
         raise VarcheckError(
-            f"sampler {_cut(target)}: {what} has a syntax error at line {exc.lineno}"
+            f"sampler {_tail(target)}: {what} has a syntax error at line {exc.lineno}"
         ) from exc
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
-        first = (str(exc).strip().splitlines() or [""])[0]
+        try:
+            first = (str(exc).strip().splitlines() or [""])[0]
+        except Exception:  # noqa: BLE001 - an exception that cannot say what it is
+            first = ""
         raise VarcheckError(
-            f"sampler {_cut(target)}: importing {what} raised {type(exc).__name__}"
+            f"sampler {_tail(target)}: importing {what} raised {type(exc).__name__}"
             + (f": {_cut(first)}" if first else "")
         ) from exc
 
 
 def _import_module(target: str, name: str) -> Any:
     if not all(part.isidentifier() for part in name.split(".")):
-        raise VarcheckError(f"sampler {_cut(target)}: {name!r} is not a module name; {_FORM}")
+        raise VarcheckError(f"sampler {_tail(target)}: {name!r} is not a module name; {_FORM}")
 
     def load() -> Any:
         try:
             with _on_path(os.getcwd()):
                 return importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name is not None and name.startswith(exc.name):
+            if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
                 raise VarcheckError(
-                    f"sampler {_cut(target)}: no module named {exc.name!r} (searched the "
+                    f"sampler {_tail(target)}: no module named {exc.name!r} (searched the "
                     "current directory and sys.path)"
                 ) from None
             raise
@@ -209,22 +276,24 @@ def _import_module(target: str, name: str) -> Any:
 
 def _load_file(target: str, path: str) -> Any:
     if not os.path.exists(path):
-        raise VarcheckError(f"sampler {_cut(target)}: file {_cut(path)} not found")
+        raise VarcheckError(f"sampler {_tail(target)}: file {_tail(path)} not found")
     if not os.path.isfile(path):
-        raise VarcheckError(f"sampler {_cut(target)}: {_cut(path)} is not a regular file")
+        raise VarcheckError(f"sampler {_tail(target)}: {_tail(path)} is not a regular file")
     if not path.endswith(".py"):
-        raise VarcheckError(f"sampler {_cut(target)}: {_cut(path)} is not a .py file")
+        raise VarcheckError(f"sampler {_tail(target)}: {_tail(path)} is not a .py file")
     if os.path.getsize(path) > MAX_SOURCE_BYTES:
         raise VarcheckError(
-            f"sampler {_cut(target)}: {_cut(path)} is larger than {MAX_SOURCE_BYTES >> 20} MiB"
+            f"sampler {_tail(target)}: {_tail(path)} is larger than {MAX_SOURCE_BYTES >> 20} MiB"
         )
     full = os.path.abspath(path)
-    name = "varcheck_user_" + "".join(c if c.isalnum() else "_" for c in full)
+    stem = "".join(c if c.isalnum() else "_" for c in os.path.basename(full)[:-3])
+    # the whole path, hashed: names made of its characters alone collide (a/b_c.py, a/b/c.py)
+    name = f"{_FILE_MODULE}{stem}_{hashlib.sha256(full.encode()).hexdigest()[:16]}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, full)
     if spec is None or spec.loader is None:
-        raise VarcheckError(f"sampler {_cut(target)}: {_cut(path)} cannot be loaded")
+        raise VarcheckError(f"sampler {_tail(target)}: {_tail(path)} cannot be loaded")
     module = importlib.util.module_from_spec(spec)
 
     def load() -> Any:
@@ -237,7 +306,7 @@ def _load_file(target: str, path: str) -> Any:
             raise
         return module
 
-    return _run_import(target, _cut(path), load)
+    return _run_import(target, _tail(path), load)
 
 
 def parse_sampler_arg(text: str) -> tuple[str, Any]:
