@@ -38,7 +38,7 @@ from ..core.options import entry_laws, resolve_seed, sampling_effort, valid_coun
 from ..core.ranges import MAX_DK
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.verdicts import REJECTED, exit_code, judge, marginal_only
-from .limits import approx, refuse, teaching_confidence
+from .limits import approx, refuse
 
 __all__ = ["DeriveStep", "DeriveResult", "derive"]
 
@@ -365,7 +365,6 @@ def _derive_iv(
     rho = valid_rho(rho, q, k)
     effort = sampling_effort(confidence, precision, samples, max_seconds)
     cfg = _Settings(q, k, rho, dk, *effort, seed=resolve_seed(seed))
-    teaching_confidence(cfg.confidence)
     _feasible(cfg)
     return cfg
 

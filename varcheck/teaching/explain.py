@@ -44,11 +44,11 @@ import numpy as np
 
 from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
-from ..core.options import entry_laws, resolve_seed, valid_count
+from ..core.options import entry_laws, resolve_seed, valid_confidence, valid_count
 from ..core.theory import dot_product_theory
 from ..core.verdicts import CONSISTENT, REJECTED, UNRELIABLE, exit_code, verdict_of
 from ..errors import VarcheckError
-from .limits import approx, refuse, shown, teaching_confidence
+from .limits import approx, overflowing_laws, refuse, shown
 
 __all__ = [
     "Shape",
@@ -407,10 +407,13 @@ def _simulate(
         for i, start in enumerate(range(0, replicates, chunk)):
             r = min(chunk, replicates - start)
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*stream, i)))
-            am = a.sample(rng, (r, shp.n, shp.d))
-            bm = b.sample(rng, (r, shp.d, shp.m))
-            c = np.matmul(am, bm).reshape(r, -1)
-            out[start : start + r] = c.var(axis=1, ddof=ddof)
+            with np.errstate(all="ignore"):  # draws beyond the float range are refused below
+                am = a.sample(rng, (r, shp.n, shp.d))
+                bm = b.sample(rng, (r, shp.d, shp.m))
+                c = np.matmul(am, bm).reshape(r, -1)
+                out[start : start + r] = c.var(axis=1, ddof=ddof)
+            if not np.isfinite(out[start : start + r]).all():
+                raise overflowing_laws(a.spec, b.spec)
             done = start + r
     except KeyboardInterrupt:
         return out[:done], True
@@ -824,7 +827,7 @@ def _explain_iv(
     a, b = entry_laws(parse_distribution(dist), a_dist, b_dist)
     ddof = _valid_ddof(ddof, shp)
     observed = _valid_observed(observed)
-    confidence = teaching_confidence(confidence)
+    confidence = valid_confidence(confidence)
     if replicates is not None:
         replicates = _valid_replicates(replicates, shp)
     return _Settings(shp, ddof, a, b, observed, confidence, replicates, resolve_seed(seed))

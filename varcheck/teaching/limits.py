@@ -10,33 +10,23 @@ from __future__ import annotations
 
 import math
 
-from ..core.options import valid_confidence
+from ..core.options import shown as _core_shown
 from ..errors import VarcheckError
 
 __all__ = [
-    "MAX_MEMORY_BYTES",
-    "MIN_ALPHA",
     "approx",
     "duration",
+    "overflowing_laws",
     "refuse",
     "shown",
-    "teaching_confidence",
 ]
-
-#: Largest allocation a teaching command makes (about 1 GB: fits a shared CI runner).
-MAX_MEMORY_BYTES = 1.0e9
-#: Confidence levels are kept at least this far from 0 and 1: nearer, a level is below the
-#: resolution of the p-values and quantiles (and of float arithmetic) and no test is meaningful.
-MIN_ALPHA = 1e-9
-_SHOWN = 60
 
 
 def shown(value: object) -> str:
-    """``value`` as typed, cut to about 60 characters (a 120 KB number is not echoed whole)."""
+    """``value`` as typed, cut to about 60 characters; a huge whole number as ``1e+308``."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
         return f"{approx(value):.3g}"  # 1e+308, not 309 digits
-    text = repr(value) if not isinstance(value, int) else str(value)
-    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+    return _core_shown(value)
 
 
 def approx(value: float | int) -> float:
@@ -97,13 +87,11 @@ def refuse(
     return VarcheckError(f"{what} {' and '.join(parts)}; accepted: {accepted}")
 
 
-def teaching_confidence(confidence: float) -> float:
-    """A confidence level in [1e-9, 1 - 1e-9] (:data:`MIN_ALPHA` from either end)."""
-    confidence = valid_confidence(confidence)
-    if not (MIN_ALPHA <= confidence <= 1.0 - MIN_ALPHA):
-        raise VarcheckError(
-            f"confidence={shown(confidence)} is too close to "
-            f"{'0' if confidence < 0.5 else '1'} for any test to mean something; accepted: a "
-            f"level in {MIN_ALPHA:g}..{1 - MIN_ALPHA:.9f}, such as 0.95"
-        )
-    return confidence
+def overflowing_laws(*specs: str) -> VarcheckError:
+    """The refusal of entry laws whose draws leave the float range (``t:df=1e-320`` draws
+    ``inf``): a simulation of them has no numbers to show."""
+    laws = ", ".join(dict.fromkeys(shown(s) for s in specs))
+    return VarcheckError(
+        f"the entry law {laws} draws values beyond the range of floating point (inf or nan in "
+        "the simulation); accepted: a law whose draws stay finite, e.g. t:df=D with D >= 0.1"
+    )

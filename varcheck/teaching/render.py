@@ -776,8 +776,8 @@ def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
     steps = result.steps
     if steps[0].status == "breaks":
         mean = steps[0].value
-        extra = f" so E[q·k] = {fmt(result.dk * mean)}, not 0" if math.isfinite(mean) else ""
-        notes.append(f"{b('Step 1 breaks:', 'bold red')} {e(steps[0].reason + ';' + extra)}.")
+        extra = f"; so E[q·k] = {fmt(result.dk * mean)}, not 0" if math.isfinite(mean) else ""
+        notes.append(f"{b('Step 1 breaks:', 'bold red')} {e(steps[0].reason + extra)}.")
     if result.broken_step is not None:
         s = steps[result.broken_step - 1]
         notes.append(

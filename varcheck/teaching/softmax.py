@@ -28,7 +28,7 @@ from ..core.ranges import resolve_dks
 from ..core.theory import dot_product_theory
 from ..core.verdicts import exit_code
 from ..errors import VarcheckError
-from .limits import approx, refuse, shown
+from .limits import approx, overflowing_laws, refuse, shown
 
 __all__ = [
     "SoftmaxStats",
@@ -217,14 +217,17 @@ def _simulate_dk(
         for i, start in enumerate(range(0, blocks, chunk)):
             nb = min(chunk, blocks - start)
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*stream, i)))
-            qm = q.sample(rng, (nb, BLOCK_QUERIES, dk))
-            km = k.sample(rng, (nb, dk, keys))
-            logits = np.matmul(qm, km)
-            for out, lg in ((raw, logits), (scaled, logits * inv)):
-                h, m, j = softmax_metrics(lg)
-                out[start : start + nb, 0] = h.mean(axis=1)
-                out[start : start + nb, 1] = m.mean(axis=1)
-                out[start : start + nb, 2] = j.mean(axis=1)
+            with np.errstate(all="ignore"):  # draws beyond the float range are refused below
+                qm = q.sample(rng, (nb, BLOCK_QUERIES, dk))
+                km = k.sample(rng, (nb, dk, keys))
+                logits = np.matmul(qm, km)
+                for out, lg in ((raw, logits), (scaled, logits * inv)):
+                    h, m, j = softmax_metrics(lg)
+                    out[start : start + nb, 0] = h.mean(axis=1)
+                    out[start : start + nb, 1] = m.mean(axis=1)
+                    out[start : start + nb, 2] = j.mean(axis=1)
+            if not np.isfinite(raw[start : start + nb]).all():
+                raise overflowing_laws(q.spec, k.spec)
             done = start + nb
     except KeyboardInterrupt:
         return raw[:done], scaled[:done], True
