@@ -16,6 +16,8 @@ and two that are not softmax attention at all (refused).
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 
@@ -90,7 +92,7 @@ def half_precision(q, k, v):  # noqa: ANN001, ANN201
 
 def noisy(q, k, v, noise: float = 0.05):  # noqa: ANN001, ANN201
     """Correct scale with random logit noise of sd ``noise`` (seeded by the inputs)."""
-    rng = np.random.default_rng(abs(hash(np.asarray(q).tobytes())))
+    rng = np.random.default_rng(zlib.crc32(np.ascontiguousarray(q).tobytes()))
     x = _logits(q, k) / np.sqrt(q.shape[-1])
     return softmax(x + noise * rng.standard_normal(x.shape)) @ v
 

@@ -1,0 +1,276 @@
+"""``varcheck.probe`` (#23): the effective scale of attention kernels, their diagnoses, the
+interval's calibration, and the laws a scale is read as.
+
+The example kernels live in examples/attention_kernels.py; the kernels that must be refused in
+tests/data/kernels/bad_kernels.py (their command-line errors: tests/test_probe_cli.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import varcheck
+from varcheck.errors import VarcheckError
+from varcheck.kernels.laws import nearest_law, parse_expectation
+from varcheck.kernels.weights import rounded
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
+import attention_kernels as ak  # noqa: E402
+
+#: small and fast: 20 calls of 32 x 32 weights at d_k = 32
+FAST = {"queries": 32, "keys": 32, "samples": 20}
+DK = 32
+S = 1 / math.sqrt(DK)
+
+
+def _probe(fn, dk=DK, **kw):  # noqa: ANN001, ANN202
+    return varcheck.probe(fn, dk, **{**FAST, "seed": 1, **kw})
+
+
+# --- exactness --------------------------------------------------------------------------------
+
+
+def _float32_attention(q, k, v):  # noqa: ANN001, ANN202
+    x = (q @ k.T).astype(np.float32) / np.float32(math.sqrt(q.shape[-1]))
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return ((e / e.sum(axis=-1, keepdims=True)) @ v).astype(np.float32)
+
+
+@pytest.mark.parametrize("dk", [4, 64, 512])
+def test_an_exact_float64_kernel_gives_its_scale_to_1e9(dk: int) -> None:
+    r = _probe(ak.attention, dk)
+    assert abs(r.scale * math.sqrt(dk) - 1) < 1e-9
+    assert r.outcome == "pass"
+
+
+@pytest.mark.parametrize("dk", [8, 64])
+def test_an_exact_float32_kernel_gives_its_scale_to_1e5(dk: int) -> None:
+    r = _probe(_float32_attention, dk, dtype="float32")
+    assert abs(r.scale * math.sqrt(dk) - 1) < 1e-5
+    assert r.outcome == "pass"
+
+
+# --- every variant named, at every seed ---------------------------------------------------------
+
+#: kernel -> (law, factor left over, outcome, what the diagnostics must say)
+VARIANTS = {
+    "attention": (ak.attention, "1/sqrt(dk)", "1", "pass", {}),
+    "forgotten": (ak.scale_forgotten, "1", "1", "fail", {}),
+    "twice": (ak.scaled_twice, "1/dk", "1", "fail", {}),
+    "model-width": (functools.partial(ak.model_width, heads=4), "1/sqrt(dk)", "1/2", "fail", {}),
+    "layer": (functools.partial(ak.layer_scaled, layer=2), "1/sqrt(dk)", "1/3", "fail", {}),
+    "softcap": (ak.softcapped, "1/sqrt(dk)", "1", "pass", {"nonlinear": True}),
+    "alibi": (ak.alibi, "1/sqrt(dk)", "1", "pass", {"bias": "alibi"}),
+    "causal": (ak.causal, "1/sqrt(dk)", "1", "pass", {"mask": "causal"}),
+}
+SEEDS = range(20)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_every_variant_is_named_at_every_seed(name: str) -> None:
+    fn, law, factor, outcome, diag = VARIANTS[name]
+    for seed in SEEDS:
+        r = _probe(fn, seed=seed)
+        got = (r.law.law, r.law.factor_label, r.outcome)
+        assert got == (law, factor, outcome), (seed, got, r.reason)
+        d = r.diagnostics
+        assert d.nonlinear == diag.get("nonlinear", False), seed
+        assert d.bias == diag.get("bias", "none"), seed
+        assert d.mask == diag.get("mask", "none"), seed
+
+
+def test_scaled_by_dk_passes_when_expected() -> None:
+    assert _probe(ak.scaled_by_dk, expect="1/dk").outcome == "pass"
+    assert _probe(ak.scaled_by_dk).outcome == "fail"
+
+
+def test_the_model_width_is_named_when_the_heads_are_known() -> None:
+    r = _probe(functools.partial(ak.model_width, heads=4), heads=4)
+    assert (r.law.law, r.law.factor_label) == ("1/sqrt(dk*h)", "1")
+    kernel = functools.partial(ak.model_width, heads=4)
+    assert _probe(kernel, heads=4, expect="1/sqrt(dk*h)").outcome == "pass"
+
+
+def test_alibi_slopes_are_read_per_head() -> None:
+    r = _probe(ak.alibi_heads, layout="bhnd", heads=4)
+    want = 2.0 ** (-8.0 * np.arange(1, 5) / 4)
+    assert np.allclose(r.diagnostics.alibi_slopes, -want, rtol=1e-6)
+    assert r.outcome == "pass" and len(r.per_head) == 4
+
+
+def test_the_slope_of_alibi_is_read_off_the_bias() -> None:
+    r = _probe(functools.partial(ak.alibi, slope=0.1))
+    assert r.diagnostics.alibi_slopes == pytest.approx((-0.1,), rel=1e-6)
+
+
+def test_a_causal_mask_expected_and_missing_fails() -> None:
+    r = _probe(ak.attention, causal=True)
+    assert r.outcome == "fail" and "causal mask was expected" in r.reason
+    assert _probe(ak.causal, causal=True).outcome == "pass"
+
+
+@pytest.mark.parametrize(
+    "layout,fn", [("bhnd", ak.attention), ("bnhd", ak.attention_bnhd)], ids=["bhnd", "bnhd"]
+)
+def test_every_head_of_a_4d_layout_is_probed(layout: str, fn) -> None:  # noqa: ANN001
+    r = _probe(fn, layout=layout, heads=3)
+    assert len(r.per_head) == 3 and r.heads == 3
+    assert all(abs(h.scale / S - 1) < 1e-9 for h in r.per_head)
+
+
+def test_one_wrong_head_fails_the_kernel() -> None:
+    def one_head_unscaled(q, k, v):  # noqa: ANN001, ANN202
+        out = ak.attention(q, k, v)
+        out[:, 1] = ak.scale_forgotten(q[:, 1], k[:, 1], v[:, 1])
+        return out
+
+    r = _probe(one_head_unscaled, layout="bhnd", heads=3)
+    assert r.outcome == "fail" and r.reason.startswith("head 1:")
+    assert [h.outcome for h in r.per_head] == ["pass", "fail", "pass"]
+
+
+def test_narrow_values_are_solved_for_the_weights() -> None:
+    r = _probe(ak.attention, dv=8)
+    assert abs(r.scale / S - 1) < 1e-9
+    assert "solved" in r.reading
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_low_precision_inputs(dtype: str) -> None:
+    r = _probe(ak.attention, dtype=dtype)
+    assert r.outcome == "pass" and abs(r.scale / S - 1) < 1e-3
+
+
+def test_bfloat16_rounding_keeps_eight_bits() -> None:
+    x = np.array([1.0 + 2**-8, 1.0 + 3 * 2**-8, 3.14159])
+    assert list(rounded(x, "bfloat16")) == [1.0, 1.0 + 2**-6, 3.140625]
+
+
+def test_results_depend_only_on_the_seed() -> None:
+    a, b = _probe(ak.noisy, seed=5), _probe(ak.noisy, seed=5)
+    assert a == b
+    assert _probe(ak.noisy, seed=6).scale != a.scale
+
+
+def test_a_sweep_row_is_the_probe_of_its_dk() -> None:
+    sweep = varcheck.probe_sweep(ak.scale_forgotten, "8..32", **FAST, seed=3)
+    alone = varcheck.probe(ak.scale_forgotten, 16, **FAST, seed=3)
+    assert sweep.rows[1].scale == alone.scale
+    assert sweep.exponent.slope == pytest.approx(0.0, abs=1e-9)
+    assert sweep.exponent.verdict == "rejected" and sweep.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    "fn,law,p", [(ak.attention, "1/sqrt(dk)", -0.5), (ak.scaled_by_dk, "1/dk", -1.0)]
+)
+def test_the_exponent_of_a_sweep(fn, law: str, p: float) -> None:  # noqa: ANN001
+    r = varcheck.probe_sweep(fn, [8, 64, 512], expect=law, **FAST, seed=1)
+    assert r.exponent.slope == pytest.approx(p, abs=1e-9) and r.exponent.verdict == "consistent"
+    assert r.outcome == "pass"
+
+
+# --- calibration ----------------------------------------------------------------------------------
+
+#: covered / 400 for the noisy kernel below at seeds 0..399 (pinned: any change is deliberate)
+PINNED_COVERED = 382
+
+
+@pytest.mark.statistical
+def test_a_noisy_kernels_interval_covers_at_the_nominal_rate() -> None:
+    """Logit noise of sd 0.3 on 16 x 16 weights: each call's slope is noisy; over 400 seeds the
+    95% interval (20 calls each) covers the true scale as often as a binomial(400, 0.95) allows."""
+    noisy = functools.partial(ak.noisy, noise=0.3)
+    covered = 0
+    for seed in range(400):
+        r = varcheck.probe(noisy, 16, queries=16, keys=16, samples=20, seed=seed)
+        covered += r.confidence_interval.low <= 0.25 <= r.confidence_interval.high
+    assert stats.binomtest(covered, 400, 0.95).pvalue > 0.01
+    assert covered == PINNED_COVERED
+
+
+@pytest.mark.statistical
+def test_a_float16_kernel_covers_at_least_the_nominal_rate() -> None:
+    """float16 inputs and outputs: the interval is at least the format's resolution wide, so it
+    covers at least as often as promised (conservative)."""
+    covered = 0
+    for seed in range(100):
+        r = varcheck.probe(ak.half_precision, 16, queries=16, keys=16, samples=20, seed=seed)
+        covered += r.confidence_interval.low <= 0.25 <= r.confidence_interval.high
+    assert stats.binomtest(covered, 100, 0.95, alternative="less").pvalue > 0.01
+
+
+def test_a_tolerance_makes_it_an_equivalence_test() -> None:
+    noisy = functools.partial(ak.noisy, noise=0.3)
+    r = varcheck.probe(noisy, 16, queries=16, keys=16, samples=20, seed=1, tolerance=0.001)
+    assert r.outcome == "inconclusive" and r.more_calls > 0
+    assert _probe(ak.attention, tolerance=0.01).outcome == "pass"
+
+
+# --- laws -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "scale,dk,h,law,factor",
+    [
+        (1 / 8, 64, 1, "1/sqrt(dk)", "1"),
+        (1.0, 64, 1, "1", "1"),
+        (1 / 64, 64, 1, "1/dk", "1"),
+        (1 / 16, 64, 1, "1/sqrt(dk)", "1/2"),
+        (1 / 16, 64, 4, "1/sqrt(dk*h)", "1"),
+        (1 / 24, 64, 1, "1/sqrt(dk)", "1/3"),
+        (1 / (8 * math.sqrt(2)), 64, 1, "1/sqrt(dk)", "1/√2"),
+        (0.1234, 64, 1, "1/sqrt(dk)", "0.9872"),
+    ],
+)
+def test_nearest_law(scale: float, dk: int, h: int, law: str, factor: str) -> None:
+    r = nearest_law(scale, scale, scale, dk, h)
+    assert (r.law, r.factor_label) == (law, factor)
+    if factor not in ("1", "0.9872"):
+        assert "factor" in r.meaning or "heads" in r.meaning
+
+
+@pytest.mark.parametrize(
+    "text", ["1/q", "import os", "dk(", "__import__('os')", "", "1/dk if 1 else 2"]
+)
+def test_bad_expectations_are_refused(text: str) -> None:
+    with pytest.raises(VarcheckError, match="expect"):
+        parse_expectation(text)
+
+
+def test_an_expectation_of_zero_is_refused() -> None:
+    with pytest.raises(VarcheckError, match="non-zero"):
+        parse_expectation("0*dk").value(64)
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"layout": "nhd"}, "layout"),
+        ({"dtype": "int8"}, "dtype"),
+        ({"queries": 1}, "queries"),
+        ({"samples": 5}, "samples"),
+        ({"precision": 2.0}, "precision"),
+        ({"confidence": 1.5}, "confidence"),
+        ({"tolerance": 0.0}, "tolerance"),
+        ({"causal": "yes"}, "causal"),
+        ({"seed": -1}, "seed"),
+        ({"args": {"q": 1}}, "passed by varcheck"),
+    ],
+)
+def test_bad_options_are_one_error(kw: dict, match: str) -> None:
+    with pytest.raises(VarcheckError, match=match):
+        varcheck.probe(ak.attention, 16, **kw)
+
+
+def test_a_bad_dk_is_refused() -> None:
+    with pytest.raises(VarcheckError, match="dk"):
+        varcheck.probe(ak.attention, 0)
