@@ -1,0 +1,128 @@
+"""``varcheck probe`` on the command line (#23): bad targets and kernels exit 2 with one line,
+the formats, the 80-column table, exit codes, a figure.
+
+The CLI runs in process through ``main`` (conftest's ``run_cli``); the refused kernels live in
+tests/data/kernels/bad_kernels.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data" / "kernels"
+BAD = f"{DATA}/bad_kernels.py"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "attention_kernels.py"
+FAST = ("--dk", "16", "--queries", "16", "--keys", "16", "--samples", "20", "--seed", "1")
+
+
+def one_error_line(res) -> str:  # noqa: ANN001
+    """The single stderr line of a refused run (exit 2, nothing on stdout, no traceback)."""
+    assert res.exit_code == 2, (res.stdout, res.stderr)
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("varcheck probe: error: "), lines[0]
+    assert "Traceback" not in res.stderr and res.stdout == ""
+    return lines[0]
+
+
+#: (target or options, a fragment of the one error line)
+REFUSED = [
+    (["no_such_module_vc:fn"], "no module named 'no_such_module_vc'"),
+    ([f"{DATA}/missing.py:fn"], "missing.py not found"),
+    ([BAD], "has no ':FUNCTION'"),
+    ([f"{BAD}:missing"], "has no 'missing'"),
+    ([f"{BAD}:NOT_CALLABLE"], "not a function"),
+    ([f"{BAD}:two_args"], "cannot be called as fn(q, k, v)"),
+    ([f"{BAD}:raises"], "raised RuntimeError: kernel exploded"),
+    ([f"{BAD}:wrong_shape"], "returned shape 16x15"),
+    ([f"{BAD}:transposed"], "it must return 16x16"),
+    ([f"{BAD}:nan"], "returned NaN values"),
+    ([f"{BAD}:strings"], "not real numbers"),
+    ([f"{BAD}:gpu_tensor"], "numpy cannot read"),
+    ([f"{BAD}:negative"], "not a convex combination"),
+    ([f"{BAD}:unnormalised"], "sums to"),
+    ([f"{BAD}:squared_output"], "not a convex combination"),
+    ([f"{BAD}:dropout"], "not softmax attention"),
+    ([f"{BAD}:linear_attention"], "linear attention and other normalisations"),
+    ([f"{BAD}:random_weights"], "explain only"),
+    ([f"{BAD}:one_hot"], "all its weight on one key"),
+    ([f"{BAD}:good", "--expect", "1/q"], "unknown name 'q'"),
+    ([f"{BAD}:good", "--expect", "0*dk"], "non-zero"),
+    ([f"{BAD}:good", "--arg", "dk=3"], "got an unexpected keyword argument 'dk'"),
+    ([f"{BAD}:good", "--arg", "q=3"], "passed by varcheck"),
+    ([f"{BAD}:good", "--arg", "x=1", "--arg", "x=2"], "--arg x is given twice"),
+    ([f"{BAD}:good", "--arg", "x"], "give KEY=VALUE"),
+    ([f"{BAD}:good", "--layout", "bhnd"], "raised ValueError"),
+    ([f"{BAD}:good", "--samples", "5"], "--samples"),
+    ([f"{BAD}:good", "--precision", "0.01", "--samples", "100"], "cannot be used together"),
+    ([f"{BAD}:good", "--layout", "nhd"], "--layout"),
+]
+
+
+@pytest.mark.parametrize("args,fragment", REFUSED, ids=[" ".join(a)[-40:] for a, _ in REFUSED])
+def test_bad_targets_and_kernels_exit_2_in_one_line(run_cli, args, fragment: str) -> None:  # noqa: ANN001
+    extra = ["--dk", "16", "--seed", "1"] if "--samples" in args else list(FAST)
+    line = one_error_line(run_cli("probe", *args, *extra))
+    assert fragment in line, line
+
+
+def test_a_passing_kernel_exits_0_and_fits_80_columns(run_cli) -> None:  # noqa: ANN001
+    res = run_cli("probe", f"{EXAMPLES}:attention", *FAST)
+    assert res.exit_code == 0, res.stderr
+    assert "PASS" in res.stdout and "nearest law 1/sqrt(dk)" in res.stdout
+    long = [ln for ln in res.stdout.splitlines() if len(ln) > 80 and "reproduce:" not in ln]
+    assert not long, long
+
+
+def test_a_wrong_kernel_exits_1_and_names_the_bug(run_cli) -> None:  # noqa: ANN001
+    res = run_cli("probe", f"{EXAMPLES}:layer_scaled", "--arg", "layer=2", *FAST)
+    assert res.exit_code == 1
+    assert "1/sqrt(dk) × 1/3" in res.stdout and "layer 2" in res.stdout
+    assert "--arg layer=2" in res.stdout  # the reproduce command keeps the bound argument
+
+
+def test_inconclusive_exits_3(run_cli) -> None:  # noqa: ANN001
+    res = run_cli("probe", f"{EXAMPLES}:noisy", "--arg", "noise=0.3", *FAST, "--tolerance", "0.001")
+    assert res.exit_code == 3, res.stdout
+
+
+def test_a_sweep_table_fits_80_columns(run_cli) -> None:  # noqa: ANN001
+    res = run_cli("probe", f"{EXAMPLES}:scale_forgotten", "--dk", "8..128", "--samples", "20",
+                  "--queries", "16", "--keys", "16", "--seed", "1")  # fmt: skip
+    assert res.exit_code == 1
+    assert "p = 0" in res.stdout.replace("p = 0.000", "p = 0") and "(rejected)" in res.stdout
+    long = [ln for ln in res.stdout.splitlines() if len(ln) > 80 and "reproduce:" not in ln]
+    assert not long, long
+
+
+def test_json_csv_markdown(run_cli) -> None:  # noqa: ANN001
+    target = f"{EXAMPLES}:alibi"
+    data = json.loads(run_cli("probe", target, *FAST, "--format", "json").stdout)
+    row = data["rows"][0]
+    assert row["diagnostics"]["bias"] == "alibi" and row["outcome"] == "pass"
+    assert data["seed"] == 1 and data["exponent"] is None
+    text = run_cli("probe", target, *FAST, "--format", "csv").stdout
+    assert text.startswith("# command=probe")
+    rows = list(csv.DictReader(io.StringIO(text.split("\n", 1)[1])))
+    assert rows[0]["law"] == "1/sqrt(dk)" and rows[0]["bias"] == "alibi"
+    md = run_cli("probe", target, *FAST, "--format", "markdown").stdout
+    assert md.startswith("**varcheck probe") and "| dk |" in md
+
+
+def test_a_figure(run_cli, tmp_path) -> None:  # noqa: ANN001
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "probe.png"
+    res = run_cli("probe", f"{EXAMPLES}:attention", "--dk", "8,16", "--samples", "20",
+                  "--queries", "16", "--keys", "16", "--seed", "1", "--plot", str(out))  # fmt: skip
+    assert res.exit_code == 0 and out.stat().st_size > 0
+
+
+def test_the_same_seed_gives_the_same_output(run_cli) -> None:  # noqa: ANN001
+    a = run_cli("probe", f"{EXAMPLES}:noisy", *FAST, "--format", "json").stdout
+    b = run_cli("probe", f"{EXAMPLES}:noisy", *FAST, "--format", "json").stdout
+    assert a == b
