@@ -51,6 +51,10 @@ __all__ = [
     "embed",
     "attention_layer",
     "next_token_logits",
+    "mean_log_likelihood",
+    "log_likelihood",
+    "final_states",
+    "output_matrix",
 ]
 
 #: How RoPE pairs the coordinates of a head: ``adjacent`` (2p, 2p+1), GGUF's order after the
@@ -409,6 +413,32 @@ def attention_layer(
     return AttentionLayer(x, q, k, logits, h + _project(inner, w.down))
 
 
+def final_states(
+    model: LlamaModel, sequences: Sequence[Sequence[int]], rope_layout: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every block on right-padded sequences, then the final norm: ``(batch, tokens, d)``, and
+    the sequences' lengths."""
+    lengths = np.array([len(s) for s in sequences])
+    if not len(sequences) or lengths.min() < 1:
+        raise VarcheckError("every sequence needs at least one token")
+    ids = np.zeros((len(sequences), int(lengths.max())), dtype=np.int64)
+    for row, seq in enumerate(sequences):
+        ids[row, : len(seq)] = seq
+    h = embed(model, ids)
+    for index in range(model.config.num_layers):
+        out = attention_layer(model, model.layer(index), h, rope_layout=rope_layout).output
+        assert out is not None
+        h = out
+    return rms_norm(h, model.file.tensor("output_norm.weight"), model.config.rms_eps), lengths
+
+
+def output_matrix(model: LlamaModel) -> np.ndarray:
+    """The ``(vocab, d)`` matrix of next-token logits, float32."""
+    # without output.weight the embedding matrix is tied to the output
+    name = "output.weight" if "output.weight" in model.file.tensors else "token_embd.weight"
+    return model.file.tensor(name)
+
+
 def next_token_logits(
     model: LlamaModel, sequences: Sequence[Sequence[int]], *, rope_layout: str = "adjacent"
 ) -> np.ndarray:
@@ -417,20 +447,30 @@ def next_token_logits(
     The whole model runs (every block, the final norm, the output matrix), so this is the check
     that the forward pass is right, not part of an audit.
     """
-    lengths = np.array([len(s) for s in sequences])
-    if lengths.min(initial=1) < 1:
-        raise VarcheckError("every sequence needs at least one token")
-    ids = np.zeros((len(sequences), int(lengths.max())), dtype=np.int64)
+    h, lengths = final_states(model, sequences, rope_layout)
+    return h[np.arange(len(sequences)), lengths - 1] @ output_matrix(model).T
+
+
+def mean_log_likelihood(
+    model: LlamaModel, sequences: Sequence[Sequence[int]], *, rope_layout: str = "adjacent"
+) -> float:
+    """Mean log-probability (nats) the model gives each next token of the sequences."""
+    h, lengths = final_states(model, sequences, rope_layout)
+    return log_likelihood(h, lengths, sequences, output_matrix(model))
+
+
+def log_likelihood(
+    h: np.ndarray, lengths: np.ndarray, sequences: Sequence[Sequence[int]], out: np.ndarray
+) -> float:
+    """Mean next-token log-probability from final states ``h`` and the output matrix ``out``."""
+    total, count = 0.0, 0
     for row, seq in enumerate(sequences):
-        ids[row, : len(seq)] = seq
-    h = embed(model, ids)
-    for index in range(model.config.num_layers):
-        h = attention_layer(model, model.layer(index), h, rope_layout=rope_layout).output
-        assert h is not None
-    last = h[np.arange(len(sequences)), lengths - 1]
-    last = rms_norm(last, model.file.tensor("output_norm.weight"), model.config.rms_eps)
-    name = "output.weight" if "output.weight" in model.file.tensors else "token_embd.weight"
-    return last @ model.file.tensor(name).T
+        logits = (h[row, : lengths[row] - 1] @ out.T).astype(np.float64)
+        top = logits.max(axis=1, keepdims=True)
+        log_z = np.log(np.exp(logits - top).sum(axis=1)) + top[:, 0]
+        total += float((logits[np.arange(len(seq) - 1), seq[1:]] - log_z).sum())
+        count += len(seq) - 1
+    return total / count if count else math.nan
 
 
 def describe(model: LlamaModel) -> dict[str, Any]:
