@@ -80,25 +80,12 @@ OUTCOME_EXIT = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3, "UNRELIABLE": 4, "INFIN
 
 #: Examples a page shows wrongly today: (file, the command or a line of the block) -> the fix.
 #: Each is a strict xfail, so the test fails once the page is corrected and the entry must go.
-STALE: dict[tuple[str, str], str] = {
-    ("README.md", "varcheck sweep --dk 2..512 --seed 1"): (
-        "stale doc: the rows and the growth law shown are not what `varcheck sweep --dk 2..512 "
-        "--seed 1` prints (d_k=2 row 1.993 [1.980, 2.005], ratio 0.9964; d_k=512 row 511.7 "
-        "[507.1, 516.2], p 1.0000; b = 1.0007 [0.9989, 1.0026])"
-    ),
-    ("docs/ci.md", "varcheck assert --dk 32 --dist normal:mean=0.5 --claim 'dk' --seed 1"): (
-        "stale doc: the failure paragraph's numbers are not what its reproduce command gives "
-        "(estimate 48.0267, 95% interval [47.5591, 48.5073] from 151,616 products)"
-    ),
-}
+STALE: dict[tuple[str, str], str] = {}
 #: Transcripts whose output cannot be reproduced (e.g. timings): (file, text) -> why. Their
 #: commands still run and their exit statuses are still checked.
 UNREPRODUCIBLE: dict[tuple[str, str], str] = {}
 #: Examples that take more than 10 s on the 2-core development machine: (file, text).
-SLOW: set[tuple[str, str]] = {
-    # about 45 s: a million products for each of 7 rows of t-distributed entries
-    ("README.md", "varcheck sweep --dk 4..256 --dist t:df=3"),
-}
+SLOW: set[tuple[str, str]] = set()
 
 
 @dataclass(frozen=True)
