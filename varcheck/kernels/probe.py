@@ -249,7 +249,9 @@ def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
         notes.append("mask: none, but a causal mask was expected")
     if bias == "alibi":
         shown = ", ".join(f"{s:.4g}" for s in slopes[:4]) + (" …" if len(slopes) > 4 else "")
-        notes.append(f"position bias: ALiBi-like, linear in |i − j| (slope {shown} per position)")
+        notes.append(
+            f"position bias: ALiBi-like, linear in |i − j| ({shown} per position of distance)"
+        )
     elif bias == "relative":
         notes.append("position bias: a function of j − i only (relative position bias)")
     elif bias != "none":
@@ -261,6 +263,8 @@ def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
             "non-linearity: log-weights curve in q·k (tanh soft-capping?); the scale is the "
             "slope at q·k = 0"
         )
+    if not notes:
+        notes.append("no mask, no position bias, log-weights linear in q·k")
     return Diagnostics(
         mask=mask,
         masked=sum(h.masked for h in st),

@@ -11,7 +11,8 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from ..output import formats
-from ..output.formats import confidence_label, fmt, fmt_p, interval
+from ..output.formats import confidence_label, fmt_p
+from ..output.formats import fmt as _fmt
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,6 +58,17 @@ def reproduce_command(result: ProbeResult, dks: str | None = None) -> str | None
         parts += ["--samples", str(result.calls)]
     parts += ["--seed", str(result.seed)]
     return " ".join(shlex.quote(p) for p in parts)
+
+
+def fmt(x: float | None, digits: int = 4) -> str:
+    """:func:`output.formats.fmt` of ``x`` rounded to 12 digits first: an exact kernel's
+    1 - 1e-16 shows as 1.000, not 1.0000, whatever the platform's last bits."""
+    return _fmt(x if x is None else float(f"{x:.12g}"), digits)
+
+
+def interval(low: float, high: float, digits: int = 4) -> str:
+    """``[low, high]`` through :func:`fmt`."""
+    return f"[{fmt(low, digits)}, {fmt(high, digits)}]"
 
 
 def _wrap(text: str) -> list[str]:
@@ -226,9 +238,12 @@ def _exponent_line(result: ProbeSweepResult) -> str | None:
     fit = result.exponent
     if fit is None:
         return None
-    lo, hi = fit.confidence_interval
+    # an exponent is read to 1e-9 at best: exact kernels show [-0.5000, -0.5000], not ±1e-15
+    slope, lo, hi, want = (
+        round(v, 9) + 0.0 for v in (fit.slope, *fit.confidence_interval, fit.expected)
+    )
     return (
-        f"s ∝ d_k^p: p = {fmt(fit.slope, 4)} {interval(lo, hi)} against {fmt(fit.expected, 4)} "
+        f"s ∝ d_k^p: p = {fmt(slope, 4)} {interval(lo, hi)} against {fmt(want, 4)} "
         f"expected ({fit.verdict}); −0.5 is 1/√d_k, −1 is 1/d_k, 0 a forgotten scale"
     )
 
