@@ -287,3 +287,84 @@ def test_plugin_import_is_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+KERNELS = """
+import numpy as np
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def attention(q, k, v):
+    return _softmax(q @ k.T / np.sqrt(q.shape[-1])) @ v
+
+
+def layer_scaled(q, k, v, layer=2):
+    return _softmax(q @ k.T / np.sqrt(q.shape[-1]) / (layer + 1)) @ v
+
+
+def not_attention(q, k, v):
+    return np.exp(q @ k.T) @ v
+"""
+
+
+@pytest.fixture
+def kernels(pytester: pytest.Pytester) -> pytest.Pytester:
+    import varcheck.kernels.probe  # noqa: F401 - loaded here: pytester unloads inner imports
+    import varcheck.kernels.render  # noqa: F401
+
+    pytester.makepyfile(vc_kernels=KERNELS)
+    return pytester
+
+
+def test_assert_scale_passes_a_kernel_and_names_a_bug(kernels: pytest.Pytester) -> None:
+    """``assert_scale`` passes the right kernel and fails the wrong one with the short
+    paragraph: expected and effective scale, the nearest law with the factor left over, and
+    the commands that reproduce it (``varcheck probe`` too, for a kernel given by name)."""
+    kernels.makepyfile(
+        test_vc_scale="""
+        from vc_kernels import attention
+
+        def test_right(varcheck):
+            result = varcheck.assert_scale(attention, 16, queries=16, keys=16)
+            assert result.outcome == "pass" and result.seed == varcheck.seed
+
+        def test_layer(varcheck):
+            varcheck.assert_scale("vc_kernels.py:layer_scaled", 16, queries=16, keys=16)
+        """
+    )
+    result = _run(kernels, "--varcheck-seed", "3", "test_vc_scale.py")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E * varcheck: FAIL: scale of vc_kernels.py:layer_scaled = 1/sqrt(dk) at d_k=16",
+            "E * expected 0.250000; effective scale 0.0833333*",
+            "E * nearest law 1/sqrt(dk) × 1/3*",
+            "E * the interval excludes the claimed value",
+            'E * reproduce: pytest "test_vc_scale.py::test_layer" --varcheck-seed 3',
+            "E * or: varcheck probe vc_kernels.py:layer_scaled --dk 16 --queries 16 --keys 16 "
+            "--seed *",
+        ]
+    )
+    assert not [s for s in PLUGIN_SOURCE if s in "\n".join(result.outlines)]
+
+
+def test_assert_scale_of_a_kernel_that_is_not_attention_is_one_line(
+    kernels: pytest.Pytester,
+) -> None:
+    kernels.makepyfile(
+        test_vc_bad="""
+        from vc_kernels import not_attention
+
+        def test_bad(varcheck):
+            varcheck.assert_scale(not_attention, 16, queries=16, keys=16)
+        """
+    )
+    result = _run(kernels, "--varcheck-seed", "1", "test_vc_bad.py")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["E *VarcheckError: kernel vc_kernels:not_attention is not soft*"])
+    text = "\n".join(result.outlines)
+    assert "varcheck/kernels" not in text and "varcheck/core" not in text
