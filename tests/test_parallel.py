@@ -13,6 +13,7 @@ import pytest
 
 from varcheck import dot_product_theory, estimate_variance, parse_distribution, sweep
 from varcheck.core.parallel import SerialRunner, open_runner, ordered_map
+from varcheck.errors import VarcheckError
 
 
 @pytest.mark.parametrize("dist", ["normal", "uniform:mean=1", "t:df=8"])
@@ -96,3 +97,120 @@ def test_long_streaming_run_has_bounded_memory(args: tuple[str, ...]) -> None:
     peak_mb = int(proc.stderr.strip().splitlines()[-1]) / 1024  # VmHWM is in KiB
     assert row["stop_reason"] == "max-seconds" and row["samples"] > 10**6
     assert peak_mb < 300, f"peak resident memory {peak_mb:.0f} MB"
+
+
+# --- a scheduler that is not one (#17) ----------------------------------------------------------
+
+
+@pytest.fixture
+def listener():
+    """A local TCP server that accepts and then says ``greeting`` (nothing when None)."""
+    import socket
+    import threading
+
+    servers: list[socket.socket] = []
+
+    def start(greeting: bytes | None) -> str:
+        server = socket.create_server(("127.0.0.1", 0))
+        servers.append(server)
+
+        def serve() -> None:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            if greeting is not None:
+                conn.sendall(greeting)
+            servers.append(conn)  # kept open (silent) until the test ends
+
+        threading.Thread(target=serve, daemon=True).start()
+        return f"tcp://127.0.0.1:{server.getsockname()[1]}"
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+def test_a_silent_listener_times_out(listener) -> None:
+    """Guards against a hang: the client's timeout covered only the connection."""
+    import time
+
+    from varcheck.core.parallel import probe_scheduler
+
+    start = time.perf_counter()
+    with pytest.raises(VarcheckError, match="connected, but nothing answered within 0.5 s"):
+        probe_scheduler(listener(None), timeout=0.5)
+    assert time.perf_counter() - start < 5
+
+
+@pytest.mark.parametrize(
+    "greeting",
+    [
+        b"SSH-2.0-OpenSSH_9.6\r\n",
+        b"\xff" * 8 + b"x" * 100,
+        b"\x05\x00\x00\x00\x00\x00\x00\x00abcde",
+    ],
+    ids=["ssh", "huge-length", "small-but-not-dask"],
+)
+def test_another_server_is_named_not_a_memory_error(listener, greeting: bytes) -> None:
+    """Guards against a server's first bytes read as a length of exabytes (MemoryError)."""
+    from varcheck.core.parallel import probe_scheduler
+
+    with pytest.raises(VarcheckError, match="not as a Dask scheduler does"):
+        probe_scheduler(listener(greeting), timeout=2)
+
+
+def test_a_dask_greeting_passes(listener) -> None:
+    """Guards against refusing a real scheduler's handshake (bytes of distributed 2026.8)."""
+    from varcheck.core.parallel import probe_scheduler
+
+    body = (
+        b"\x01\x00\x00\x00\x00\x00\x00\x00*\x00\x00\x00\x00\x00\x00\x00\x83\xabcompression"
+        b"\xc0\xa6python\x93\x03\x0b\x07\xafpickle-protocol\x05"
+    )
+    probe_scheduler(listener(len(body).to_bytes(8, "little") + body), timeout=2)
+
+
+@pytest.mark.parametrize(
+    ("address", "fragment"),
+    [
+        ("nonsense", "not an address such as tcp://host:8786"),
+        ("tcp://host:0", "not an address"),
+        ("tcp://127.0.0.1:1", "cannot reach a Dask scheduler there"),
+    ],
+)
+def test_bad_addresses(address: str, fragment: str) -> None:
+    from varcheck.core.parallel import probe_scheduler
+
+    with pytest.raises(VarcheckError, match=fragment):
+        probe_scheduler(address, timeout=2)
+
+
+def test_other_schemes_are_left_to_dask() -> None:
+    from varcheck.core.parallel import probe_scheduler
+
+    assert probe_scheduler("tls://127.0.0.1:1", timeout=0.1) is None
+
+
+def test_an_interrupt_cancels_slow_draws_in_threads() -> None:
+    """Guards against Ctrl-C waiting for a slow law's chunk to finish in a worker thread."""
+    import time
+
+    import numpy as np
+    import scipy.stats
+
+    from varcheck.core.distributions import _deadline, _inverted_in_pieces
+
+    law = scipy.stats.kappa3(a=2.0)
+
+    def slow_chunk() -> None:
+        for _ in range(10_000):  # minutes, unless cancelled
+            _inverted_in_pieces(law, np.random.default_rng(1), (20_000,), np.dtype(float))
+
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt), open_runner(2) as runner:
+        runner.submit(slow_chunk)
+        time.sleep(0.2)
+        raise KeyboardInterrupt
+    assert time.perf_counter() - start < 5
+    assert not _deadline.cancelled.is_set()  # later runs draw again

@@ -19,13 +19,14 @@ the law's own density far out in each tail.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import math
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,7 +38,11 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
 __all__ = [
+    "DrawDeadline",
     "Distribution",
+    "cancel_draws",
+    "draw_deadline",
+    "resume_draws",
     "parse_distribution",
     "scipy_tail_index",
     "NAMED_FAMILIES",
@@ -194,6 +199,8 @@ class Distribution:
             df = dict(self.params)["df"]
             return rng.standard_t(df, size=shape).astype(dt, copy=False)
         frozen = _scipy_frozen(fam[len("scipy.") :], self.params)
+        if _by_inversion(frozen):
+            return _inverted_in_pieces(frozen, rng, shape, dt)
         return np.asarray(frozen.rvs(size=shape, random_state=rng), dtype=dt)
 
 
@@ -257,6 +264,89 @@ def standard_normal_float32(rng: np.random.Generator, out: np.ndarray) -> np.nda
         np.multiply(sin_part, radius, out=sin_part)
     if flat.size % 2:
         flat[-1] = rng.standard_normal(dtype=np.float32)
+    return out
+
+
+class DrawDeadline(RuntimeError):
+    """A slow law's draw passed the deadline of :func:`draw_deadline` (or was cancelled)."""
+
+
+class _Deadline:
+    """When slow draws stop: a monotonic time (None: never), and a flag that stops them now."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+        self.cancelled = threading.Event()
+
+    def check(self) -> None:
+        if self.cancelled.is_set():
+            raise DrawDeadline("the draw was cancelled")
+        if self.at is not None and time.monotonic() > self.at:
+            raise DrawDeadline("the draw passed its time cap")
+
+
+_deadline = _Deadline()
+#: Seconds a piece of a slow draw aims at: the time cap and Ctrl-C act within about this.
+_PIECE_SECONDS = 0.05
+
+
+@contextlib.contextmanager
+def draw_deadline(seconds: float | None) -> Iterator[None]:
+    """Within the block, a slow law's draw raises :class:`DrawDeadline` after ``seconds``.
+
+    Laws drawn by numerical inversion (scipy laws without a sampler of their own, which can
+    take seconds per thousand entries) are drawn in small pieces, the deadline checked between
+    them, so that a time cap holds however slow the law. The pieces give the same numbers as
+    one draw. Fast laws are drawn whole and never stopped. Nested blocks keep the earlier
+    deadline; ``None`` sets none.
+    """
+    previous = _deadline.at
+    if seconds is not None:
+        at = time.monotonic() + seconds
+        _deadline.at = at if previous is None else min(previous, at)
+    try:
+        yield
+    finally:
+        _deadline.at = previous
+
+
+def cancel_draws() -> None:
+    """Stop the slow draws still running (in worker threads) at their next piece."""
+    _deadline.cancelled.set()
+
+
+def resume_draws() -> None:
+    """Undo :func:`cancel_draws` once the threads it stopped are done."""
+    _deadline.cancelled.clear()
+
+
+def _by_inversion(frozen: Any) -> bool:
+    """Whether scipy draws this law as ppf(U): U uniform, element by element (so in pieces)."""
+    from scipy.stats._distn_infrastructure import rv_generic
+
+    return type(frozen.dist)._rvs is rv_generic._rvs
+
+
+def _inverted_in_pieces(
+    frozen: Any, rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype
+) -> np.ndarray:
+    """``frozen.rvs(size=shape)`` drawn in pieces of about :data:`_PIECE_SECONDS` each.
+
+    scipy draws such a law as ``ppf(U)`` with ``U = rng.uniform(size=n)``: the uniforms come
+    one after the other from the generator, so pieces give exactly the numbers of one draw.
+    """
+    out = np.empty(shape, dtype=dt)
+    flat = out.reshape(-1)
+    start, piece = 0, 1
+    while start < flat.size:
+        _deadline.check()
+        stop = min(flat.size, start + piece)
+        began = time.perf_counter()
+        flat[start:stop] = frozen.rvs(size=stop - start, random_state=rng)
+        spent = time.perf_counter() - began
+        # aim the next piece at _PIECE_SECONDS (at most 8 times larger: a fast start is noisy)
+        piece = int(min(8 * piece, max(1, piece * _PIECE_SECONDS / max(spent, 1e-9))))
+        start = stop
     return out
 
 

@@ -17,8 +17,22 @@ from concurrent.futures import Future
 from typing import Any, Protocol
 
 from ..errors import VarcheckError
+from .options import cut, shown
 
-__all__ = ["Runner", "SerialRunner", "ordered_map", "open_runner", "default_workers"]
+__all__ = [
+    "HANDSHAKE_SECONDS",
+    "Runner",
+    "SerialRunner",
+    "default_workers",
+    "open_runner",
+    "ordered_map",
+    "probe_scheduler",
+]
+
+#: Seconds a scheduler has to accept the connection, and then to greet.
+HANDSHAKE_SECONDS = 10.0
+#: Largest greeting a Dask scheduler sends (its handshake is about 60 bytes).
+_GREETING_LIMIT = 1 << 16
 
 
 class Runner(Protocol):
@@ -48,8 +62,18 @@ class _ThreadRunner:
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
         return self._pool.submit(fn, *args)
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, *, cancel: bool = False) -> None:
+        """Wait for the running chunks; with ``cancel`` (an interrupt), stop slow draws first."""
+        if not cancel:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            return
+        from .distributions import cancel_draws, resume_draws
+
+        cancel_draws()
+        try:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            resume_draws()
 
 
 class _DaskRunner:
@@ -114,7 +138,9 @@ def open_runner(workers: int | None = None, scheduler: str | None = None) -> Ite
         worker processes of the local Dask cluster.
     scheduler : str, optional
         ``"local"`` for a Dask LocalCluster, or the address of a running Dask scheduler
-        (``tcp://host:8786``). Needs the optional extra ``varcheck[dask]``.
+        (``tcp://host:8786``). Needs the optional extra ``varcheck[dask]``. A scheduler must be
+        trusted: Dask moves work and results as pickles, which run code when loaded. A TCP
+        address is first checked by :func:`probe_scheduler`.
     """
     n = valid_workers(workers)
     if scheduler is None:
@@ -124,8 +150,12 @@ def open_runner(workers: int | None = None, scheduler: str | None = None) -> Ite
         runner = _ThreadRunner(n)
         try:
             yield runner
-        finally:
-            runner.close()
+        except BaseException:
+            # Ctrl-C, SIGTERM or an error: the chunks running in threads are not waited for to
+            # the end (a slow law's chunk can take minutes); their results are not wanted
+            runner.close(cancel=True)
+            raise
+        runner.close()
         return
     try:
         from distributed import Client, LocalCluster
@@ -148,12 +178,13 @@ def open_runner(workers: int | None = None, scheduler: str | None = None) -> Ite
         client = Client(cluster)
     else:
         cluster = None
+        probe_scheduler(scheduler)
         try:
-            client = Client(scheduler, timeout=10)
-        except (OSError, TimeoutError, ValueError) as exc:
+            client = Client(scheduler, timeout=HANDSHAKE_SECONDS)
+        except (OSError, TimeoutError, ValueError, TypeError) as exc:  # TypeError: tls:// bare
             raise VarcheckError(
-                f"--scheduler {scheduler!r}: cannot reach a Dask scheduler there ({exc}); "
-                "give 'local' or an address such as tcp://host:8786"
+                f"--scheduler {shown(scheduler)}: cannot reach a Dask scheduler there "
+                f"({cut(str(exc))}); give 'local' or an address such as tcp://host:8786"
             ) from None
     try:
         total = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
@@ -162,3 +193,77 @@ def open_runner(workers: int | None = None, scheduler: str | None = None) -> Ite
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _host_port(scheduler: str) -> tuple[str, int] | None:
+    """(host, port) of a ``tcp://host:port`` or ``host:port`` address; None for other schemes."""
+    scheme, sep, rest = scheduler.partition("://")
+    if not sep:
+        scheme, rest = "tcp", scheduler
+    if scheme != "tcp":
+        return None  # tls://, ucx://, ...: their own handshakes, left to Dask's timeout
+    host, colon, port = rest.rpartition(":")
+    if not colon or not port.isdigit() or not 0 < int(port) < 65536:
+        raise VarcheckError(
+            f"--scheduler {shown(scheduler)}: not an address such as tcp://host:8786 or 'local'"
+        )
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _recv_exactly(sock: Any, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        piece = sock.recv(size - len(data))
+        if not piece:
+            break
+        data += piece
+    return data
+
+
+def probe_scheduler(scheduler: str, timeout: float | None = None) -> None:
+    """Check that a Dask scheduler answers at ``scheduler``, before Dask's client is trusted.
+
+    A Dask scheduler greets a new connection at once with a short handshake (a frame length,
+    then a small message naming its compression and pickle protocol). A silent listener would
+    otherwise hang the client, and a server of another kind would have its first bytes read as
+    a length (a MemoryError of exabytes). Only plain TCP addresses are probed.
+
+    Raises
+    ------
+    VarcheckError
+        Nothing listens there, nothing answers within ``timeout`` (default
+        :data:`HANDSHAKE_SECONDS`), or the answer is not a Dask scheduler's.
+    """
+    import socket
+
+    address = _host_port(scheduler)
+    if address is None:
+        return
+    timeout = HANDSHAKE_SECONDS if timeout is None else timeout
+    where = f"--scheduler {shown(scheduler)}"
+    try:
+        sock = socket.create_connection(address, timeout=timeout)
+    except OSError as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
+        raise VarcheckError(
+            f"{where}: cannot reach a Dask scheduler there ({cut(reason)}); give 'local' or "
+            "an address such as tcp://host:8786"
+        ) from None
+    with sock:
+        try:
+            sock.settimeout(timeout)
+            head = _recv_exactly(sock, 8)
+            size = int.from_bytes(head, "little") if len(head) == 8 else -1
+            body = _recv_exactly(sock, size) if 0 < size <= _GREETING_LIMIT else b""
+        except TimeoutError:
+            raise VarcheckError(
+                f"{where}: connected, but nothing answered within {timeout:g} s; a Dask "
+                "scheduler greets at once: is this the scheduler's address and port?"
+            ) from None
+        except OSError as exc:
+            raise VarcheckError(f"{where}: the connection failed ({exc.strerror})") from None
+    if len(body) != size or b"pickle-protocol" not in body:
+        raise VarcheckError(
+            f"{where}: something answered, but not as a Dask scheduler does; check the address "
+            "and port (the scheduler's, usually 8786, not the dashboard's)"
+        )
