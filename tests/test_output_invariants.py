@@ -282,10 +282,18 @@ def test_assert_outcome_agrees_with_numbers(run_cli, args, outcome: str) -> None
     assert doc["outcome"] == outcome, doc
     assert code == {"pass": 0, "fail": 1, "inconclusive": 3}[outcome]
     assert_in_interval(lo, doc["estimate"], hi, "assert")
-    excluded = doc["p_value"] < alpha
-    assert excluded == (not lo <= claim <= hi)
-    in_band = tol is not None and claim * (1 - tol) <= lo and hi <= claim * (1 + tol)
-    if in_band or (tol is None and not excluded):
+    excluded = not lo <= claim <= hi
+    if tol is None:
+        assert excluded == (doc["p_value"] < alpha)
+        assert doc["equivalence_ci_low"] is None
+    else:
+        # two one-sided tests: the TOST p-value is below alpha exactly when the 1 - 2 alpha
+        # interval lies inside the band
+        elo, ehi = doc["equivalence_ci_low"], doc["equivalence_ci_high"]
+        assert lo < elo <= doc["estimate"] <= ehi < hi
+        in_band = claim * (1 - tol) <= elo and ehi <= claim * (1 + tol)
+        assert in_band == (doc["p_value"] < alpha)
+    if (tol is not None and in_band) or (tol is None and not excluded):
         expected = "pass"
     else:
         expected = "fail" if excluded else "inconclusive"
@@ -343,16 +351,29 @@ def test_check_p_values_are_holm_adjusted(run_cli, claims_file) -> None:
 
     _, doc = run_json(run_cli, *_check_args(claims_file))
     res = varcheck.check(claims_file, samples=20000, seed=int(CHECK_SEED))
-    raw = []
+    # Holm over every claim's equality (a fail); a tolerance test prints its own, unadjusted,
+    # TOST p-value (a pass at most alpha of the time per claim, as with assert)
+    raw, tost = [], []
     for claim in res.claims:
         for r in claim.results:
             if r.raw is None or r.outcome in ("unreliable", "infinite"):
                 raw.append(None)
-            else:
-                raw.append(r.raw.p_value(r.claim_value * r.dk if r.scaled else r.claim_value))
-    printed = [t["p_value"] for c in doc["claims"] for t in c["tests"]]
-    assert any(p is not None and p != q for p, q in zip(raw, holm(raw), strict=True))
-    assert_holm(raw, printed)
+                tost.append(None)
+                continue
+            value = r.claim_value * r.dk if r.scaled else r.claim_value
+            raw.append(r.raw.p_value(value))
+            band = (value * (1 - r.tolerance), value * (1 + r.tolerance)) if r.tolerance else None
+            tost.append(r.raw.equivalence_p_value(*band) if band else None)
+    adjusted = holm(raw) + tost
+    n = len(raw)
+    tests = [t for c in doc["claims"] for t in c["tests"]]
+    printed = [t["p_value"] for t in tests]
+    assert any(p is not None and p != q for p, q in zip(raw, adjusted[:n], strict=True))
+    pairs = zip(tests, adjusted[:n], adjusted[n:], strict=True)
+    expected = [b if t["tolerance"] else a for t, a, b in pairs]
+    for got, want in zip(printed, expected, strict=True):
+        assert (got is None) == (want is None)
+        assert want is None or got == pytest.approx(want, rel=1e-12, abs=0.0)
     alpha = doc["alpha"]
     for c in doc["claims"]:
         for t in c["tests"]:

@@ -39,17 +39,18 @@ def test_outcomes(kwargs: dict, outcome: str) -> None:
 
 def test_inconclusive_says_how_many_more_samples() -> None:
     """A tolerance of 0.5% against a 1% interval is inconclusive; ``more_samples`` is what makes
-    the half-width (shrinking as 1/sqrt(products)) reach the room left: to the band's nearer
-    edge when the estimate is inside the band, else to the claim (where more data would fail
-    it). Seeds 0 and 1 put the estimate outside the band, 5 and 6 inside: both branches."""
+    a half-width (shrinking as 1/sqrt(products)) reach the room left: the equivalence test's
+    90% interval's to the band's nearer edge when the estimate is inside the band (a pass),
+    else the 95% interval's to the claim (where more data would fail it). Seeds 0 and 1 put the
+    estimate outside the band, 5 and 6 inside: both branches."""
     branches = set()
     for seed in (0, 1, 5, 6):
         res = verify(64, claim="dk", tolerance=0.005, seed=seed)
         assert res.outcome == "inconclusive", res
-        lo, hi = res.confidence_interval
-        half = (hi - lo) / 2
         band = (64 * 0.995, 64 * 1.005)
         inside = band[0] < res.estimate < band[1]
+        lo, hi = res.equivalence_interval if inside else res.confidence_interval
+        half = (hi - lo) / 2
         branches.add(inside)
         if inside:
             room = min(res.estimate - band[0], band[1] - res.estimate)

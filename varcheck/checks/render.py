@@ -94,6 +94,7 @@ def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
                 "groups_per_block": est.groups if est else None,
                 "precision_reached": est.precision if est else None,
                 "stop_reason": est.stop_reason if est else None,
+                "min_samples": row.min_samples,
                 "caution": row.caution,
             }
         )
@@ -238,7 +239,16 @@ def sweep_notes(result: SweepResult) -> list[str]:
             "infinite variance): there is no variance to estimate, and the sample variance "
             "never settles however many products are drawn."
         )
-    if "unreliable" in verdicts:
+    short = [r for r in result.rows if r.min_samples is not None]
+    if short:
+        needs = ", ".join(f"{r.min_samples:,} at d_k = {r.dk}" for r in short)
+        notes.append(
+            "[bold yellow]unreliable:[/] too few products for a valid interval where the "
+            f"kurtosis of q·k is high; a valid interval needs at least {needs} "
+            f"(--samples {max(r.min_samples for r in short)}, or --precision). "  # type: ignore[type-var]
+            "Estimates are shown, verdicts are not."
+        )
+    if any(r.verdict == "unreliable" and r.min_samples is None for r in result.rows):
         notes.append(
             "[bold yellow]unreliable:[/] Var(q·k) is finite but E[(q·k)^4] is infinite (an entry "
             "distribution has an infinite fourth moment), or the kurtosis of q·k is so extreme "
@@ -292,8 +302,9 @@ def render_sweep(result: SweepResult, fmt_name: str, console: Console) -> None:
 
 def verify_record(result: VerifyResult) -> dict[str, Any]:
     lo, hi = result.confidence_interval
-    if result.outcome == "unreliable":  # an interval exists numerically but is not valid
+    if result.outcome == "unreliable":  # no interval is valid: none is shown
         lo = hi = math.nan
+    elo, ehi = result.equivalence_interval or (None, None)
     return {
         "dk": result.dk,
         "q_dist": _spec(result.q_dist),
@@ -308,11 +319,14 @@ def verify_record(result: VerifyResult) -> dict[str, Any]:
         "estimate": result.estimate,
         "ci_low": lo,
         "ci_high": hi,
+        "equivalence_ci_low": elo,
+        "equivalence_ci_high": ehi,
         "p_value": result.p_value,
         "outcome": result.outcome,
         "reason": result.reason,
         "more_samples": result.more_samples,
         "samples": result.samples,
+        "min_samples": result.min_samples,
     }
 
 
@@ -380,25 +394,46 @@ def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
 
     ``reproduce`` replaces the ``varcheck assert`` command line that reruns the test.
     """
-    lo, hi = result.confidence_interval
     tol = "" if result.tolerance is None else f" within ±{result.tolerance:g} (relative)"
     claimed = f"  claimed value {fmt(result.claim_value, 6)}"
     if result.sampler is None:
         claimed += f"; exact theory {fmt(result.theory_value, 6)}"
-    unit = "products" if result.sampler is None else "values"
     lines = [
         f"varcheck: {result.outcome.upper()}: claim {_quantity(result)} = {result.claim}"
         f"{tol} at d_k={result.dk} ({_source(result)})",
         claimed,
-        f"  estimate {fmt(result.estimate, 6)}, {confidence_label(result.confidence)} interval "
-        f"[{fmt(lo, 6)}, {fmt(hi, 6)}] from {result.samples:,} {unit}; "
-        f"p = {fmt_p(result.p_value)}",
+        *_estimate_lines(result),
         f"  {result.reason}",
     ]
     if result.more_samples:
+        unit = "products" if result.sampler is None else "values"
         lines.append(f"  about {result.more_samples:,} more {unit} would settle it")
     lines.append(f"  reproduce: {reproduce or reproduce_command(result)}")
     return "\n".join(lines)
+
+
+def _estimate_lines(result: VerifyResult) -> list[str]:
+    """The estimate with its interval(s) and p-value, or without any where none is valid."""
+    unit = "products" if result.sampler is None else "values"
+    head = f"  estimate {fmt(result.estimate, 6)}"
+    if result.outcome in ("unreliable", "infinite"):
+        return [f"{head} from {result.samples:,} {unit}; no valid interval, no p-value"]
+    lo, hi = result.confidence_interval
+    line = (
+        f"{head}, {confidence_label(result.confidence)} interval [{fmt(lo, 6)}, {fmt(hi, 6)}] "
+        f"from {result.samples:,} {unit}"
+    )
+    if result.equivalence_interval is None:
+        return [f"{line}; p = {fmt_p(result.p_value)}"]
+    elo, ehi = result.equivalence_interval
+    band = sorted(result.claim_value * (1 + s * result.tolerance) for s in (-1, 1))  # type: ignore[operator]
+    level = confidence_label(max(2 * result.confidence - 1, 0.0))
+    return [
+        line,
+        f"  equivalence (two one-sided tests): a pass needs the whole {level} interval "
+        f"[{fmt(elo, 6)}, {fmt(ehi, 6)}] inside [{fmt(band[0], 6)}, {fmt(band[1], 6)}]; "
+        f"p = {fmt_p(result.p_value)}",
+    ]
 
 
 def _source(result: VerifyResult) -> str:

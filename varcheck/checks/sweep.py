@@ -11,7 +11,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.distributions import Distribution
-from ..core.estimation import ConfidenceInterval, VarianceEstimate
+from ..core.estimation import ConfidenceInterval, VarianceEstimate, budget_shortfall
 from ..core.options import entry_laws, resolve_seed, sampling_effort, user_sampler, valid_rho
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
@@ -50,8 +50,13 @@ class SweepRow:
     p_adjusted : float
         Holm-adjusted p-value over the sweep's rows.
     verdict : str
-        ``consistent``, ``rejected``, ``unreliable`` (E[(q·k)^4] is infinite: the interval is not
-        valid) or ``infinite`` (Var(q·k) is infinite).
+        ``consistent``, ``rejected``, ``unreliable`` (E[(q·k)^4] is infinite, or the row drew
+        fewer products than a valid interval needs: no interval is valid) or ``infinite``
+        (Var(q·k) is infinite).
+    min_samples : int or None
+        When the row drew fewer products than a valid interval needs (a fixed budget, or a run
+        stopped at its time cap), the products it needs
+        (:func:`~varcheck.core.estimation.minimum_products`); ``None`` otherwise.
     """
 
     dk: int
@@ -61,6 +66,7 @@ class SweepRow:
     p_value: float
     p_adjusted: float
     verdict: str
+    min_samples: int | None = None
 
     @property
     def caution(self) -> str | None:
@@ -214,7 +220,8 @@ def sweep(
         workers=workers,
         scheduler=scheduler,
     )
-    rows = _judge(dks, theories, claims, estimates, fields["confidence"])
+    laws = (fields["q_dist"], fields["k_dist"])
+    rows = _judge(dks, theories, claims, estimates, fields["confidence"], laws)
     fit = None if fields["sampler"] else _growth_fit(rows, cov, fields["confidence"])
     return SweepResult(rows=tuple(rows), fit=fit, interrupted=interrupted, **fields)
 
@@ -290,10 +297,18 @@ def _judge(
     claims: list[float | None],
     estimates: list[VarianceEstimate | None],
     confidence: float,
+    laws: tuple[Distribution | None, Distribution | None],
 ) -> list[SweepRow]:
     """The rows finished (a prefix after Ctrl-C), Holm-judged together."""
     n = len(estimates)
-    valid = [th is None or th.estimable for th in theories[:n]]
+    short = [
+        None if th is None or est is None else budget_shortfall(*laws, th, est.samples)  # type: ignore[arg-type]
+        for th, est in zip(theories, estimates, strict=False)
+    ]
+    valid = [
+        th is None or (th.estimable and s is None)
+        for th, s in zip(theories[:n], short, strict=False)
+    ]
     p_values = []
     for ok_law, c, est in zip(valid, claims, estimates, strict=False):
         ok = est is not None and ok_law and c is not None
@@ -313,8 +328,9 @@ def _judge(
             p_value=p,
             p_adjusted=padj,
             verdict=verdict,
+            min_samples=need,
         )
-        for dk, th, c, est, p, padj, verdict in zip(
-            dks, theories, claims, estimates, p_values, adjusted, verdicts, strict=False
+        for dk, th, c, est, p, padj, verdict, need in zip(
+            dks, theories, claims, estimates, p_values, adjusted, verdicts, short, strict=False
         )
     ]

@@ -9,7 +9,7 @@ from typing import Any
 
 from .._version import __version__
 from ..core.distributions import Distribution
-from ..core.estimation import ConfidenceInterval, VarianceEstimate
+from ..core.estimation import ConfidenceInterval, VarianceEstimate, budget_shortfall
 from ..core.options import (
     confidence_from,
     entry_laws,
@@ -65,7 +65,9 @@ class VerifyResult:
         Estimate of the quantity (``nan`` when it is infinite).
     confidence_interval : ConfidenceInterval
     p_value : float
-        Two-sided p-value of the claim (adjusted for multiplicity inside ``varcheck check``).
+        Without a tolerance, the two-sided p-value of the claim; with one, the p-value of the
+        two one-sided tests (TOST) that the quantity lies within claim × (1 ± tolerance). Holm-
+        adjusted inside ``varcheck check``; ``nan`` without a valid interval.
     outcome : str
         ``pass``, ``fail``, ``inconclusive``, ``unreliable`` or ``infinite``.
     reason : str
@@ -78,6 +80,13 @@ class VerifyResult:
     seed : int
     sampler : UserSampler or None
         The user's sampler whose values were tested, with its bound arguments.
+    equivalence_interval : ConfidenceInterval or None
+        With a tolerance, the ``1 - 2 alpha`` interval that must lie within the band for a pass
+        (``confidence_interval`` stays the ``1 - alpha`` one); ``None`` otherwise.
+    min_samples : int or None
+        When fewer products were drawn than a valid interval needs, the products it needs
+        (:func:`~varcheck.core.estimation.minimum_products`); the outcome is then
+        ``unreliable``.
     """
 
     dk: int
@@ -102,6 +111,8 @@ class VerifyResult:
     precision: float | None = None
     requested_samples: int | None = None
     sampler: UserSampler | None = None
+    equivalence_interval: ConfidenceInterval | None = None
+    min_samples: int | None = None
     version: str = __version__
 
     @property
@@ -186,46 +197,105 @@ def run_claim_tests(
     ]
 
 
+def _shortfall(
+    t: ClaimTest, th: DotProductTheory | None, est: VarianceEstimate | None
+) -> int | None:
+    """The products a valid interval needs when the test drew fewer (the budget rule)."""
+    if th is None or est is None:
+        return None
+    return budget_shortfall(t.q, t.k, th, est.samples)  # type: ignore[arg-type]
+
+
 def _claim_p_values(
     prepared: list[tuple[ClaimTest, DotProductTheory | None, float | None]],
     estimates: list[VarianceEstimate | None],
     adjust: bool,
-) -> list[float]:
-    """Each test's p-value (NaN without a valid interval), Holm-adjusted when ``adjust``."""
-    p_raw = []
+) -> list[tuple[float, float]]:
+    """Each test's two-sided and TOST (``nan`` without a tolerance) p-values.
+
+    ``nan`` without a valid interval. With ``adjust``, Holm over the two-sided p-values: the
+    family-wise rate of false fails stays below alpha. The TOST p-values are not adjusted: each
+    tolerance claim passes wrongly (its variance off by more than the tolerance) at most alpha
+    of the time, as with ``varcheck assert``, and "more samples" stays what that test needs.
+    """
+    p_raw, p_tost = [], []
     for (t, th, value), est in zip(prepared, estimates, strict=True):
         ok = est is not None and (th is None or th.estimable) and value is not None
+        ok = ok and _shortfall(t, th, est) is None
         raw_claim = value * t.dk if (ok and t.scaled) else value
         p_raw.append(est.p_value(raw_claim) if ok else math.nan)  # type: ignore[union-attr]
-    return holm_adjust(p_raw) if adjust else p_raw
+        band = _band(raw_claim, t.tolerance) if ok else None
+        p_tost.append(math.nan if band is None else est.equivalence_p_value(*band))  # type: ignore[union-attr]
+    if adjust:
+        p_raw = holm_adjust(p_raw)
+    return list(zip(p_raw, p_tost, strict=True))
+
+
+def _band(claim: float | None, tolerance: float | None) -> tuple[float, float] | None:
+    """The equivalence band claim × (1 ± tolerance), low end first (``None``: no tolerance)."""
+    if tolerance is None or claim is None:
+        return None
+    ends = (claim * (1 - tolerance), claim * (1 + tolerance))
+    return min(ends), max(ends)
+
+
+_NO_INTERVAL = ConfidenceInterval(math.nan, math.nan)
 
 
 def _decision(
+    t: ClaimTest,
     th: DotProductTheory | None,
     value: float | None,
     est: VarianceEstimate | None,
-    p: float,
+    p: tuple[float, float],
     alpha: float,
-    tolerance: float | None,
-    factor: float,
-) -> tuple[float, ConfidenceInterval, Decision]:
-    """The point estimate, interval and decision of one claim test (on the claim's scale)."""
+) -> tuple[float, ConfidenceInterval, ConfidenceInterval | None, Decision]:
+    """The point estimate, intervals (``1 - alpha``; ``1 - 2 alpha`` with a tolerance) and
+    decision of one claim test, on the claim's scale; no interval where none is valid."""
     if est is None:
         nothing = Decision(INFINITE, "Var(q·k) is infinite: there is nothing to estimate")
-        return math.nan, ConfidenceInterval(math.nan, math.nan), nothing
+        return math.nan, _NO_INTERVAL, None, nothing
+    factor = 1.0 / t.dk if t.scaled else 1.0
     point, interval = est.scaled(factor)
-    if th is not None and not th.estimable:
-        why = (
-            "E[(q·k)^4] is infinite, so no interval for the variance can be trusted"
-            if th.status == "infinite-fourth-moment"
-            else f"the kurtosis of q·k is {th.kurtosis:.3g}: the variance estimate "
+    why = _unreliable(th, est, _shortfall(t, th, est))
+    if why is not None:
+        return point, _NO_INTERVAL, None, Decision(UNRELIABLE, why)
+    inner = None
+    if t.tolerance is not None:
+        lo, hi = est.interval_at(max(1.0 - 2.0 * alpha, 0.0))
+        inner = ConfidenceInterval(lo * factor, hi * factor)
+    decision = decide(
+        point,
+        interval if inner is None else inner,
+        value,
+        p_value=p[0],
+        alpha=alpha,
+        tolerance=t.tolerance,
+        samples=est.samples,
+        tost_p=p[1],
+        fail_interval=interval,
+    )
+    return point, interval, inner, decision
+
+
+def _unreliable(th: DotProductTheory | None, est: VarianceEstimate, need: int | None) -> str | None:
+    """Why no interval is valid for this estimate (``None`` when one is)."""
+    if th is None:
+        return None
+    if th.status == "infinite-fourth-moment":
+        return "E[(q·k)^4] is infinite, so no interval for the variance can be trusted"
+    if not th.estimable:
+        return (
+            f"the kurtosis of q·k is {th.kurtosis:.3g}: the variance estimate "
             "converges too slowly for any affordable interval to be trusted"
         )
-        return point, interval, Decision(UNRELIABLE, why)
-    decision = decide(
-        point, interval, value, p_value=p, alpha=alpha, tolerance=tolerance, samples=est.samples
-    )
-    return point, interval, decision
+    if need is not None:
+        tails = ", and an entry's sixth moment is infinite" if th.slow_convergence else ""
+        return (
+            f"{est.samples:,} products are too few for a valid interval here (the kurtosis of "
+            f"q·k is {th.kurtosis:.3g}{tails}): it needs at least {need:,} (--samples {need})"
+        )
+    return None
 
 
 def _verify_result(
@@ -233,7 +303,7 @@ def _verify_result(
     th: DotProductTheory | None,
     value: float | None,
     est: VarianceEstimate | None,
-    p: float,
+    p: tuple[float, float],
     *,
     confidence: float,
     seed: int,
@@ -241,7 +311,7 @@ def _verify_result(
     requested_samples: int | None,
 ) -> VerifyResult:
     factor = 1.0 / t.dk if t.scaled else 1.0
-    point, interval, outcome = _decision(th, value, est, p, 1.0 - confidence, t.tolerance, factor)
+    point, interval, inner, outcome = _decision(t, th, value, est, p, 1.0 - confidence)
     return VerifyResult(
         dk=t.dk,
         q_dist=t.q,
@@ -254,7 +324,7 @@ def _verify_result(
         theory_value=math.nan if th is None else th.var * factor,
         estimate=point,
         confidence_interval=interval,
-        p_value=p,
+        p_value=p[0] if t.tolerance is None else p[1],
         outcome=outcome.outcome,
         reason=outcome.reason,
         more_samples=outcome.more_samples,
@@ -265,6 +335,8 @@ def _verify_result(
         precision=precision,
         requested_samples=requested_samples,
         sampler=t.sampler,
+        equivalence_interval=inner,
+        min_samples=_shortfall(t, th, est),
     )
 
 
@@ -306,8 +378,9 @@ def verify(
     scaled : bool
         Test the variance of q·k / sqrt(d_k) (of the values / sqrt(d_k)) instead.
     tolerance : float, optional
-        Relative tolerance: an equivalence test that passes only when the whole interval lies
-        within claim × (1 ± tolerance).
+        Relative tolerance: an equivalence test (two one-sided tests at level alpha) that
+        passes only when the whole ``1 - 2 alpha`` interval (90% at the default alpha) lies
+        within claim × (1 ± tolerance); its p-value is the TOST p-value.
     confidence, alpha : float, optional
         Interval level, or its complement (give one; default 0.95).
     seed : int, optional

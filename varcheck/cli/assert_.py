@@ -26,9 +26,13 @@ Examples:
 
 \b
 Without --tolerance: a consistency test, fail when the interval excludes the claim.
-With --tolerance T: an equivalence test, pass only when the whole interval lies within
-claim × (1 ± T); fail when the interval excludes the claim; otherwise inconclusive (with the
-number of further products that would settle it).
+With --tolerance T: an equivalence test (two one-sided tests at level alpha = 1 - confidence):
+pass only when the whole (1 − 2α) interval (90% by default) lies inside claim × (1 ± T), so a
+variance on the band's edge passes at most alpha of the time; p is then the TOST p-value. Fail
+when the (1 − α) interval excludes the claim; otherwise inconclusive (with the number of
+further products that would settle it).
+A fixed --samples below what a valid interval needs for these laws (high kurtosis of q·k,
+heavy tails) gives an estimate without a verdict (unreliable, exit 4) and says how many.
 
 """
     + EXIT_CODES_HELP,

@@ -57,13 +57,29 @@ __all__ = [
     "estimate_variance",
     "t_quantile",
     "t_two_sided_p",
+    "t_upper_p",
     "MIN_BLOCKS",
+    "minimum_products",
+    "budget_shortfall",
 ]
 
 #: Fewest independent blocks behind any interval. With fewer, the standard error is itself
 #: noisy, and stopping when it happens to come out small undercovers (64 blocks gave 92-96%
 #: coverage at d_k = 512, 1% precision, over 2 x 300 runs; 200 gave 94-96%).
 MIN_BLOCKS = 200
+
+#: Products per unit of excess kurtosis (kurtosis of q·k minus 1) behind a valid interval, for
+#: entries as light-tailed as the normal: the estimator's relative standard error is about
+#: sqrt((kurtosis - 1) / products), and below 250 products per unit the interval undercovers
+#: (normal entries at d_k = 2 and 1000 products: 94.0% over 4000 seeds). See
+#: :func:`minimum_products` and docs/calibration.md.
+PRODUCTS_PER_KURTOSIS = 250.0
+#: Heavier-tailed entries need more: the factor grows as (entry kurtosis / 3)^1.5 (Laplace
+#: entries at d_k = 1 and 10^4 products covered 93.8%, at 3·10^4 94.6%) ...
+ENTRY_KURTOSIS_POWER = 1.5
+#: ... and entries with an infinite sixth moment (log-scale interval) need 10 times more again
+#: (t with 5 degrees of freedom at d_k = 2: 91.3% at 10^4 products).
+SLOW_TAIL_FACTOR = 10.0
 _ROUND_GROWTH_CAP = 16.0
 _OVERSHOOT = 1.1
 
@@ -126,6 +142,12 @@ def t_two_sided_p(t_stat: float, df: float) -> float:
     from scipy.special import stdtr
 
     return float(2.0 * stdtr(df, -abs(t_stat)))
+
+
+def t_upper_p(t_stat: float, df: float) -> float:
+    """One-sided p-value P(T >= t) of a t statistic (``nan`` stays ``nan``)."""
+    two = t_two_sided_p(t_stat, df)
+    return two / 2.0 if t_stat >= 0 else 1.0 - two / 2.0
 
 
 class BlockAccumulator:
@@ -242,6 +264,26 @@ class IntervalTest:
     def p_value(self, claim: float) -> float:
         """Two-sided p-value of the claim Var(q·k) = ``claim`` (Student t, blocks - 1 df)."""
         return t_two_sided_p(self.t_statistic(claim), self.blocks - 1)  # type: ignore[attr-defined]
+
+    def equivalence_p_value(self, low: float, high: float) -> float:
+        """p-value of two one-sided tests (TOST) that the variance lies in (``low``, ``high``).
+
+        The larger of the one-sided p-values of Var <= low and of Var >= high: below alpha
+        exactly when the ``1 - 2 alpha`` interval (:meth:`interval_at`) lies inside the band,
+        so that a variance on the band's edge passes at most alpha of the time.
+        """
+        df = self.blocks - 1  # type: ignore[attr-defined]
+        above_low = t_upper_p(self.t_statistic(low), df)
+        below_high = t_upper_p(-self.t_statistic(high), df)
+        return max(above_low, below_high)
+
+    def interval_at(self, confidence: float) -> ConfidenceInterval:
+        """The same interval at another two-sided ``confidence`` (0 gives the estimate)."""
+        tq = t_quantile(confidence, self.blocks - 1) if confidence > 0 else 0.0  # type: ignore[attr-defined]
+        var, se = self.var, self.se  # type: ignore[attr-defined]
+        if self.interval_method == "log":  # type: ignore[attr-defined]
+            return log_interval(var, se, tq)
+        return hall_interval(var, se, self.skewness, self.blocks, tq)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -484,7 +526,9 @@ def estimate_variance(
 
     fixed = None if samples is None else "samples"
     first = _first_round(samples, plan)
-    rule = StopRule(None if fixed else precision, first, fixed, max_seconds)
+    least = 0 if fixed else minimum_products(q, k, theory) / plan.products_per_block
+    least = int(math.ceil(least)) if math.isfinite(least) else 0
+    rule = StopRule(None if fixed else precision, first, fixed, max_seconds, min_blocks=least)
     rounds = draw_rounds(
         rule, plan.blocks_per_chunk, draw, lambda rs: acc.add(*rs[0]), widest, progress=progress
     )
@@ -497,6 +541,49 @@ def estimate_variance(
         stop_reason=rounds.stop_reason,
         shift=shift,
     )
+
+
+def minimum_products(q: Distribution, k: Distribution, theory: DotProductTheory) -> float:
+    """The fewest products behind a valid interval for Var(q·k): the one budget rule.
+
+    ``PRODUCTS_PER_KURTOSIS · (kurtosis of q·k - 1)``, times ``(κ / 3)^1.5`` for the larger
+    entry kurtosis κ (1 for normal entries: heavier entry tails give a more skewed variance
+    estimate at the same kurtosis of q·k), times ``SLOW_TAIL_FACTOR`` when E[(q·k)^6] is
+    infinite; ``inf`` when no interval is valid at all (see
+    :attr:`~varcheck.core.theory.DotProductTheory.estimable`). The factors were chosen from the
+    coverage measured at fixed budgets (docs/calibration.md); a budget below this gives an
+    estimate without a verdict, and an adaptive run draws at least this many.
+
+    Examples
+    --------
+    >>> from varcheck.core.distributions import parse_distribution
+    >>> from varcheck.core.theory import dot_product_theory
+    >>> z, t5 = parse_distribution("normal"), parse_distribution("t:df=5")
+    >>> minimum_products(z, z, dot_product_theory(2, z, z))            # 250 · (6 - 1)
+    1250
+    >>> minimum_products(t5, t5, dot_product_theory(2, t5, t5))   # 250 · (9/3)^1.5 · 10 · 41
+    532606
+    """
+    if not theory.estimable:
+        return math.inf
+    kappa = 3.0 if theory.rho != 0.0 else max(q.kurtosis, k.kurtosis)
+    per_unit = PRODUCTS_PER_KURTOSIS * (kappa / 3.0) ** ENTRY_KURTOSIS_POWER
+    if theory.slow_convergence:
+        per_unit *= SLOW_TAIL_FACTOR
+    return math.ceil(per_unit * (theory.kurtosis - 1.0))
+
+
+def budget_shortfall(
+    q: Distribution, k: Distribution, theory: DotProductTheory, samples: int
+) -> int | None:
+    """The products a valid interval needs when ``samples`` are fewer (else ``None``).
+
+    ``None`` too when no budget would do (E[(q·k)^4] infinite: the theory says so already).
+    """
+    need = minimum_products(q, k, theory)
+    if math.isfinite(need) and samples < need:
+        return int(need)
+    return None
 
 
 def interval_method(theory: DotProductTheory) -> str:
@@ -549,6 +636,9 @@ class StopRule:
         Wall-time cap; the run stops after the chunk that passes it (once 2 blocks exist).
     max_blocks : int or None
         A cap on the blocks of an adaptive run (it then stops with reason ``precision``).
+    min_blocks : int
+        The fewest blocks an adaptive run stops at, whatever its precision (the budget rule,
+        :func:`minimum_products`).
     """
 
     precision: float | None
@@ -556,6 +646,7 @@ class StopRule:
     fixed: str | None = None
     max_seconds: float | None = None
     max_blocks: int | None = None
+    min_blocks: int = 0
 
 
 class Rounds(NamedTuple):
@@ -636,10 +727,12 @@ def draw_rounds(
         if stop != "precision" or (rule.max_blocks is not None and drawn >= rule.max_blocks):
             return Rounds(drawn, stop)
         worst = widest()
-        if worst <= rule.precision:  # type: ignore[operator]
+        reached = worst <= rule.precision  # type: ignore[operator]
+        if reached and drawn >= rule.min_blocks:
             return Rounds(drawn, stop)
         grow = (worst / rule.precision) ** 2 * _OVERSHOOT if math.isfinite(worst) else math.inf
-        target = int(math.ceil(drawn * min(grow, _ROUND_GROWTH_CAP)))
+        target = 0 if reached else int(math.ceil(drawn * min(grow, _ROUND_GROWTH_CAP)))
+        target = max(target, rule.min_blocks)
         if rule.max_blocks is not None:
             target = min(target, rule.max_blocks)
 

@@ -72,6 +72,7 @@ from .estimation import (
     block_interval,
     draw_rounds,
     interval_method,
+    minimum_products,
     relative_half_width,
     summarise,
 )
@@ -761,13 +762,32 @@ def estimate_shared(
 
     # the predicted number of blocks (sized from the theory under test) is only a first round:
     # if the truth is noisier, later rounds are sized from the measured standard errors
-    rule = StopRule(precision=precision, first_round=plan.blocks_needed, max_seconds=max_seconds)
+    rule = _stop_rule(q, k, theories, plan, precision, max_seconds)
     # merged once per round, not per chunk: the accumulators' fixed cost is most of a small
     # chunk's; the merge order (and so the result) is still the chunks' order
     rounds = draw_rounds(
         rule, plan.blocks_per_chunk, draw, merged.absorb, widest, per_round=True, progress=progress
     )
     return _summaries(plan, merged, methods, confidence, precision, rounds.stop_reason)
+
+
+def _stop_rule(
+    q: Distribution,
+    k: Distribution,
+    theories: Sequence[DotProductTheory],
+    plan: SharedPlan,
+    precision: float,
+    max_seconds: float | None,
+) -> StopRule:
+    """The target, first round and time cap, and the budget rule: every row rests on at least
+    the products its laws need for a valid interval."""
+    least = max(minimum_products(q, k, th) / plan.products_per_block(th.dk) for th in theories)
+    return StopRule(
+        precision=precision,
+        first_round=plan.blocks_needed,
+        max_seconds=max_seconds,
+        min_blocks=int(math.ceil(least)) if math.isfinite(least) else 0,
+    )
 
 
 def _summaries(

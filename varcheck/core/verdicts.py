@@ -136,14 +136,20 @@ def decide(
     alpha: float,
     tolerance: float | None,
     samples: int,
+    tost_p: float | None = None,
+    fail_interval: ConfidenceInterval | None = None,
 ) -> Decision:
-    """Judge a claim from an interval (and its, possibly multiplicity-adjusted, p-value).
+    """Judge a claim from an interval (and its, possibly multiplicity-adjusted, p-values).
 
     Without ``tolerance`` it is a consistency test: fail when ``p_value < alpha`` (the interval
-    excludes the claim), else pass. With ``tolerance`` T it is an equivalence test: pass when the
-    whole interval lies in claim × (1 ± T); otherwise fail when the claim is excluded; otherwise
-    inconclusive, with the number of further products that would make the interval narrow enough
-    (its width shrinks as 1/sqrt(products)).
+    excludes the claim), else pass. With ``tolerance`` T it is an equivalence test, two
+    one-sided tests at level alpha: pass when ``tost_p < alpha``, i.e. when the whole
+    ``1 - 2 alpha`` interval (``interval``) lies in claim × (1 ± T) (without ``tost_p``, when
+    ``interval`` does); otherwise fail when the two-sided test excludes the claim
+    (``p_value < alpha``); otherwise inconclusive, with the number of further products that
+    would make the interval narrow enough (its width shrinks as 1/sqrt(products)), or, with
+    the estimate outside the band, ``fail_interval`` (the ``1 - alpha`` one; default
+    ``interval``) exclude the claim.
     """
     lo, hi = interval
     excluded = p_value < alpha
@@ -153,8 +159,12 @@ def decide(
         return Decision(PASS, "the interval contains the claimed value")
     band = (claim * (1 - tolerance), claim * (1 + tolerance))
     band_lo, band_hi = min(band), max(band)
-    if band_lo <= lo and hi <= band_hi:
-        return Decision(PASS, f"the whole interval lies within the claim ± {tolerance:.3g}")
+    if tost_p is None:
+        inside, whole = band_lo <= lo and hi <= band_hi, "the whole interval"
+    else:
+        inside, whole = tost_p < alpha, f"the whole {100 * (1 - 2 * alpha):.3g}% interval"
+    if inside:
+        return Decision(PASS, f"{whole} lies within the claim ± {tolerance:.3g}")
     if excluded:
         return Decision(FAIL, "the interval excludes the claimed value")
     half_now = (hi - lo) / 2.0
@@ -166,7 +176,9 @@ def decide(
     # the estimate is outside the band while the interval still holds the claim: more data
     # would most likely exclude the claim (fail); a pass needs a far narrower interval
     gap = abs(estimate - claim)
-    more = int(math.ceil(samples * max((half_now / gap) ** 2 - 1.0, 0.0))) if gap > 0 else None
+    f_lo, f_hi = interval if fail_interval is None else fail_interval
+    half_fail = (f_hi - f_lo) / 2.0
+    more = int(math.ceil(samples * max((half_fail / gap) ** 2 - 1.0, 0.0))) if gap > 0 else None
     narrower = half_now / (tolerance * abs(claim))
     products = narrower**2  # the width shrinks as 1/sqrt(products)
     return Decision(
