@@ -61,8 +61,11 @@ def fmt(x: float | None, digits: int = 4) -> str:
     if x == 0:
         return "0"
     if 1e-3 <= abs(x) < 1e6:
-        decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
-        return f"{x:.{decimals}f}"
+        # rounded first, so 0.99996 and 1.00001 both read 1.000 (the decimals follow the
+        # rounded value, not the raw one)
+        rounded = float(f"{x:.{digits - 1}e}")
+        decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(rounded)))))
+        return f"{rounded:.{decimals}f}"
     return f"{x:.{digits - 1}e}"
 
 
