@@ -274,3 +274,58 @@ def test_bad_options_are_one_error(kw: dict, match: str) -> None:
 def test_a_bad_dk_is_refused() -> None:
     with pytest.raises(VarcheckError, match="dk"):
         varcheck.probe(ak.attention, 0)
+
+
+# --- more structure ---------------------------------------------------------------------------
+
+
+def _relative_bias(q, k, v):  # noqa: ANN001, ANN202
+    """T5-like: a fixed random bias for each offset j - i."""
+    n, m = q.shape[-2], k.shape[-2]
+    table = np.random.default_rng(7).normal(0, 0.5, n + m - 1)
+    offset = np.arange(m)[None, :] - np.arange(n)[:, None] + n - 1
+    return ak.softmax(q @ k.T / np.sqrt(q.shape[-1]) + table[offset]) @ v
+
+
+def _sliding_window(q, k, v):  # noqa: ANN001, ANN202
+    n, m = q.shape[-2], k.shape[-2]
+    i, j = np.indices((n, m))
+    x = np.where((j > i) | (j < i - 4), -np.inf, q @ k.T / np.sqrt(q.shape[-1]))
+    return ak.softmax(x) @ v
+
+
+def _bottom_right_causal(q, k, v):  # noqa: ANN001, ANN202
+    n, m = q.shape[-2], k.shape[-2]
+    future = np.arange(m)[None, :] > np.arange(n)[:, None] + (m - n)
+    return ak.softmax(np.where(future, -np.inf, q @ k.T / np.sqrt(q.shape[-1]))) @ v
+
+
+class _Tensor:
+    """What a CPU tensor of a framework looks like to numpy: ``__array__`` only."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def __array__(self, dtype=None, copy=None):  # noqa: ANN001, ANN204
+        return self.a
+
+
+@pytest.mark.parametrize(
+    "fn,kw,mask,bias",
+    [
+        (_relative_bias, {}, "none", "relative"),
+        (_sliding_window, {}, "other", "none"),
+        (_bottom_right_causal, {"queries": 16}, "causal (bottom-right)", "none"),
+        (lambda q, k, v: _Tensor(ak.attention(q, k, v)), {}, "none", "none"),
+    ],
+    ids=["relative", "window", "bottom-right", "tensor"],
+)
+def test_more_structures(fn, kw: dict, mask: str, bias: str) -> None:  # noqa: ANN001
+    r = _probe(fn, **kw)
+    assert (r.diagnostics.mask, r.diagnostics.bias) == (mask, bias)
+    assert abs(r.scale / S - 1) < 1e-9 and r.outcome == "pass"
+
+
+def test_a_kernel_named_by_a_string_and_bound_arguments() -> None:
+    r = _probe(f"{ROOT}/examples/attention_kernels.py:layer_scaled", args={"layer": 0})
+    assert r.outcome == "pass" and r.kernel.args == (("layer", 0),)
