@@ -1,6 +1,6 @@
 """Calibration of fixed budgets and of the equivalence test, measured by hand (issue #16).
 
-    nice .venv/bin/python bench/calibration.py [--seeds 1000] [--part budgets|precision|tost|all]
+    nice .venv/bin/python bench/calibration.py [--seeds 1000] [--part budgets|edge|...|all]
 
 ``budgets``: for each entry law, d_k and fixed budget (1000 and 10^4 products), ``--seeds``
 estimates of Var(q·k) through the fixed-budget path of ``sweep``/``assert``/``check``
@@ -9,6 +9,9 @@ estimates of Var(q·k) through the fixed-budget path of ``sweep``/``assert``/``c
 Coverage is measured for refused configurations too, to show what the rule prevents; the
 false-fail rate of the true claim (``verify``'s two-sided test at alpha = 0.05 rejects exactly when
 the 95% interval excludes the truth) is 1 - coverage, tested one-sided against alpha.
+
+``edge``: the same at the smallest budget the rule accepts (at least 1000), d_k = 1, 2 and 16:
+the rule's own boundary.
 
 ``precision``: ``sweep --dist t:df=5 --precision 0.03`` at d_k = 2 and 16 (adaptive, with the
 budget rule's minimum), coverage of each row.
@@ -59,8 +62,10 @@ def budgets(seeds: int) -> None:
     from varcheck import dot_product_theory, estimate_variance, parse_distribution
     from varcheck.core.estimation import budget_shortfall
 
-    print("| law | d_k | budget | seeds | coverage [95% CI] | false fails (one-sided p vs 5%) "
-          "| low / high misses | rule |")
+    print(
+        "| law | d_k | budget | seeds | coverage [95% CI] | false fails (one-sided p vs 5%) "
+        "| low / high misses | rule |"
+    )
     print("|---|---:|---:|---:|---|---|---|---|")
     for law in LAWS:
         q = parse_distribution(law)
@@ -85,6 +90,37 @@ def budgets(seeds: int) -> None:
                     f"| {_false_fail(misses, seeds)} | {low} / {high} | {rule} |",
                     flush=True,
                 )
+
+
+def edge(seeds: int) -> None:
+    """Coverage at the smallest budget the rule accepts (at least 1000), d_k = 1, 2 and 16."""
+    from varcheck import dot_product_theory, estimate_variance, parse_distribution
+    from varcheck.core.estimation import minimum_products
+
+    print(
+        "| law | d_k | smallest accepted budget | seeds | coverage [95% CI] "
+        "| false fails (one-sided p vs 5%) | low / high misses |"
+    )
+    print("|---|---:|---:|---:|---|---|---|")
+    for law in LAWS:
+        q = parse_distribution(law)
+        for dk in (1, 2, 16):
+            th = dot_product_theory(dk, q, q)
+            budget = max(1000, int(minimum_products(q, q, th)))
+            low = high = 0
+            for seed in range(seeds):
+                est = estimate_variance(
+                    q, q, th, seed=seed, stream=(dk,), precision=None, samples=budget
+                )
+                lo, hi = est.confidence_interval
+                low += hi < th.var
+                high += lo > th.var
+            misses = low + high
+            print(
+                f"| {law} | {dk} | {budget:,} | {seeds} | {_pct_ci(seeds - misses, seeds)} "
+                f"| {_false_fail(misses, seeds)} | {low} / {high} |",
+                flush=True,
+            )
 
 
 def precision(seeds: int) -> None:
@@ -152,10 +188,13 @@ def tost(seeds: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=1000)
-    parser.add_argument("--part", choices=["budgets", "precision", "tost", "all"], default="all")
+    parser.add_argument(
+        "--part", choices=["budgets", "edge", "precision", "tost", "all"], default="all"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    for name, part in (("budgets", budgets), ("precision", precision), ("tost", tost)):
+    parts = (("budgets", budgets), ("edge", edge), ("precision", precision), ("tost", tost))
+    for name, part in parts:
         if args.part in (name, "all"):
             print(f"\n## {name} ({args.seeds} seeds per configuration)\n")
             part(args.seeds)

@@ -286,3 +286,30 @@ def test_smallest_accepted_budget_is_calibrated(name: str) -> None:
     p = binomtest(misses, R, ALPHA, alternative="greater").pvalue
     assert p > 1e-3, f"{name}: {misses}/{R} misses at {budget} products (p = {p:.2g})"
     assert misses == pinned
+
+
+def test_more_samples_to_fail_uses_the_fail_interval() -> None:
+    """Guards against "more samples" for an estimate outside the band sized from the narrower
+    equivalence interval: a fail needs the 1 - alpha interval (``fail_interval``) to exclude the
+    claim. Claim 1, T = 0.02, estimate 1.03: 90% half-width 0.03, 95% half-width 0.04 against a
+    gap of 0.03 from the claim."""
+    common = {"p_value": 0.2, "alpha": ALPHA, "tolerance": 0.02, "samples": 1000, "tost_p": 0.9}
+    inner, outer = (1.0, 1.06), (0.99, 1.07)
+    with_fail = decide(1.03, inner, 1.0, fail_interval=outer, **common)
+    without = decide(1.03, inner, 1.0, **common)
+    assert with_fail.outcome == without.outcome == INCONCLUSIVE
+    assert with_fail.more_samples == math.ceil(1000 * ((0.04 / 0.03) ** 2 - 1))
+    assert without.more_samples == 0
+
+
+def test_time_limited_runs_say_so() -> None:
+    """Guards against a run stopped by --max-seconds whose JSON or text does not say that its
+    numbers depend on the machine's speed (issue #16 item 5)."""
+    from varcheck.checks.render import sweep_dict, verify_dict
+
+    res = verify(64, claim="dk", precision=0.0005, max_seconds=0.001, seed=1)
+    assert res.raw.stop_reason == "max-seconds" and verify_dict(res)["time_limited"] is True
+    assert verify_dict(verify(8, claim="dk", seed=1))["time_limited"] is False
+    swept = sweep([4, 8], precision=0.0005, max_seconds=0.001, seed=1)
+    assert sweep_dict(swept)["time_limited"] is True
+    assert sweep_dict(sweep([4, 8], precision=0.05, seed=1))["time_limited"] is False
