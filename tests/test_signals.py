@@ -1,0 +1,232 @@
+"""SIGINT and SIGTERM mid-run (#17): sweep, assert and check keep what they found, in every
+format, marked partial, exit 130 (Ctrl-C) or 143 (SIGTERM, as CI cancellation and `timeout`
+send), with no traceback, even when a second signal arrives while the results are written.
+
+Each child announces on stderr when its computation starts (a hook around ``cli.run.run``), so
+the signal lands mid-run however slowly the machine starts Python; the cases run concurrently.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+pytestmark = pytest.mark.signals
+
+MARK = "varcheck-test: computing"
+# the child: announce the computation, then run the real entry point
+ENTRY = f"""
+import sys
+import varcheck.cli.run as run_module
+real = run_module.run
+def run(compute, *args, **kwargs):
+    def announced(*a):
+        print({MARK!r}, file=sys.stderr, flush=True)
+        return compute(*a)
+    return real(announced, *args, **kwargs)
+run_module.run = run
+from varcheck.cli import main
+main()
+"""
+SIGNALS = {"INT": (signal.SIGINT, 130), "TERM": (signal.SIGTERM, 143)}
+# a sweep whose first rows finish in well under a second and whose last takes minutes (means
+# keep the rows apart: no shared blocks)
+SWEEP = ("sweep", "--dk", "2,4,8192", "--dist", "normal:mean=0.5", "--precision", "0.01")
+ASSERT = ("assert", "--dk", "8192", "--dist", "normal:mean=0.5", "--claim", "theory")
+ASSERT += ("--precision", "0.001")
+CLAIMS = """\
+[defaults]
+precision = 0.01
+seed = 5
+[[claim]]
+name = "quick"
+dk = "2,4"
+dist = "normal:mean=0.5"
+claim = "theory"
+[[claim]]
+name = "slow"
+dk = 8192
+dist = "normal:mean=0.5"
+claim = "theory"
+"""
+
+
+class Outcome(NamedTuple):
+    code: int
+    out: str
+    err: str
+
+
+def _default_signals() -> None:
+    # a background job of a non-interactive shell starts with SIGINT ignored, and the child
+    # would keep it so (see test_robustness._default_sigint)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _interrupt(args: tuple[str, ...], signals: list[int], *, gap: float = 0.0) -> Outcome:
+    """Run varcheck ARGS, send ``signals`` once it computes (``gap`` s apart), collect."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_signals,
+    )
+    assert proc.stderr is not None
+    err_head, deadline = "", time.monotonic() + 60
+    while MARK not in err_head:
+        ready, _, _ = select.select([proc.stderr], [], [], max(0.0, deadline - time.monotonic()))
+        line = proc.stderr.readline() if ready else ""
+        if not line:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"the child never started computing: {err_head}{err}"[-2000:])
+        err_head += line
+    time.sleep(1.5)  # well into the run: the quick rows are done
+    for i, sig in enumerate(signals):
+        if i:
+            time.sleep(gap)
+        proc.send_signal(sig)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"the child ran on for 60 s after the signal: {err[-2000:]}")
+    return Outcome(proc.returncode, out, err_head.replace(MARK + "\n", "") + err)
+
+
+def _claims_file() -> Path:
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"varcheck-signals-{os.getpid()}"
+    folder.mkdir(exist_ok=True)
+    path = folder / "claims.toml"
+    path.write_text(CLAIMS)
+    return path
+
+
+def _cases() -> dict[str, tuple[tuple[str, ...], list[int]]]:
+    cases: dict[str, tuple[tuple[str, ...], list[int]]] = {}
+    claims = _claims_file()
+    for name, (sig, _) in SIGNALS.items():
+        for fmt in ("json", "csv", "markdown", "table"):
+            cases[f"sweep-{fmt}-{name}"] = ((*SWEEP, "--seed", "1", "--format", fmt), [sig])
+            junit = ("--junit-xml", str(claims.with_name(f"junit-{fmt}-{name}.xml")))
+            cases[f"check-{fmt}-{name}"] = (("check", str(claims), "--format", fmt, *junit), [sig])
+        for fmt in ("json", "table"):
+            cases[f"assert-{fmt}-{name}"] = ((*ASSERT, "--seed", "1", "--format", fmt), [sig])
+    return cases
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[str, Outcome]:
+    """Every case, four at a time (each child mostly waits for its signal)."""
+    cases = _cases()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {key: pool.submit(_interrupt, *case) for key, case in cases.items()}
+        return {key: fut.result() for key, fut in futures.items()}
+
+
+def _check_clean(res: Outcome, expected_code: int) -> None:
+    assert res.code == expected_code, res.err[-2000:]
+    assert "Traceback" not in res.err, res.err[-2000:]
+
+
+def _case_ids(command: str, formats: tuple[str, ...]) -> list[tuple[str, str]]:
+    return [(fmt, name) for name in SIGNALS for fmt in formats]
+
+
+@pytest.mark.parametrize(("fmt", "name"), _case_ids("sweep", ("json", "csv", "markdown", "table")))
+def test_sweep_keeps_the_finished_rows(outcomes: dict[str, Outcome], fmt: str, name: str) -> None:
+    """Guards against SIGTERM (CI cancellation) losing every row, as Ctrl-C once did."""
+    res = outcomes[f"sweep-{fmt}-{name}"]
+    _check_clean(res, SIGNALS[name][1])
+    if fmt == "json":
+        doc = json.loads(res.out)
+        assert doc["interrupted"] is True
+        assert [r["dk"] for r in doc["rows"]] == [2, 4]
+    elif fmt == "csv":
+        header, *body = res.out.splitlines()
+        assert "interrupted=True" in header
+        assert [r["dk"] for r in csv.DictReader(io.StringIO("\n".join(body)))] == ["2", "4"]
+    elif fmt == "markdown":
+        assert "interrupted" in res.out.lower()
+        assert "| 2 |" in res.out and "| 8192 |" not in res.out
+    else:
+        assert "Interrupted" in res.out and "partial" in res.out
+
+
+@pytest.mark.parametrize(("fmt", "name"), _case_ids("check", ("json", "csv", "markdown", "table")))
+def test_check_keeps_the_finished_claims_and_writes_junit(
+    outcomes: dict[str, Outcome], fmt: str, name: str
+) -> None:
+    """Guards against a cancelled CI gate leaving no report (stdout or JUnit)."""
+    res = outcomes[f"check-{fmt}-{name}"]
+    _check_clean(res, SIGNALS[name][1])
+    if fmt == "json":
+        doc = json.loads(res.out)
+        assert doc["interrupted"] is True
+        assert [c["name"] for c in doc["claims"]] == ["quick"]
+    elif fmt == "csv":
+        assert "outcome=interrupted" in res.out.splitlines()[0]
+    elif fmt == "markdown":
+        assert "interrupted" in res.out
+    else:
+        assert "Interrupted" in res.out and "partial" in res.out
+    junit = (_claims_file().parent / f"junit-{fmt}-{name}.xml").read_text()
+    assert 'name="interrupted"' in junit and 'name="quick' in junit
+
+
+@pytest.mark.parametrize(("fmt", "name"), _case_ids("assert", ("json", "table")))
+def test_assert_exits_with_the_signal_and_one_line(
+    outcomes: dict[str, Outcome], fmt: str, name: str
+) -> None:
+    """Guards against an interrupted assert exiting 70, 0 or with a traceback. Its one test is
+    unfinished, so nothing is printed until the estimator can report a partial interval."""
+    res = outcomes[f"assert-{fmt}-{name}"]
+    _check_clean(res, SIGNALS[name][1])
+    if res.out:
+        assert json.loads(res.out)["interrupted"] is True if fmt == "json" else "partial" in res.out
+    else:
+        word = "terminated" if name == "TERM" else "interrupted"
+        assert res.err.strip().splitlines()[-1] == f"varcheck: {word} before any result"
+
+
+def test_a_second_signal_does_not_cut_the_output() -> None:
+    """Guards against a second SIGTERM (a CI runner's) cutting the partial JSON, or a
+    traceback from a signal raised while the results are written."""
+    res = _interrupt((*SWEEP, "--seed", "1", "--format", "json"), [signal.SIGTERM] * 3, gap=0.02)
+    _check_clean(res, 143)
+    assert json.loads(res.out)["interrupted"] is True
+
+
+def test_sigint_then_sigterm_keeps_the_first_signals_status() -> None:
+    res = _interrupt((*SWEEP, "--seed", "1", "--format", "json"), [signal.SIGINT, signal.SIGTERM])
+    _check_clean(res, 130)
+    assert json.loads(res.out)["interrupted"] is True
+
+
+def test_an_ignored_sigint_stays_ignored() -> None:
+    """Guards against overriding a shell's choice: a background job ignores Ctrl-C."""
+    probe = (
+        "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "from varcheck.cli.signals import handling_signals\n"
+        "with handling_signals():\n"
+        "    print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN,\n"
+        "          signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert out.split() == ["True", "True"]
