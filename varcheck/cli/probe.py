@@ -55,18 +55,19 @@ effort_options = grouped(
     epilog="""\b
 Examples:
   varcheck probe examples/attention_kernels.py:attention --dk 64
-  varcheck probe examples/attention_kernels.py:scale_forgotten --dk 64     # fails
+  varcheck probe examples/attention_kernels.py:scale_forgotten --dk 64
   varcheck probe examples/attention_kernels.py:scaled_by_dk --dk 64 --expect 1/dk
   varcheck probe examples/attention_kernels.py:layer_scaled --dk 64 --arg layer=2
-  varcheck probe examples/attention_kernels.py:attention --dk 8..512 --plot probe.png
-  varcheck probe examples/attention_kernels.py:alibi_heads --dk 64 --layout bhnd --heads 8
+  varcheck probe examples/attention_kernels.py:attention --dk 8..512 --plot p.png
+  varcheck probe examples/attention_kernels.py:alibi_heads --dk 64 --layout bhnd
 
 \b
-The kernel is fn(q, k, v) -> softmax(s·q kᵀ + bias) v. varcheck gives it random q and k
-and values that make its output the attention weights; the log-weights regressed on q·k give
-s, each call one independent block of the interval. Masks, position biases (ALiBi) and
-non-linearities (soft-capping) are reported; outputs that are not softmax attention are
-refused (exit 2). With several d_k, s ∝ d_k^p is fitted. See docs/probe.md.
+The kernel is fn(q, k, v) -> softmax(s·q kᵀ + bias) v. varcheck gives it
+random q and k and values that make its output the attention weights; the
+log-weights regressed on q·k give s, each call one independent block of the
+interval. Masks, position biases (ALiBi) and non-linearities (soft-capping)
+are reported; outputs that are not softmax attention are refused (exit 2).
+With several d_k, s ∝ d_k^p is fitted. See docs/probe.md.
 
 """
     + EXIT_CODES_HELP,
