@@ -114,6 +114,10 @@ def build(write_figures: bool) -> dict[str, dict[str, str]]:
     ):
         res = derive(64, seed=SEED, precision=0.01, **kwargs)
         blocks["theory.md"][name] = _render(render_derive, res, "markdown")
+        if write_figures and name == "derive-mean":
+            from varcheck.teaching.figures import plot_derive
+
+            plot_derive(res, str(FIGURES / "derive_mean.png"))
     # the σ-based value against the exact one for given weights: the issue #22 numbers
     from varcheck.paper.projection import project
 
