@@ -797,16 +797,30 @@ def audit_decoder(
         return _LayerContext(layer, w.wq, w.wk, cfg, inv_freq, bands, args.confidence)
 
     rows = _run_layers(mdl, ids, chosen, context, progress)
+    return _result(mdl, rows, args, display or cfg.name, ids, chosen, truncated, start)
+
+
+def _result(
+    mdl: llama.LlamaModel,
+    rows: list[DecoderHeadAudit],
+    args: _DecoderArgs,
+    name: str,
+    ids: list[list[int]],
+    chosen: tuple[int, ...],
+    truncated: int,
+    start: float,
+) -> DecoderAuditResult:
+    cfg = mdl.config
     counts = np.array([len(s) for s in ids], dtype=float)
     return DecoderAuditResult(
         rows=tuple(rows),
-        model_path=str(path),
-        model_name=display or cfg.name,
+        model_path=str(mdl.file.path),
+        model_name=name,
         architecture=mdl.file.architecture,
         text=args.text_name,
         sequences=len(ids),
         tokens=int(counts.sum()),
-        max_length=limit,
+        max_length=min(args.max_length, cfg.context_length),
         truncated=truncated,
         layers=chosen,
         hidden_size=cfg.hidden_size,
@@ -819,6 +833,7 @@ def audit_decoder(
             for g in range(cfg.num_kv_heads)
         ),
         weight_types=_weight_types(mdl, chosen),
+        # uniform causal attention over i + 1 keys has entropy log(i + 1)
         mean_log_tokens=float(
             sum(np.log(np.arange(1, n + 1)).sum() for n in counts) / counts.sum()
         ),
