@@ -26,6 +26,11 @@ Examples:
 Exit 1 here means the textbook result Var(q·k) = d_k does not hold for these
 distributions (a step breaks), or a check rejected its own formula.
 
+\b
+--max-seconds caps each of the three Monte-Carlo checks (step 4 reuses step 3's
+draws); a check it stops is marked time-limited: its interval then depends on
+the machine's speed, not only on the seed.
+
 """
     + EXIT_CODES_HELP,
 )
