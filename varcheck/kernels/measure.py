@@ -117,7 +117,7 @@ def _tolerance(dtype: np.dtype, design: Design) -> float:
     eps = float(np.finfo(dtype).eps) if dtype.kind == "f" else 1.0
     if design.dtype in ("float16", "bfloat16"):
         eps = max(eps, 2.0**-7)
-    return max(64.0 * eps, 1e-9)
+    return max(8.0 * eps, 1e-9)
 
 
 def _size_inputs(kernel: Any, design: Design, rng: np.random.Generator, sd: float):  # noqa: ANN202
