@@ -287,6 +287,12 @@ def _relative_bias(q, k, v):  # noqa: ANN001, ANN202
     return ak.softmax(q @ k.T / np.sqrt(q.shape[-1]) + table[offset]) @ v
 
 
+def _fixed_bias(q, k, v):  # noqa: ANN001, ANN202
+    """A fixed random bias per place (i, j): a position bias of no simpler shape."""
+    bias = np.random.default_rng(3).normal(0, 0.5, (q.shape[-2], k.shape[-2]))
+    return ak.softmax(q @ k.T / np.sqrt(q.shape[-1]) + bias) @ v
+
+
 def _sliding_window(q, k, v):  # noqa: ANN001, ANN202
     n, m = q.shape[-2], k.shape[-2]
     i, j = np.indices((n, m))
@@ -314,11 +320,12 @@ class _Tensor:
     "fn,kw,mask,bias",
     [
         (_relative_bias, {}, "none", "relative"),
+        (_fixed_bias, {}, "none", "other"),
         (_sliding_window, {}, "other", "none"),
         (_bottom_right_causal, {"queries": 16}, "causal (bottom-right)", "none"),
         (lambda q, k, v: _Tensor(ak.attention(q, k, v)), {}, "none", "none"),
     ],
-    ids=["relative", "window", "bottom-right", "tensor"],
+    ids=["relative", "fixed", "window", "bottom-right", "tensor"],
 )
 def test_more_structures(fn, kw: dict, mask: str, bias: str) -> None:  # noqa: ANN001
     r = _probe(fn, **kw)

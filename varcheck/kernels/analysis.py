@@ -166,14 +166,26 @@ def _bias_shape(bias: np.ndarray, valid: np.ndarray) -> tuple[str, float]:
         slope = float((dist * bias).sum()) / den
         if 1.0 - float(((bias - slope * dist) ** 2).sum()) / total > SHAPE_FIT:
             return "alibi", -slope
-    rows, cols = np.nonzero(valid)
-    diag = cols - rows + n - 1
-    a = np.zeros((rows.size, n + m - 1 + n))
-    a[np.arange(rows.size), diag] = 1.0
-    a[np.arange(rows.size), n + m - 1 + rows] = 1.0
-    b = bias[rows, cols]
-    res = b - a @ np.linalg.lstsq(a, b, rcond=None)[0]
-    return ("relative" if 1.0 - float(res @ res) / total > SHAPE_FIT else "other"), math.nan
+    return ("relative" if _toeplitz_fit(bias, valid) > SHAPE_FIT else "other"), math.nan
+
+
+def _toeplitz_fit(bias: np.ndarray, valid: np.ndarray, rounds: int = 50) -> float:
+    """R² of the best f(j − i) + r_i for a bias pattern (backfitting: O(n m) a round)."""
+    n, m = bias.shape
+    wt = valid.astype(float)
+    offset = (np.arange(m)[None, :] - np.arange(n)[:, None] + n - 1)[valid]
+    count = np.maximum(np.bincount(offset, minlength=n + m - 1), 1)
+    target, fit = bias[valid], np.zeros(int(valid.sum()))
+    rows = np.nonzero(valid)[0]
+    row_effect = np.zeros(n)
+    for _ in range(rounds):
+        f = np.bincount(offset, target - row_effect[rows], minlength=n + m - 1) / count
+        resid = np.zeros((n, m))
+        resid[valid] = target - f[offset]
+        row_effect = (resid * wt).sum(-1) / np.maximum(wt.sum(-1), 1.0)
+        fit = f[offset] + row_effect[rows]
+    total = float((target * target).sum())
+    return 1.0 - float(((target - fit) ** 2).sum()) / total if total > 0 else 1.0
 
 
 def pilot_structure(w: np.ndarray, x: np.ndarray, name: str) -> HeadStructure:
