@@ -103,8 +103,9 @@ def _check_signature(target: str, fn: Callable[..., Any], args: tuple[tuple[str,
         ) from None
 
 
-def _load(target: str) -> Any:
-    """The object ``MODULE:FUNCTION`` / ``file.py:FUNCTION`` names (core.user_code's loading)."""
+def _load(target: str, base: str | None = None) -> Any:
+    """The object ``MODULE:FUNCTION`` / ``file.py:FUNCTION`` names (core.user_code's loading);
+    a relative file path is read from ``base`` when given (a claim file's folder)."""
     if not isinstance(target, str) or ":" not in target.strip(":"):
         raise VarcheckError(f"kernel {_cut(repr(target))} has no ':FUNCTION'; {_FORM}")
     where, _, attr = target.rpartition(":")
@@ -114,7 +115,8 @@ def _load(target: str) -> Any:
 
     try:
         if where.endswith(".py") or "/" in where or os.sep in where:
-            obj: Any = user_code._load_file(target, where)
+            path = os.path.join(base, where) if base else where
+            obj: Any = user_code._load_file(target, path)
         else:
             obj = user_code._import_module(target, where)
     except VarcheckError as exc:
@@ -133,17 +135,20 @@ def _load(target: str) -> Any:
     return obj
 
 
-def as_kernel(obj: Any, args: Mapping[str, Any] | None = None) -> KernelTarget:
+def as_kernel(
+    obj: Any, args: Mapping[str, Any] | None = None, *, base: str | None = None
+) -> KernelTarget:
     """A :class:`KernelTarget` from a callable, a ``"module:function"`` name or a target.
 
-    ``args`` are bound to every call (added to those of a given :class:`KernelTarget`).
+    ``args`` are bound to every call (added to those of a given :class:`KernelTarget`); a
+    relative ``file.py`` is read from ``base`` when given.
     """
     if isinstance(obj, KernelTarget):
         bound = _check_args(obj.target, {**dict(obj.args), **dict(args or {})})
         _check_signature(obj.target, obj.fn, bound)
         return KernelTarget(obj.target, bound, obj.fn, obj.by_name)
     if isinstance(obj, str):
-        fn, target, by_name = _load(obj), obj, True
+        fn, target, by_name = _load(obj, base), obj, True
     elif callable(obj):
         inner = getattr(obj, "func", obj)  # functools.partial shows the function it wraps
         target = getattr(inner, "__qualname__", None) or type(obj).__name__
