@@ -336,3 +336,25 @@ def test_more_structures(fn, kw: dict, mask: str, bias: str) -> None:  # noqa: A
 def test_a_kernel_named_by_a_string_and_bound_arguments() -> None:
     r = _probe(f"{ROOT}/examples/attention_kernels.py:layer_scaled", args={"layer": 0})
     assert r.outcome == "pass" and r.kernel.args == (("layer", 0),)
+
+
+def test_ctrl_c_keeps_the_finished_dk(monkeypatch) -> None:  # noqa: ANN001
+    import varcheck.kernels.probe as module
+
+    real, seen = module.measure, []
+
+    def interrupted_at_the_third(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen.append(1)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "measure", interrupted_at_the_third)
+    r = varcheck.probe_sweep(ak.attention, "8..64", **FAST, seed=1)
+    assert [row.dk for row in r.rows] == [8, 16] and r.interrupted and r.exit_code == 130
+    seen.clear()
+    with pytest.raises(KeyboardInterrupt):
+        monkeypatch.setattr(
+            module, "measure", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt)
+        )
+        varcheck.probe(ak.attention, 8, **FAST, seed=1)

@@ -193,6 +193,8 @@ class ProbeSweepResult:
         The fitted p with its interval, against the expected law's exponent (None with one d_k).
     outcome : str
         The worst row's outcome.
+    interrupted : bool
+        Ctrl-C stopped the run: ``rows`` are the d_k finished before it (exit code 130).
     """
 
     rows: tuple[ProbeResult, ...]
@@ -200,6 +202,7 @@ class ProbeSweepResult:
     expect: str
     seed: int
     confidence: float
+    interrupted: bool = False
     version: str = field(default=__version__)
 
     @property
@@ -208,7 +211,7 @@ class ProbeSweepResult:
 
     @property
     def exit_code(self) -> int:
-        return exit_code([r.outcome for r in self.rows])
+        return exit_code([r.outcome for r in self.rows], interrupted=self.interrupted)
 
 
 def _dtype(dtype: Any) -> str:
@@ -352,12 +355,14 @@ def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads
     designs = [_design(dk, queries, keys, heads, dv, layout, dtype) for dk in dks]
     law_h = heads or designs[0].heads
     expected = [expectation.value(dk, law_h) for dk in dks]
-    measured = []
-    for i, (design, e) in enumerate(zip(designs, expected, strict=True)):
-        tick = None if progress is None else (lambda f, i=i: progress(i, len(dks), f))
-        measured.append(measure(kernel, design, expected=e, seed=seed, confidence=confidence,
-                                precision=precision, calls=samples, max_seconds=max_seconds,
-                                progress=tick))  # fmt: skip
+    measured: list[Measurement] = []
+    try:
+        _measure_all(kernel, designs, expected, measured, seed, confidence, precision, samples,
+                     max_seconds, progress)  # fmt: skip
+    except KeyboardInterrupt:
+        if not measured:
+            raise
+    expected = expected[: len(measured)]
     judged = _judge(measured, expected, confidence=confidence, tolerance=tolerance)
     rows = [
         _result(kernel, m, j, expect=expectation, expected=e, law_h=law_h, causal=causal,
@@ -365,6 +370,18 @@ def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads
         for m, j, e in zip(measured, judged, expected, strict=True)
     ]  # fmt: skip
     return rows, expectation, law_h, confidence
+
+
+def _measure_all(kernel: KernelTarget, designs: list[Design], expected: list[float],
+                 measured: list[Measurement], seed: int, confidence: float,
+                 precision: float | None, samples: int | None, max_seconds: float | None,
+                 progress: Callable[[int, int, float], None] | None) -> None:  # fmt: skip
+    """Measure each d_k in turn, appending to ``measured`` (what finished survives Ctrl-C)."""
+    for i, (design, e) in enumerate(zip(designs, expected, strict=True)):
+        tick = None if progress is None else (lambda f, i=i: progress(i, len(designs), f))
+        measured.append(measure(kernel, design, expected=e, seed=seed, confidence=confidence,
+                                precision=precision, calls=samples, max_seconds=max_seconds,
+                                progress=tick))  # fmt: skip
 
 
 def probe(
@@ -472,9 +489,12 @@ def probe_sweep(
         fn, dks, expect=expect, progress=progress, **{**defaults, **options}
     )
     fit = None
-    if len(dks) > 1 and all(r.scale > 0 for r in rows):
+    done = [r.dk for r in rows]
+    if len(done) > 1 and all(r.scale > 0 for r in rows):
         fit = fit_growth(
-            dks, [r.scale for r in rows], [r.se for r in rows], confidence=confidence,
+            done, [r.scale for r in rows], [r.se for r in rows], confidence=confidence,
             expected=law_exponent(expectation, dks, law_h),
         )  # fmt: skip
-    return ProbeSweepResult(tuple(rows), fit, expectation.text, rows[0].seed, confidence)
+    interrupted = len(rows) < len(dks)
+    return ProbeSweepResult(tuple(rows), fit, expectation.text, rows[0].seed, confidence,
+                            interrupted)  # fmt: skip

@@ -184,6 +184,7 @@ def _sweep_dict(result: ProbeSweepResult) -> dict[str, Any]:
         "confidence": result.confidence,
         "expect": result.expect,
         "outcome": result.outcome,
+        "interrupted": result.interrupted,
         "exponent": None
         if fit is None
         else {
@@ -230,6 +231,7 @@ def _meta(result: ProbeSweepResult) -> dict[str, Any]:
         "dtype": r.dtype,
         "seed": result.seed,
         "confidence": result.confidence,
+        "interrupted": result.interrupted,
         "version": result.version,
     }
 
@@ -257,6 +259,11 @@ def _print(result: ProbeSweepResult, console: Console) -> None:
             console.print(line, highlight=False, soft_wrap=True)
     else:
         _print_table(result, console)
+    if result.interrupted:
+        console.print(
+            f"  interrupted: {len(result.rows)} d_k finished before Ctrl-C (exit 130)",
+            highlight=False,
+        )
     console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
 
 
