@@ -511,12 +511,18 @@ def _pooled(weights: np.ndarray, var: np.ndarray, mean: np.ndarray) -> float:
 
 
 class _LayerSums:
-    """One layer's sums: per sequence, head and distance; row variance and entropy totals."""
+    """One layer's sums: per sequence, head and distance band (for the intervals), per head and
+    distance over all sequences; row variance and entropy totals."""
 
-    def __init__(self, n_seq: int, heads: int, longest: int) -> None:
-        self.s0 = np.zeros((n_seq, longest))
-        self.s1 = np.zeros((n_seq, heads, longest))
-        self.s2 = np.zeros((n_seq, heads, longest))
+    def __init__(self, n_seq: int, heads: int, bands: Sequence[tuple[int, int]]) -> None:
+        longest = bands[-1][1] + 1
+        self.band_of = np.repeat(np.arange(len(bands)), [hi - lo + 1 for lo, hi in bands])
+        self.s0 = np.zeros((n_seq, len(bands)))
+        self.s1 = np.zeros((n_seq, heads, len(bands)))
+        self.s2 = np.zeros((n_seq, heads, len(bands)))
+        self.pairs_at = np.zeros(longest)
+        self.t1 = np.zeros((heads, longest))
+        self.t2 = np.zeros((heads, longest))
         self.row_var = np.zeros(heads)
         self.entropy = np.zeros(heads)
         self.n = 0
@@ -545,9 +551,14 @@ class _LayerSums:
             diag = np.diagonal(lz, offset=-dist, axis1=2, axis2=3)  # query t + dist, key t
             real = mask[:, dist:]
             dz = np.where(real[:, None], diag, 0.0)
-            self.s0[idx, dist] = real.sum(axis=1)
-            self.s1[idx, :, dist] = dz.sum(axis=-1)
-            self.s2[idx, :, dist] = (dz * dz).sum(axis=-1)
+            band = self.band_of[dist]
+            count, s1, s2 = real.sum(axis=1), dz.sum(axis=-1), (dz * dz).sum(axis=-1)
+            self.s0[idx, band] += count
+            self.s1[idx, :, band] += s1
+            self.s2[idx, :, band] += s2
+            self.pairs_at[dist] += count.sum()
+            self.t1[:, dist] += s1.sum(axis=0)
+            self.t2[:, dist] += s2.sum(axis=0)
         keys = np.tril(np.ones((n, n), dtype=bool))[None, None] & mask[:, None, None, :]
         queries = mask[:, None, :]
         n_keys = np.arange(1, n + 1)
@@ -585,23 +596,15 @@ class _LayerContext(NamedTuple):
     confidence: float
 
 
-def _band_sums(sums: _LayerSums, bands: Sequence[tuple[int, int]]) -> tuple[np.ndarray, ...]:
-    """Per-sequence sums by band: counts ``(seq, bands)``, s1 and s2 ``(seq, heads, bands)``."""
-    cuts = [low for low, _ in bands]
-    s0 = np.add.reduceat(sums.s0, cuts, axis=1)
-    return s0, np.add.reduceat(sums.s1, cuts, axis=2), np.add.reduceat(sums.s2, cuts, axis=2)
-
-
 def _distance_profile(
     ctx: _LayerContext,
     sums: _LayerSums,
     head: int,
     rope: tuple[np.ndarray, np.ndarray],
-    banded: tuple[np.ndarray, ...],
 ) -> tuple[DistanceBand, ...]:
-    s0, s1, s2 = banded
+    s0, s1, s2 = sums.s0, sums.s1, sums.s2
     var, cis = sequence_interval(s0, s1[:, head], s2[:, head], ctx.confidence)
-    pairs_at = sums.s0.sum(axis=0)
+    pairs_at = sums.pairs_at
     dk = ctx.config.head_dim
     out = []
     for b, (low, high) in enumerate(ctx.bands):
@@ -628,12 +631,11 @@ def _layer_rows(ctx: _LayerContext, sums: _LayerSums) -> list[DecoderHeadAudit]:
     dk, d = cfg.head_dim, cfg.hidden_size
     sigma_x, (meanq_all, mq_all, meank_all, mk_all) = sums.moments(d)
     wq, wk = ctx.wq.astype(np.float64), ctx.wk.astype(np.float64)
-    s0_tot = sums.s0.sum(axis=0)
+    s0_tot = sums.pairs_at
     total_pairs, tokens = s0_tot.sum(), s0_tot[0]
     var_all, cis = sequence_interval(
         sums.s0.sum(axis=1), sums.s1.sum(axis=2), sums.s2.sum(axis=2), ctx.confidence
     )
-    banded = _band_sums(sums, ctx.bands)
     rows = []
     for h in range(cfg.num_heads):
         g = cfg.kv_head(h)
@@ -641,7 +643,7 @@ def _layer_rows(ctx: _LayerContext, sums: _LayerSums) -> list[DecoderHeadAudit]:
         m_q, m_k, mean_q, mean_k = mq_all[h], mk_all[g], meanq_all[h], meank_all[g]
         c_q, c_k = m_q - np.outer(mean_q, mean_q), m_k - np.outer(mean_k, mean_k)
         rope = rope_predictions(m_q, m_k, mean_q, mean_k, ctx.inv_freq, s0_tot.size)
-        s1, s2 = sums.s1[:, h].sum(axis=0), sums.s2[:, h].sum(axis=0)
+        s1, s2 = sums.t1[h], sums.t2[h]
         off = total_pairs - tokens
         mean_off = (s1[1:].sum() / off) if off else math.nan
         lo, hi = cis[h]
@@ -669,7 +671,7 @@ def _layer_rows(ctx: _LayerContext, sums: _LayerSums) -> list[DecoderHeadAudit]:
                 row_var=float(sums.row_var[h] / tokens),
                 entropy=float(sums.entropy[h] / tokens),
                 scaled_var_ci=ConfidenceInterval(lo / dk, hi / dk),
-                distance=_distance_profile(ctx, sums, h, rope, banded),
+                distance=_distance_profile(ctx, sums, h, rope),
             )
         )
     return rows
@@ -718,6 +720,7 @@ def _run_layers(
     """Run the blocks one at a time over every batch; measure the chosen layers on the way."""
     cfg = model.config
     longest = max(len(s) for s in ids)
+    bands = distance_bands(longest)
     per_batch = max(1, min(_BATCH, _LOGITS_PER_BATCH // (cfg.num_heads * longest * longest)))
     groups = list(bert.batches(ids, per_batch))
     hidden = [llama.embed(model, batch.ids) for _, batch in groups]
@@ -725,7 +728,7 @@ def _run_layers(
     rows: list[DecoderHeadAudit] = []
     for layer in range(last + 1):
         weights = model.layer(layer, attention_only=layer == last)
-        sums = _LayerSums(len(ids), cfg.num_heads, longest) if layer in chosen else None
+        sums = _LayerSums(len(ids), cfg.num_heads, bands) if layer in chosen else None
         for b, (idx, batch) in enumerate(groups):
             att = llama.attention_layer(model, weights, hidden[b], with_output=layer < last)
             if sums is not None:
