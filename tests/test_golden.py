@@ -324,6 +324,18 @@ API_CASES: dict[str, ApiCase] = {
     ),
 }
 
+# probe (#23): exact kernels, so the output is the same at any seed
+PROBE = ("probe", "examples/attention_kernels.py:layer_scaled", "--arg", "layer=2", "--dk", "8,32")
+PROBE += ("--queries", "16", "--keys", "16", "--samples", "20", "--seed", "1")
+PROBE_ONE = ("probe", "examples/attention_kernels.py:alibi", "--dk", "16", "--samples", "20")
+CLI_CASES.update(
+    {
+        **_formats("probe", PROBE),
+        **_formats("probe-one", (*PROBE_ONE, "--seed", "1"), TABLE_JSON),
+        "help-probe": CliCase(("probe", "--help")),
+    }
+)
+
 CASES: dict[str, CliCase | ApiCase] = {**CLI_CASES, **API_CASES}
 assert not set(CLI_CASES) & set(API_CASES)
 
