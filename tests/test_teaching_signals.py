@@ -167,3 +167,24 @@ def test_every_format_of_an_interrupted_result(monkeypatch, command: str, fmt: s
     else:
         assert [s.verdict for s in result.steps][2:] == ["interrupted", "interrupted"]
         assert result.steps[1].verdict == "consistent"
+
+
+def test_derive_keeps_the_draws_of_the_check_under_way(monkeypatch) -> None:
+    """Ctrl-C in the middle of step 2 keeps its estimate from the blocks drawn so far, marked
+    partial; steps 3 and 4 are not checked."""
+    import varcheck.core.estimation as estimation
+
+    _interrupt_after(monkeypatch, estimation, "run_chunk", 3)
+    result = derive(16, samples=10**7, seed=1)
+    monkeypatch.undo()
+    steps = result.steps
+    assert steps[0].stop_reason == "" and steps[0].samples == 10**7
+    assert steps[1].stop_reason == "interrupted" and 0 < steps[1].samples < 10**7
+    assert steps[1].verdict == "consistent"
+    low, high = steps[1].confidence_interval
+    assert low < 1.0 < high
+    assert [s.verdict for s in steps[2:]] == ["interrupted", "interrupted"]
+    text = " ".join(_render(result, render_derive, "table").split())
+    assert "(partial)" in text
+    assert "step 1 checked in full; step 2 checked on the draws made before" in text
+    assert "steps 3, 4 not checked" in text

@@ -17,10 +17,13 @@ still holds.
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,9 +31,13 @@ from .._version import __version__
 from ..core.blocks import BlockPlan
 from ..core.distributions import Distribution, parse_distribution
 from ..core.estimation import (
+    BlockAccumulator,
     ConfidenceInterval,
     VarianceEstimate,
     estimate_variance,
+    interval_method,
+    run_chunk,
+    summarise,
     t_quantile,
     t_two_sided_p,
 )
@@ -106,8 +113,9 @@ class DeriveStep:
     stop_reason : str
         How the simulation stopped: ``precision``, ``samples`` (fixed number asked for),
         ``budget`` (d_k too large to chase the precision; a fixed budget of products was used),
-        ``max-seconds``, ``interrupted`` (not checked: Ctrl-C came first), or ``""`` (step 1,
-        or nothing simulated).
+        ``max-seconds``, ``interrupted`` (Ctrl-C cut the check short: the estimate is from the
+        draws made by then; or came before it: no estimate and the verdict ``interrupted``), or
+        ``""`` (step 1, or nothing simulated).
     """
 
     number: int
@@ -151,8 +159,9 @@ class DeriveResult:
     rho, dk, confidence, seed, precision, samples, max_seconds, version
         The settings used.
     interrupted : bool
-        Ctrl-C (or SIGTERM) stopped the checks: the steps not checked by then have the verdict
-        and stop reason ``interrupted`` and no estimate (their exact values are all there).
+        Ctrl-C (or SIGTERM) stopped the checks: the check under way keeps the draws made so far
+        (stop reason ``interrupted``), the steps after it have no estimate and the verdict
+        ``interrupted``; the exact values of every step are all there.
     """
 
     steps: tuple[DeriveStep, ...]
@@ -208,34 +217,41 @@ def _mean_check(
     seed: int,
     confidence: float,
     max_seconds: float | None = None,
-) -> tuple[float, float, ConfidenceInterval, int]:
-    """Mean of n products X Y with a t-interval (chunks seeded by SeedSequence spawn keys), and
-    the products used: fewer than n when ``max_seconds`` ran out (after at least two chunks)."""
+) -> tuple[float, float, ConfidenceInterval, int, bool]:
+    """Mean of n products X Y with a t-interval (chunks seeded by SeedSequence spawn keys), the
+    products used (fewer than n when ``max_seconds`` ran out, after at least two chunks) and
+    whether Ctrl-C cut the draws short (nothing drawn yet: :class:`_Stopped` without a check)."""
     total = 0.0
     total_sq = 0.0
-    shift = None
+    shift: float | None = None
+    interrupted = False
     used = 0
     start_time = time.perf_counter()
-    for i, start in enumerate(range(0, n, _CHUNK)):
-        m = min(_CHUNK, n - start)
-        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1, i)))
-        x, y = _draw_pairs(q, k, rho, rng, m)
-        prod = x * y
-        if shift is None:
-            shift = float(prod[0])
-        dev = prod - shift  # shifted sums keep the variance accurate for large means
-        total += float(dev.sum())
-        total_sq += float(dev @ dev)
-        used += m
-        late = max_seconds is not None and time.perf_counter() - start_time > max_seconds
-        if late and i >= 1 and used < n:
-            break
+    try:
+        for i, start in enumerate(range(0, n, _CHUNK)):
+            m = min(_CHUNK, n - start)
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1, i)))
+            x, y = _draw_pairs(q, k, rho, rng, m)
+            prod = x * y
+            if shift is None:
+                shift = float(prod[0])
+            dev = prod - shift  # shifted sums keep the variance accurate for large means
+            total += float(dev.sum())
+            total_sq += float(dev @ dev)
+            used += m
+            late = max_seconds is not None and time.perf_counter() - start_time > max_seconds
+            if late and i >= 1 and used < n:
+                break
+    except KeyboardInterrupt:
+        if used < 2:
+            raise _Stopped(None) from None
+        interrupted = True
     mean_dev = total / used
     var = max(total_sq / used - mean_dev * mean_dev, 0.0) * used / (used - 1)
     se = math.sqrt(var / used)
     half = t_quantile(confidence, used - 1) * se
     mean = mean_dev + (shift or 0.0)
-    return mean, se, ConfidenceInterval(mean - half, mean + half), used
+    return mean, se, ConfidenceInterval(mean - half, mean + half), used, interrupted
 
 
 def _p(estimate: float, se: float, claim: float, df: int) -> float:
@@ -327,6 +343,53 @@ _NO_CHECK = _Check(
 _NOT_CHECKED = _NO_CHECK._replace(stop_reason=INTERRUPTED)
 
 
+class _Stopped(Exception):
+    """Ctrl-C (or SIGTERM) inside a check, carrying what that check had drawn by then (a
+    :class:`_Check`, or an estimate and its stop reason; None when nothing usable)."""
+
+    def __init__(self, partial: object) -> None:
+        super().__init__("interrupted")
+        self.partial = partial
+
+
+class _Recorder:
+    """A runner (as :mod:`varcheck.core.parallel`'s serial one) that keeps every chunk it ran,
+    so that a check cut short can still be summarised from the blocks drawn so far."""
+
+    workers = 1
+
+    def __init__(self) -> None:
+        self.chunks: list[tuple[np.ndarray, np.ndarray]] = []
+        self.task: dict[str, object] = {}
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        result = fn(*args)
+        self.chunks.append(result)
+        # the chunks are run_chunk's: its signature names the plan and shift they were drawn with
+        self.task = inspect.signature(run_chunk).bind(*args).arguments
+        done: Future = Future()
+        done.set_result(result)
+        return done
+
+    def summary(self, theory: DotProductTheory, confidence: float) -> VarianceEstimate | None:
+        """The estimate from the chunks run so far (None with fewer than two blocks)."""
+        acc = BlockAccumulator()
+        for m, a in self.chunks:
+            acc.add(m, a)
+        if acc.n < 2:
+            return None
+        plan = self.task["plan"]
+        return summarise(
+            acc,
+            confidence=confidence,
+            method=interval_method(theory),
+            products_per_block=plan.products_per_block,  # type: ignore[attr-defined]
+            block_side=plan.side,  # type: ignore[attr-defined]
+            stop_reason=INTERRUPTED,
+            shift=float(self.task.get("shift", 0.0)),  # type: ignore[arg-type]
+        )
+
+
 def _textbook(dk: int) -> tuple[float, float, float, float]:
     """The values the textbook claims for steps 1-4."""
     return 0.0, 1.0, float(dk), 1.0
@@ -408,19 +471,25 @@ def _feasible(cfg: _Settings) -> None:
 
 
 def _mean_step(one: DotProductTheory, cfg: _Settings) -> _Check:
-    """Step 1's check: the mean of products X·Y against E[XY] and against the textbook's 0."""
+    """Step 1's check: the mean of products X·Y against E[XY] and against the textbook's 0
+    (:class:`_Stopped` with the check so far when Ctrl-C cut it short)."""
     if math.isnan(one.term_mean):
         return _NO_CHECK
     n = cfg.samples if cfg.samples is not None else _MEAN_SAMPLES
-    est, se, ci, used = _mean_check(
+    est, se, ci, used, interrupted = _mean_check(
         cfg.q, cfg.k, cfg.rho, n, cfg.seed, cfg.confidence, cfg.max_seconds
     )
-    stop = "max-seconds" if used < n else ""
+    stop = INTERRUPTED if interrupted else "max-seconds" if used < n else ""
     if not math.isfinite(one.term_var):
         # E[(XY)²] is infinite: the t-interval is not valid, so nothing is tested
-        return _Check(est, ci, se, used, math.nan, math.nan, stop)
-    df = max(used - 1, 1)
-    return _Check(est, ci, se, used, _p(est, se, one.term_mean, df), _p(est, se, 0.0, df), stop)
+        check = _Check(est, ci, se, used, math.nan, math.nan, stop)
+    else:
+        df = max(used - 1, 1)
+        p_value, p_book = _p(est, se, one.term_mean, df), _p(est, se, 0.0, df)
+        check = _Check(est, ci, se, used, p_value, p_book, stop)
+    if interrupted:
+        raise _Stopped(check)
+    return check
 
 
 def _fixed_budget(theory: DotProductTheory, cfg: _Settings) -> tuple[int | None, bool]:
@@ -447,7 +516,8 @@ def _variance_estimate(
     theory: DotProductTheory, stream: tuple[int, ...], cfg: _Settings
 ) -> tuple[VarianceEstimate | None, str]:
     """The estimate of Var(q·k) for ``theory`` (None when it is infinite) and how it stopped
-    (``budget`` when STEP_BUDGET replaced the precision)."""
+    (``budget`` when STEP_BUDGET replaced the precision); :class:`_Stopped` with the estimate
+    from the blocks drawn so far when Ctrl-C cut it short."""
     if not theory.var_finite:
         return None, ""
     fixed, budgeted = _fixed_budget(theory, cfg)
@@ -458,18 +528,24 @@ def _variance_estimate(
         plan = BlockPlan(
             side=1, paired=cfg.rho != 0.0, blocks_per_chunk=1 << 16, row_correlation=1.0
         )
-    est = estimate_variance(
-        cfg.q,
-        cfg.k,
-        theory,
-        seed=cfg.seed,
-        stream=stream,
-        confidence=cfg.confidence,
-        precision=None if fixed is not None else cfg.precision,
-        samples=fixed,
-        max_seconds=cfg.max_seconds,
-        plan=plan,
-    )
+    recorder = _Recorder()
+    try:
+        est = estimate_variance(
+            cfg.q,
+            cfg.k,
+            theory,
+            seed=cfg.seed,
+            stream=stream,
+            confidence=cfg.confidence,
+            precision=None if fixed is not None else cfg.precision,
+            samples=fixed,
+            max_seconds=cfg.max_seconds,
+            plan=plan,
+            runner=recorder,
+        )
+    except KeyboardInterrupt:
+        partial = recorder.summary(theory, cfg.confidence)
+        raise _Stopped(None if partial is None else (partial, INTERRUPTED)) from None
     return est, "budget" if budgeted else est.stop_reason
 
 
@@ -495,16 +571,31 @@ def _checks(
     one: DotProductTheory, th: DotProductTheory, cfg: _Settings
 ) -> tuple[tuple[_Check, ...], bool]:
     """The four steps' checks (step 4 is step 3's estimate divided by d_k, and its test), and
-    whether Ctrl-C (or SIGTERM) stopped them: the steps not checked by then have none."""
+    whether Ctrl-C (or SIGTERM) stopped them: the check under way keeps the draws it had, the
+    steps after it have none."""
     book = _textbook(cfg.dk)
     checks = [_NOT_CHECKED] * 4
+
+    def variance_steps(step: int, estimated: tuple[VarianceEstimate | None, str]) -> None:
+        if step == 2:
+            checks[1] = _variance_check(estimated, one, one.term_var, book[1], 1.0)
+        else:
+            checks[2] = _variance_check(estimated, th, th.var, book[2], 1.0)
+            checks[3] = _variance_check(estimated, th, th.var, book[3], 1.0 / cfg.dk)
+
+    step = 1
     try:
         checks[0] = _mean_step(one, cfg)
-        est2 = _variance_estimate(one, (2,), cfg)
-        checks[1] = _variance_check(est2, one, one.term_var, book[1], 1.0)
-        est3 = _variance_estimate(th, (3,), cfg)
-        checks[2] = _variance_check(est3, th, th.var, book[2], 1.0)
-        checks[3] = _variance_check(est3, th, th.var, book[3], 1.0 / cfg.dk)
+        step = 2
+        variance_steps(2, _variance_estimate(one, (2,), cfg))
+        step = 3
+        variance_steps(3, _variance_estimate(th, (3,), cfg))
+    except _Stopped as stopped:
+        if stopped.partial is not None and step == 1:
+            checks[0] = stopped.partial  # type: ignore[assignment]
+        elif stopped.partial is not None:
+            variance_steps(step, stopped.partial)  # type: ignore[arg-type]
+        return tuple(checks), True
     except KeyboardInterrupt:
         return tuple(checks), True
     return tuple(checks), False

@@ -877,6 +877,8 @@ def _derive_table(result: DeriveResult, hidden: frozenset[str] = frozenset()) ->
         lo, hi = s.confidence_interval
         mc = fmt(s.estimate) if math.isnan(lo) else f"{fmt(s.estimate)}\n{interval(lo, hi)}"
         mc += " †" if s.marginal_only(alpha) else ""
+        if s.stop_reason == "interrupted" and s.verdict != "interrupted":
+            mc += "\n(partial)"
         cells = {
             "step": f"{s.number} {escape(s.quantity)}",
             "status": styled(s.status, STATUS_STYLE),
@@ -891,19 +893,28 @@ def _derive_table(result: DeriveResult, hidden: frozenset[str] = frozenset()) ->
     return table
 
 
+def _steps_said(numbers: list[int], what: str) -> str:
+    """``"steps 1, 2 what; "`` ("" for no steps)."""
+    if not numbers:
+        return ""
+    return f"step{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))} {what}; "
+
+
 def derive_footer(result: DeriveResult) -> list[str]:
     """The lines saying a run was cut short: by Ctrl-C, or by ``max_seconds``."""
     lines = []
     if result.interrupted:
-        done = [str(s.number) for s in result.steps if s.verdict != "interrupted"]
+        cut = [s.number for s in result.steps if s.stop_reason == "interrupted"]
+        whole = [s.number for s in result.steps if s.number < min(cut, default=5)]
+        partial = [s.number for s in result.steps if s.number in cut and s.verdict != "interrupted"]
+        said = (
+            _steps_said(whole, "checked in full")
+            + _steps_said(partial, "checked on the draws made before the interrupt (partial)")
+            + _steps_said([n for n in cut if n not in partial], "not checked")
+        )
         lines.append(
-            "interrupted: partial result; the exact values of every step are shown, "
-            + (
-                f"the Monte-Carlo checks of step{'s' if len(done) > 1 else ''} "
-                f"{', '.join(done)} only"
-                if done
-                else "no Monte-Carlo check had finished"
-            )
+            "interrupted: partial result; the exact values of every step are shown; "
+            + said.rstrip("; ")
         )
     if result.time_limited:
         lines.append(
