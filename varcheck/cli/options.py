@@ -173,8 +173,13 @@ def _output_path(ctx: click.Context, param: click.Parameter, value: str | None) 
         return value
     try:
         mode = os.stat(value).st_mode
-    except OSError:
-        return value  # does not exist yet (or cannot be looked at): the command decides
+    except FileNotFoundError:
+        return value  # a new file: the command checks its folder
+    except (OSError, ValueError) as exc:  # a name too long, a NUL, a file used as a folder
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise click.BadParameter(
+            f"{shown(value)} cannot be written ({reason})", ctx, param
+        ) from None
     if stat.S_ISDIR(mode):
         raise click.BadParameter(f"{shown(value)} is a folder; give a file name", ctx, param)
     if not stat.S_ISREG(mode):

@@ -1,0 +1,266 @@
+"""Bounded and interruptible (#17): every case of the issue in sweep, assert and check, and every
+option of those commands at 0, negative, NaN, inf, 1e308, 1e-320, huge and empty, each with its
+expected exit code.
+
+Cases that could hang or eat memory if a guard regressed (claim expressions, devices, FIFOs,
+huge files and budgets) run in subprocesses under a memory limit (RLIMIT_AS) and a timeout,
+several at a time; the option matrix is refused (or runs a tiny budget) in milliseconds and runs
+in-process. Every exit 2 must be one short line on stderr, with nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+#: memory and time each subprocess case may use (a run that is refused needs ~200 MB, 2 s)
+MEMORY_LIMIT = 2 << 30
+TIMEOUT = 60.0
+#: the longest error line a refused value may produce
+LONGEST_ERROR = 400
+
+HUGE = "9" * 100_000
+NESTED_POWER = "((((((9**64)**64)**64)**64)**64)**64)"
+CLAIM = '[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n'
+
+
+class Case(NamedTuple):
+    args: tuple[str, ...]
+    code: int
+    fragment: str = ""  # in the error line (exit 2) or in stdout (otherwise)
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """The input files the subprocess cases name, made once per run."""
+    made = {
+        "claims": CLAIM,
+        "power": CLAIM.replace('"dk"', repr(NESTED_POWER).replace("'", '"')),
+        "nested": CLAIM.replace("dk = 4", "dk = " + "[" * 100_000 + "]" * 100_000),
+        "inf": CLAIM.replace('claim = "dk"', "claim = 1e400"),
+        "sampler-rho": CLAIM.replace('claim = "dk"', "claim = 1")
+        + f'sampler = "{Path(__file__).parent.parent / "examples" / "attention.py"}:logits"\n'
+        + "rho = 0\n",
+        "dist-twice": CLAIM + 'dist = "uniform"\nq_dist = "normal"\n',
+        "fine": "[defaults]\nprecision = 1e-9\n" + CLAIM,
+    }
+    paths = {}
+    for name, text in made.items():
+        path = folder / f"{name}.toml"
+        path.write_text(text)
+        paths[name] = str(path)
+    bom = folder / "bom.toml"
+    bom.write_bytes(b"\xef\xbb\xbf" + CLAIM.encode())
+    big = folder / "big.toml"
+    big.write_text("#" + "x" * (3 << 20) + "\n" + CLAIM)  # a 200 MB file is refused alike
+    fifo = folder / "fifo"
+    os.mkfifo(fifo)
+    return paths | {"bom": str(bom), "big": str(big), "fifo": str(fifo)}
+
+
+def _subprocess_cases(f: dict[str, str]) -> dict[str, Case]:
+    quick = ("--samples", "1000", "--seed", "1")
+    return {
+        # hangs and unbounded memory
+        "assert nested power": Case(
+            ("assert", "--dk", "16", "--claim", NESTED_POWER, *quick), 2, "largest float"
+        ),
+        "sweep nested power": Case(
+            ("sweep", "--dk", "16", "--claim", NESTED_POWER, *quick), 2, "largest float"
+        ),
+        "check nested power": Case(("check", f["power"]), 2, "largest float"),
+        "check /dev/zero": Case(("check", "/dev/zero"), 2, "a character device"),
+        "check FIFO": Case(("check", f["fifo"]), 2, "a FIFO"),
+        "check big file": Case(("check", f["big"]), 2, "above the limit of 1 MiB"),
+        "check nested arrays": Case(("check", f["nested"]), 2, "nested too deeply"),
+        "sweep samples 1e15": Case(("sweep", "--dk", "4", "--samples", "1e15"), 2, "23 days"),
+        "sweep samples 1e308": Case(("sweep", "--dk", "4", "--samples", "1e308"), 2, "samples"),
+        "check samples 1e15": Case(("check", f["claims"], "--samples", "1e15"), 2, "limit of"),
+        "sweep precision 1e-9": Case(("sweep", "--precision", "1e-9"), 2, "limit of 24 h"),
+        "check file precision 1e-9": Case(("check", f["fine"]), 2, "precision 1e-09 needs"),
+        "check file precision capped": Case(
+            ("check", f["fine"], "--max-seconds", "0.2", "--seed", "1"), 0, "pass"
+        ),
+        "junit FIFO": Case(("check", f["claims"], "--junit-xml", f["fifo"]), 2, "FIFO"),
+        "scheduler refused": Case(
+            ("sweep", "--dk", "4", *quick, "--scheduler", "tcp://127.0.0.1:1"), 2, "cannot reach"
+        ),
+        # exit 70 on bad input
+        "sweep precision 1e-320": Case(("sweep", "--precision", "1e-320"), 2, "precision"),
+        "assert precision 1e-320": Case(
+            ("assert", "--dk", "4", "--claim", "dk", "--precision", "1e-320"), 2, "precision"
+        ),
+        "check precision 1e-320": Case(("check", f["claims"], "--precision", "1e-320"), 2, ""),
+        "check confidence 1e-320": Case(("check", f["claims"], "--confidence", "1e-320"), 2, ""),
+        "sweep confidence 1 - 1e-16": Case(
+            ("sweep", "--confidence", "0.9999999999999999"), 2, "confidence must be in"
+        ),
+        # silently wrong, messages
+        "check sampler with rho = 0": Case(("check", f["sampler-rho"]), 2, "rho describes"),
+        "check dist and q_dist": Case(("check", f["dist-twice"]), 2, "dist sets both"),
+        "check claim 1e400": Case(("check", f["inf"]), 2, "claim inf is not a finite number"),
+        "check BOM": Case(("check", f["bom"], "--samples", "1000", "--seed", "1"), 0, "pass"),
+        "sweep 120 KB dk": Case(("sweep", "--dk", "2.." + "9" * 120_000), 2, "d_k"),
+        "tolerance 1e-320": Case(
+            ("assert", "--dk", "4", "--claim", "dk", "--tolerance", "1e-320"), 2, ">= 1e-06"
+        ),
+        "junit empty": Case(("check", f["claims"], "--junit-xml", ""), 2, "the path is empty"),
+        "junit /dev/full": Case(("check", f["claims"], "--junit-xml", "/dev/full"), 2, "regular"),
+        "plot empty": Case(("sweep", "--dk", "4", *quick, "--plot", ""), 2, "the path is empty"),
+    }
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+class Ran(NamedTuple):
+    code: int | str
+    out: str
+    err: str
+    seconds: float
+
+
+def _run(args: tuple[str, ...], cwd: Path) -> Ran:
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", "from varcheck.cli import main; main()", *args],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            preexec_fn=_limit_memory,
+            cwd=cwd,
+        )
+    except subprocess.TimeoutExpired as exc:
+        return Ran("timeout", str(exc.stdout or "")[-500:], str(exc.stderr or "")[-500:], TIMEOUT)
+    return Ran(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Case, Ran]]:
+    """Every subprocess case, four at a time."""
+    folder = tmp_path_factory.mktemp("robustness")
+    cases = _subprocess_cases(_files(folder))
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {name: pool.submit(_run, case.args, folder) for name, case in cases.items()}
+        return {name: (cases[name], fut.result()) for name, fut in futures.items()}
+
+
+def _expect_clean(code: object, expected: int, out: str, err: str) -> None:
+    """The exit code; on exit 2 one short line on stderr and nothing on stdout; no traceback."""
+    assert code == expected, err[-1500:] or out[-1500:]
+    assert "Traceback" not in err and "internal error" not in err, err[-1500:]
+    if expected == 2:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and len(lines[0]) < LONGEST_ERROR, err[:1500]
+        assert out == ""  # refused before any work: nothing printed
+
+
+_FILE_KEYS = ("claims", "power", "nested", "inf", "sampler-rho", "dist-twice", "fine")
+_FILE_KEYS += ("bom", "big", "fifo")
+
+
+@pytest.mark.parametrize("name", list(_subprocess_cases({k: k for k in _FILE_KEYS})))
+def test_issue_case(ran: dict[str, tuple[Case, Ran]], name: str) -> None:
+    """Guards against each case of #17 returning: a hang, unbounded memory, exit 70, a
+    traceback, a long echo, or output printed before a refusal."""
+    case, result = ran[name]
+    _expect_clean(result.code, case.code, result.out, result.err)
+    assert case.fragment in (result.err if case.code == 2 else result.out)
+    assert result.seconds < 30
+
+
+# --- every option at the edges (in-process) -----------------------------------------------------
+
+VALUES = {
+    "0": "0",
+    "negative": "-1",
+    "nan": "nan",
+    "inf": "inf",
+    "1e308": "1e308",
+    "1e-320": "1e-320",
+    "huge": HUGE,
+    "empty": "",
+}
+OPTIONS = {
+    "sweep": (
+        "--dk", "--dist", "--q-dist", "--k-dist", "--rho", "--sampler", "--sampler-arg",
+        "--claim", "--confidence", "--precision", "--samples", "--max-seconds", "--seed",
+        "--workers", "--scheduler", "--format", "--plot",
+    ),
+    "assert": (
+        "--dk", "--dist", "--q-dist", "--k-dist", "--rho", "--sampler", "--claim", "--tolerance",
+        "--confidence", "--precision", "--samples", "--max-seconds", "--seed", "--workers",
+        "--scheduler", "--format",
+    ),
+    "check": (
+        "FILE", "--precision", "--samples", "--max-seconds", "--confidence", "--seed",
+        "--workers", "--scheduler", "--format", "--junit-xml",
+    ),
+}  # fmt: skip
+#: the values that are valid (everything else exits 2); a file name such as "0" is valid
+ACCEPTED = {
+    ("--rho", "0"): 0,
+    ("--rho", "1e-320"): 0,
+    ("--rho", "negative"): 4,  # k = -q: 1000 products give no valid interval
+    ("--claim", "1e308"): 1,  # a valid claim, rejected
+    ("--claim", "1e-320"): 1,
+    ("--max-seconds", "1e308"): 0,
+    ("--max-seconds", "1e-320"): 0,  # a cap hit at once: the least the run can do (2 blocks)
+    ("--seed", "0"): 0,
+    **{("--junit-xml", v): 0 for v in ("0", "negative", "nan", "inf", "1e308", "1e-320")},
+    **{("--plot", v): 0 for v in ("0", "negative", "nan", "inf", "1e308", "1e-320")},
+}
+
+
+def _args(command: str, option: str, value: str) -> tuple[str, ...]:
+    args: list[str] = [command]
+    if command == "check":
+        args += [value] if option == "FILE" else ["claims.toml"]
+    elif option != "--dk":
+        args += ["--dk", "4"]
+    if command == "assert" and option != "--claim":
+        args += ["--claim", "dk"]
+    if option not in ("--precision", "--samples"):
+        args += ["--samples", "1000"]
+    if option != "--seed":
+        args += ["--seed", "1"]
+    if option == "--sampler-arg":
+        args += ["--sampler", "examples/attention.py:logits", "--claim", "1"]
+    return (*args, *(() if option == "FILE" else (option, value)))
+
+
+MATRIX = [
+    pytest.param(command, option, name, id=f"{command} {option} {name}")
+    for command, options in OPTIONS.items()
+    for option in options
+    for name in VALUES
+    # a figure per odd file name costs a second of matplotlib each: two suffice
+    if option != "--plot" or name in ("empty", "huge", "0")
+]
+
+
+@pytest.mark.parametrize(("command", "option", "name"), MATRIX)
+def test_option_edges(
+    run_cli, tmp_path: Path, monkeypatch, command: str, option: str, name: str
+) -> None:
+    """Guards against an edge value of any option answered with exit 70, a traceback, a long
+    echo, a hang (a budget no machine finishes) or output before a refusal."""
+    (tmp_path / "claims.toml").write_text(CLAIM)
+    (tmp_path / "examples").symlink_to(Path(__file__).parent.parent / "examples")
+    monkeypatch.chdir(tmp_path)
+    start = time.monotonic()
+    res = run_cli(*_args(command, option, VALUES[name]))
+    code = ACCEPTED.get((option, name), 2)
+    if option == "--format" or (option == "--plot" and name == "huge"):
+        code = 2
+    _expect_clean(res.exit_code, code, res.stdout, res.stderr)
+    assert time.monotonic() - start < 10
