@@ -267,3 +267,22 @@ def test_names_are_case_insensitive(smollm2_audit) -> None:
 
     for name in ("smollm2-135m", "SMOLLM2-135M", "HuggingFaceTB/SmolLM2-135M-Instruct"):
         assert resolve_decoder(name)[0] == Path(smollm2_audit.model_path)
+
+
+@needs_reader
+def test_plan_refuses_before_the_forward_pass(tmp_path: Path, monkeypatch) -> None:
+    from llama_files import tiny_llama
+
+    from varcheck.encoder import decoder, llama
+
+    path = tiny_llama(tmp_path / "t.gguf")
+    monkeypatch.setattr(decoder, "MAX_MEMORY_BYTES", 1 << 20)
+    called = []
+    monkeypatch.setattr(llama, "attention_layer", lambda *a, **k: called.append(1))
+    with pytest.raises(VarcheckError, match=r"needs about .* GiB of memory \(limit"):
+        decoder.audit_decoder(path, sentences=SENTENCES * 40)
+    assert not called
+    monkeypatch.setattr(decoder, "MAX_SECONDS", 1e-6)
+    monkeypatch.setattr(decoder, "MAX_MEMORY_BYTES", 1 << 40)
+    with pytest.raises(VarcheckError, match="would take about"):
+        decoder.audit_decoder(path, sentences=SENTENCES)

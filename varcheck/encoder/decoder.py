@@ -66,6 +66,8 @@ __all__ = [
     "SMOLLM2_NAMES",
     "MIN_SEQUENCES",
     "TOO_FEW",
+    "DecoderPlan",
+    "plan_decoder",
 ]
 
 ProgressCallback = Callable[[int, int, float], None]
@@ -89,6 +91,11 @@ TOO_FEW = "too few sequences"
 _LOGITS_PER_BATCH = 1 << 22
 #: Sequences per batch at most: batches of similar lengths waste little on padding.
 _BATCH = 8
+#: Largest memory an audit may plan for, and longest estimated run (as the BERT audit's).
+MAX_MEMORY_BYTES = 4 << 30
+MAX_SECONDS = 1800.0
+#: A deliberately low speed for the estimate: numpy's float32 products on one busy core.
+_FLOPS_PER_SECOND = 2e9
 
 
 # --- results --------------------------------------------------------------------------------------
@@ -710,6 +717,62 @@ def _decoder_iv(
     return _DecoderArgs(default_sentences(), DEFAULT_TEXT_NAME, max_length, confidence)
 
 
+class DecoderPlan(NamedTuple):
+    """What a decoder audit will cost, estimated from the token counts before any forward pass.
+
+    Attributes
+    ----------
+    batch_size : int
+        Sequences per forward pass.
+    memory_bytes : float
+        One block's float32 weights, the embedding rows in use, every token's hidden state, one
+        batch's attention and feed-forward arrays, the per-sequence sums.
+    seconds : float
+        Floating-point work at a deliberately low 2 GFLOP/s.
+    """
+
+    batch_size: int
+    memory_bytes: float
+    seconds: float
+
+
+def plan_decoder(
+    model: llama.LlamaModel, ids: Sequence[Sequence[int]], layers: Sequence[int]
+) -> DecoderPlan:
+    """Estimate a decoder audit's memory and time; refuse it (one line) beyond the limits
+    :data:`MAX_MEMORY_BYTES` and :data:`MAX_SECONDS`."""
+    cfg = model.config
+    d, f, heads, dk = cfg.hidden_size, cfg.intermediate_size, cfg.num_heads, cfg.head_dim
+    width = max(len(s) for s in ids)
+    batch = max(1, min(_BATCH, _LOGITS_PER_BATCH // (heads * width * width)))
+    tokens = float(sum(len(s) for s in ids))
+    padded = tokens + len(ids) * width / 4  # sorted by length: little padding
+    block = (2 * heads * dk * d + 2 * cfg.num_kv_heads * dk * d + 3 * d * f) * 4.0
+    unique = len({t for s in ids for t in s})
+    work = batch * width * (6 * 8 * heads * width + 3 * 4 * f + 8 * 4 * d)
+    sums = 2 * 8.0 * len(ids) * heads * len(distance_bands(width))
+    memory = block + 4.0 * unique * d + 4.0 * padded * d + work + sums
+    depth = max(layers) + 1
+    flops = depth * padded * (2 * block / 4 + 4 * width * heads * dk)
+    flops += len(layers) * padded * width * heads * 40
+    seconds = flops / _FLOPS_PER_SECOND
+    what = (
+        f"the audit of {len(ids):,} sequences ({tokens:,.0f} tokens, up to {width} each) "
+        f"through {depth} block{'s' if depth > 1 else ''}"
+    )
+    fix = "accepted: a shorter --text, a smaller --max-length or fewer --layers"
+    if memory > MAX_MEMORY_BYTES:
+        raise VarcheckError(
+            f"{what} needs about {memory / 2**30:.3g} GiB of memory (limit "
+            f"{MAX_MEMORY_BYTES / 2**30:.3g} GiB); {fix}"
+        )
+    if seconds > MAX_SECONDS:
+        raise VarcheckError(
+            f"{what} would take about {seconds:,.0f} s (limit {MAX_SECONDS:,.0f} s); {fix}"
+        )
+    return DecoderPlan(batch, memory, seconds)
+
+
 def _run_layers(
     model: llama.LlamaModel,
     ids: list[list[int]],
@@ -719,10 +782,8 @@ def _run_layers(
 ) -> list[DecoderHeadAudit]:
     """Run the blocks one at a time over every batch; measure the chosen layers on the way."""
     cfg = model.config
-    longest = max(len(s) for s in ids)
-    bands = distance_bands(longest)
-    per_batch = max(1, min(_BATCH, _LOGITS_PER_BATCH // (cfg.num_heads * longest * longest)))
-    groups = list(bert.batches(ids, per_batch))
+    bands = distance_bands(max(len(s) for s in ids))
+    groups = list(bert.batches(ids, plan_decoder(model, ids, chosen).batch_size))
     hidden = [llama.embed(model, batch.ids) for _, batch in groups]
     last = max(chosen)
     rows: list[DecoderHeadAudit] = []
