@@ -193,8 +193,8 @@ def _factor_meaning(label: str) -> str:
 def nearest_law(scale: float, low: float, high: float, dk: int, h: int = 1) -> Reading:
     """The simple law a scale (with interval [low, high]) reads as, and the factor left over.
 
-    A law matched by the interval with factor 1 wins; then the law whose factor is the simplest
-    number the interval holds (1/3 before 3/8); else the law nearest on the log scale.
+    A law matched by the interval with factor 1 wins; then 1/√d_k times the simplest number the
+    interval holds (1/3 before 3/8); else the law nearest on the log scale.
     """
     laws = [law for law in LAWS if h > 1 or law[0] != "1/sqrt(dk*h)"]
     if not (scale > 0 and math.isfinite(scale)):
@@ -204,7 +204,9 @@ def nearest_law(scale: float, low: float, high: float, dk: int, h: int = 1) -> R
     best: tuple[int, int, str, float, str] | None = None
     for rank, (label, f, _) in enumerate(laws):
         base = f(dk, h)
-        for flabel, fval, cost in _FACTORS:
+        # a factor is read against 1/√d_k only: "1 × 1/10" would name a forgotten scale
+        factors = _FACTORS if label == "1/sqrt(dk)" else _FACTORS[:1]
+        for flabel, fval, cost in factors:
             if pad_lo <= base * fval <= pad_hi and (best is None or (cost, rank) < best[:2]):
                 best = (cost, rank, label, fval, flabel)
                 break

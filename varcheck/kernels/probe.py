@@ -263,8 +263,8 @@ def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
         notes.append("the bias is removed before the scale is read: the scale is that of q·k")
     if nonlinear:
         notes.append(
-            "non-linearity: log-weights curve in q·k (tanh soft-capping?); the scale is the "
-            "slope at q·k = 0"
+            "non-linearity: log-weights curve in q·k (tanh soft-capping, label smoothing?); "
+            "the scale is the slope at q·k = 0"
         )
     if not notes:
         notes.append("no mask, no position bias, log-weights linear in q·k")
