@@ -286,3 +286,22 @@ def test_plan_refuses_before_the_forward_pass(tmp_path: Path, monkeypatch) -> No
     monkeypatch.setattr(decoder, "MAX_MEMORY_BYTES", 1 << 40)
     with pytest.raises(VarcheckError, match="would take about"):
         decoder.audit_decoder(path, sentences=SENTENCES)
+
+
+@needs_reader
+def test_interrupt_keeps_the_layers_finished(tmp_path: Path) -> None:
+    from llama_files import tiny_llama
+
+    from varcheck.encoder.decoder import audit_decoder
+
+    path = tiny_llama(tmp_path / "t.gguf", layers=3)
+
+    def stop_after_block_1(layer: int, total: int, _: float) -> None:
+        if layer == 1:
+            raise KeyboardInterrupt
+
+    result = audit_decoder(path, sentences=SENTENCES, layers="0,2", progress=stop_after_block_1)
+    assert result.interrupted and isinstance(result.stopped_by, KeyboardInterrupt)
+    assert result.finished_layers == (0,)
+    assert {r.layer for r in result.rows} == {0}
+    assert [s.layer for s in result.summaries] == [0]

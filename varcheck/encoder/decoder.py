@@ -33,7 +33,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -42,6 +42,7 @@ import numpy as np
 from .._version import __version__
 from ..core.estimation import ConfidenceInterval, hall_interval, t_quantile
 from ..core.logit_variance import (
+    SIGMA_W_KIND,
     beta_for,
     exact_logit_variance,
     paper_logit_variance,
@@ -236,6 +237,15 @@ class DecoderAuditResult:
     layer_distance : tuple of tuple of DistanceBand
         Per audited layer, the band profile pooled over its heads (scaled variances averaged).
     confidence, seconds : float
+    interrupted : bool
+        Stopped (Ctrl-C, SIGTERM) before every chosen layer was measured: ``rows`` hold the
+        layers finished (:attr:`finished_layers`).
+    stopped_by : BaseException or None
+        The interrupt, for the command line to re-raise after printing.
+    sigma_w_kind : str
+        Which σ of the weights: ``"rms"``.
+    min_sequences : int
+        :data:`MIN_SEQUENCES`.
     """
 
     rows: tuple[DecoderHeadAudit, ...]
@@ -258,7 +268,11 @@ class DecoderAuditResult:
     mean_log_tokens: float
     confidence: float
     seconds: float
+    interrupted: bool = False
+    stopped_by: BaseException | None = field(default=None, repr=False, compare=False)
     version: str = __version__
+    sigma_w_kind: str = SIGMA_W_KIND
+    min_sequences: int = MIN_SEQUENCES
     summaries: tuple[LayerSummary, ...] = field(init=False)
     layer_distance: tuple[tuple[DistanceBand, ...], ...] = field(init=False)
 
@@ -269,6 +283,16 @@ class DecoderAuditResult:
     @property
     def beta_default(self) -> float:
         return 1.0 / math.sqrt(self.dk)
+
+    @property
+    def finished_layers(self) -> tuple[int, ...]:
+        """The layers with rows: all of ``layers`` unless ``interrupted``."""
+        return tuple(layer for layer in self.layers if any(r.layer == layer for r in self.rows))
+
+    @property
+    def has_intervals(self) -> bool:
+        """Whether there are enough sequences (:data:`MIN_SEQUENCES`) for intervals."""
+        return self.sequences >= self.min_sequences
 
 
 def _geo_ratio(pred: Sequence[float], meas: Sequence[float]) -> float:
@@ -779,14 +803,18 @@ def _run_layers(
     chosen: tuple[int, ...],
     contexts: Callable[[int, llama.LayerWeights], _LayerContext],
     progress: ProgressCallback | None,
-) -> list[DecoderHeadAudit]:
-    """Run the blocks one at a time over every batch; measure the chosen layers on the way."""
+    rows: list[DecoderHeadAudit],
+) -> None:
+    """Run the blocks one at a time over every batch; measure the chosen layers on the way.
+
+    Block by block (not batch by batch), so a layer is finished with every sequence before the
+    next starts and an interrupt keeps the layers done (``rows`` is filled as they finish).
+    """
     cfg = model.config
     bands = distance_bands(max(len(s) for s in ids))
     groups = list(bert.batches(ids, plan_decoder(model, ids, chosen).batch_size))
     hidden = [llama.embed(model, batch.ids) for _, batch in groups]
     last = max(chosen)
-    rows: list[DecoderHeadAudit] = []
     for layer in range(last + 1):
         weights = model.layer(layer, attention_only=layer == last)
         sums = _LayerSums(len(ids), cfg.num_heads, bands) if layer in chosen else None
@@ -801,7 +829,6 @@ def _run_layers(
             rows += _layer_rows(contexts(layer, weights), sums)
         if progress is not None:
             progress(layer, last + 1, 1.0)
-    return rows
 
 
 def audit_decoder(
@@ -841,7 +868,9 @@ def audit_decoder(
 
     Notes
     -----
-    Deterministic: every causal pair of real tokens is used.
+    Deterministic: every causal pair of real tokens is used. The work is bounded before it
+    starts (:func:`plan_decoder`); on Ctrl-C the layers finished are returned, marked
+    ``interrupted``.
     """
     args = _decoder_iv(text_file, sentences, max_length, confidence)
     path, display = resolve_decoder(model)
@@ -860,8 +889,14 @@ def audit_decoder(
     def context(layer: int, w: llama.LayerWeights) -> _LayerContext:
         return _LayerContext(layer, w.wq, w.wk, cfg, inv_freq, bands, args.confidence)
 
-    rows = _run_layers(mdl, ids, chosen, context, progress)
-    return _result(mdl, rows, args, display or cfg.name, ids, chosen, truncated, start)
+    rows: list[DecoderHeadAudit] = []
+    stopped_by = None
+    try:
+        _run_layers(mdl, ids, chosen, context, progress, rows)
+    except KeyboardInterrupt as exc:
+        stopped_by = exc
+    result = _result(mdl, rows, args, display or cfg.name, ids, chosen, truncated, start)
+    return replace(result, interrupted=stopped_by is not None, stopped_by=stopped_by)
 
 
 def _result(
