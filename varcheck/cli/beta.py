@@ -5,9 +5,15 @@ from __future__ import annotations
 import click
 
 from ..paper.beta import WEIGHTS_FORMAT
-from . import EXIT_CODES_HELP
-from .options import format_option, positive_option, seed_option
+from .options import format_option, positive_option
 from .run import run
+
+#: beta tests nothing and draws nothing (its --seed, kept for scripts, is ignored)
+EXIT_CODES = (
+    "Exit codes: 0 done (beta tests nothing and draws nothing), 2 bad usage, or a weights file "
+    "that is unreadable, malformed, not a regular file or too large, 130 interrupted by Ctrl-C "
+    "and 143 by SIGTERM, 141 output pipe closed (e.g. | head)."
+)
 
 
 @click.command(
@@ -18,21 +24,20 @@ from .run import run
 
 \b
 Examples:
-  python -c "import numpy as np; r = np.random.default_rng(0);
-    np.savez('w.npz', w_q=r.normal(0, .1, (4, 64, 16)), w_k=r.normal(0, .1, (4, 64, 16)))"
+  python -c "import numpy as np; r = np.random.default_rng(0); s = (4, 64, 8);
+    np.savez('w.npz', w_q=r.normal(0, .1, s), w_k=r.normal(0, .1, s))"
   varcheck beta w.npz
   varcheck beta w.npz --sigma-x 0.5 --format json
 
 """
-    + EXIT_CODES_HELP
-    + " beta itself tests nothing: it exits 0, or 2 for an unreadable or malformed file.",
+    + EXIT_CODES,
 )
 @click.argument("weights", type=click.Path(dir_okay=True))
 @positive_option(
     "--sigma-x",
     "Standard deviation of the input entries (overrides the file's sigma_x; default 1).",
 )
-@seed_option("Recorded in the output like every command's seed (beta draws nothing).")
+@click.option("--seed", type=int, default=None, hidden=True, help="Ignored: beta draws nothing.")
 @format_option()
 def command(weights: str, sigma_x: float | None, seed: int | None, fmt: str) -> int:
     """Recommend β per head from projection weights W_q, W_k.
@@ -48,5 +53,5 @@ def command(weights: str, sigma_x: float | None, seed: int | None, fmt: str) -> 
     from ..paper.beta import beta_report
     from ..paper.render import render_beta
 
-    run(lambda: beta_report(weights, sigma_x=sigma_x, seed=seed), render_beta, fmt=fmt)
+    run(lambda: beta_report(weights, sigma_x=sigma_x), render_beta, fmt=fmt)
     return 0

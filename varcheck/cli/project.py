@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from . import EXIT_CODES_HELP
 from .options import (
     confidence_option,
     dist_option,
@@ -25,25 +24,39 @@ if TYPE_CHECKING:
     from ..core.distributions import Distribution
 
 
+#: the exit statuses project can return (it has no inconclusive outcome)
+EXIT_CODES = (
+    "Exit codes: 0 every check consistent (findings do not count), 1 a check rejected, 2 bad "
+    "usage, or a run above the limits, 4 no valid test for some row (the input law lacks the "
+    "moment the variance or its estimator needs), 130 interrupted by Ctrl-C and 143 by SIGTERM "
+    "(the rows reached so far are printed, marked interrupted), 141 output pipe closed "
+    "(e.g. | head)."
+)
+
+
 @click.command(
     "project",
     epilog="""\b
 Examples:
-  varcheck project                                  # d_x = 32, d_k = 16, xavier
+  varcheck project                          # d_x = 32, d_k = 16, xavier
   varcheck project --dx 64 --dk 64 --init kaiming --format json
   varcheck project --dx 16 --dk 8 --x-dist uniform --sigma-x 2
-  varcheck project --no-constructed --init lecun    # only random weights and one draw
+  varcheck project --no-constructed         # only random weights, one draw
   varcheck project --blocks 2000 --seed 7 --plot project.png
 
-\b
 Rows have a role. check rows (relaxed formula for random weights and different
 tokens, the derived same-token value, the exact values given W) are derived to
 be exact: a rejection there exits 1. finding rows (the paper's formula on the
 same token, the σ-based value for one fixed W) are tested and reported, and are
 expected to be rejected once the intervals are narrow enough (always for the
 constructed heads), but they do not set the exit status: a default run exits 0.
+
+A run that cannot reach --precision within 1,048,576 blocks per weight setting, or would
+need more than 2 GiB of memory or about 10 minutes, is refused before any work, with the
+estimate; --max-seconds bounds a run (its output then says it was time-limited).
+
 """
-    + EXIT_CODES_HELP,
+    + EXIT_CODES,
 )
 @int_option("--dx", 1, 4096, 32, "Input width d_x (rows of W_q and W_k).")
 @int_option("--dk", 1, 4096, 16, "Head width d_k (columns of W_q and W_k).")
@@ -108,18 +121,18 @@ def command(
     independent blocks:
 
     \b
-    random-weights  fresh W for every block. Different tokens: the paper's relaxed
-                    formula (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k. Same token (q and k
-                    from one input row): the relaxed formula and the derived value
-                    relaxed · (1 + (κ−1)/d_x), κ the inputs' kurtosis.
-    fixed-draw      one draw of W: the σ-based prediction from measured σ_W (the
-                    entries' RMS, as in beta and train) against the exact
+    random-weights  fresh W for every block. Different tokens: the paper's
+                    relaxed formula (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k. Same
+                    token (q and k from one input row): the relaxed formula and
+                    the derived relaxed · (1 + (κ−1)/d_x), κ the inputs' kurtosis.
+    fixed-draw      one draw of W: the σ-based prediction from measured σ_W
+                    (the entries' RMS, as in beta and train) against the exact
                     σ_X⁴ ‖W_q W_kᵀ‖_F², and the same-token mean σ_X² tr(W_q W_kᵀ).
-    aligned,        constructed heads with the same entry RMS whose W_q and W_k share
-    rank-one        directions: the σ-based prediction misses (for W_k = W_q by
-                    about 1 + (d_k+κ_w−2)/d_x, κ_w = 3 the kurtosis of these normal
-                    entries; by exactly d_k, the most possible, for rank one), the
-                    exact one does not.
+    aligned,        constructed heads with the same entry RMS whose W_q and W_k
+    rank-one        share directions: the σ-based prediction misses (for
+                    W_k = W_q by about 1 + (d_k+κ_w−2)/d_x, κ_w = 3 the kurtosis
+                    of these normal entries; by exactly d_k, the most possible,
+                    for rank one), the exact one does not.
 
     Each row shows the β its prediction recommends and the measured Var(β·q·k).
     """

@@ -6,10 +6,16 @@ from typing import Any
 
 import click
 
-from . import EXIT_CODES_HELP
 from .options import confidence_option, format_option, int_option, plot_option, seed_option
 from .run import run
 from .types import INIT, FiniteFloat
+
+#: train tests nothing: it exits 0 unless stopped
+EXIT_CODES = (
+    "Exit codes: 0 done (train tests nothing), 2 bad usage or a run above the memory or time "
+    "limit, 130 interrupted by Ctrl-C and 143 by SIGTERM (the steps recorded so far are "
+    "printed, marked interrupted), 141 output pipe closed (e.g. | head)."
+)
 
 
 class SchemesType(click.ParamType):
@@ -38,14 +44,17 @@ class SchemesType(click.ParamType):
     "train",
     epilog="""\b
 Examples:
-  varcheck train                                # ~1 s: three runs of 600 steps
+  varcheck train                          # ~1 s: three runs of 600 steps
   varcheck train --seed 1 --plot train.png
   varcheck train --beta fixed,paper --steps 1000 --lr 0.02 --format json
   varcheck train --dk 32 --memory 16 --every 50
 
+
+Runs that would need more than 2 GiB of memory or about 10 minutes are refused before any
+work, with the estimate.
+
 """
-    + EXIT_CODES_HELP
-    + " train tests nothing: it exits 0, or 2 for bad usage.",
+    + EXIT_CODES,
 )
 @int_option("--steps", 1, 100_000, 600, "Adam steps per run.")
 @click.option(
@@ -143,5 +152,4 @@ def command(
         )
         return train(config, schemes=schemes, seed=seed)
 
-    run(compute, render_train, fmt=fmt, plot=plot, figure=plot_train)
-    return 0
+    return run(compute, render_train, fmt=fmt, plot=plot, figure=plot_train).exit_code

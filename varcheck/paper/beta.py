@@ -39,8 +39,9 @@ from ..core.logit_variance import (
     paper_logit_variance,
     weight_sigma,
 )
-from ..core.options import resolve_seed, valid_positive
+from ..core.options import valid_positive
 from ..errors import VarcheckError
+from .limits import MAC_SECONDS, MAX_FILE_BYTES, check_memory, check_time, shown, size_text
 
 __all__ = [
     "HeadBeta",
@@ -55,11 +56,15 @@ __all__ = [
 
 #: What ``varcheck beta`` reads (shown in its ``--help``).
 WEIGHTS_FORMAT = """\
-A NumPy .npz archive (np.savez) holding
-  w_q      query projection, shape (d_x, d_k) for one head or (heads, d_x, d_k);
+A NumPy .npz archive (np.savez), a regular file of at most 1 GiB, holding
+  w_q      query projection, shape (d_x, d_k) for one head, or
+           (heads, d_x, d_k);
   w_k      key projection, the same shape as w_q;
-  sigma_x  optional scalar: the standard deviation of the input entries (default 1,
-           or --sigma-x). q = x @ w_q[h], k = x @ w_k[h] for an input row x."""
+  sigma_x  optional scalar: the standard deviation of the input entries
+           (default 1, or --sigma-x). q = x @ w_q[h], k = x @ w_k[h] for an
+           input row x.
+The arrays' sizes declared inside the archive are checked before they are
+read: at most 1 GiB as float64."""
 
 
 @dataclass(frozen=True)
@@ -138,9 +143,13 @@ def head_betas(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> tuple[
     wq, wk = _as_heads(w_q, "w_q"), _as_heads(w_k, "w_k")
     if wq.shape != wk.shape:
         raise VarcheckError(f"w_q and w_k must have one shape, got {wq.shape} and {wk.shape}")
+    heads, dx, dk = wq.shape
+    # the exact variance takes two d_k × d_k Gram matrices per head
+    what = f"weights of shape {wq.shape}"
+    check_memory(what, 3 * 8.0 * dk * dk, "d_k up to about 9000")
+    check_time(what, heads * 2.0 * dx * dk * dk * MAC_SECONDS, "fewer heads or a smaller d_k")
     out = []
-    for h in range(wq.shape[0]):
-        dx, dk = wq.shape[1:]
+    for h in range(heads):
         # entries near the float range overflow the squares; say so instead of printing inf
         with np.errstate(over="ignore", invalid="ignore"):
             sq, sk = weight_sigma(wq[h]), weight_sigma(wk[h])
@@ -151,6 +160,16 @@ def head_betas(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> tuple[
             raise VarcheckError(
                 f"head {h}: the logit variance overflows float64 (largest |weight| {big:.3g}, "
                 f"sigma_x {sigma_x:g}); rescale the weights or sigma_x"
+            )
+        if not (vp > 0 and ve > 0):
+            raise VarcheckError(
+                f"head {h}: the logit variance is 0 ("
+                + (
+                    "W_q W_kᵀ = 0, so every logit is 0"
+                    if vp > 0
+                    else f"all-zero weights, or sigma_x {sigma_x:g} too small for float64"
+                )
+                + "); no β gives unit-variance logits"
             )
         out.append(
             HeadBeta(
@@ -179,59 +198,145 @@ class ProjectionWeights:
     path: str
 
 
+def _regular_file(name: str) -> int:
+    """The size of ``name`` if it is a regular file ``beta`` may read; refuse anything else."""
+    import os
+    import stat
+
+    try:
+        info = os.stat(name)
+    except FileNotFoundError:
+        raise VarcheckError(f"weights file {shown(name)} does not exist") from None
+    except PermissionError:
+        raise VarcheckError(
+            f"weights file {shown(name)} cannot be read (permission denied)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise VarcheckError(
+            f"weights file {shown(name)} cannot be read ({type(exc).__name__})"
+        ) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise VarcheckError(f"weights file {shown(name)} is a directory, expected an .npz file")
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device or socket"
+        raise VarcheckError(
+            f"weights file {shown(name)} is {kind}, not a regular file; beta reads only "
+            "regular .npz files (numpy.savez(path, w_q=..., w_k=...))"
+        )
+    if info.st_size > MAX_FILE_BYTES:
+        raise VarcheckError(
+            f"weights file {shown(name)} is {size_text(info.st_size)}, above the "
+            f"{size_text(MAX_FILE_BYTES)} limit for a weights file"
+        )
+    return info.st_size
+
+
+def _declared_sizes(name: str) -> None:
+    """Refuse an archive whose arrays would be too big once decompressed, before reading them.
+
+    Reads only each member's declared size and its .npy header (shape and dtype).
+    """
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(name) as archive:
+            members = {i.filename: i for i in archive.infolist()}
+            total = sum(i.file_size for i in members.values())
+            elements = 0
+            for key in ("w_q.npy", "w_k.npy"):
+                if key in members:
+                    with archive.open(members[key]) as f:
+                        shape, dtype = _npy_header(f)
+                    if dtype.hasobject:
+                        raise VarcheckError(
+                            f"weights file {shown(name)}: {key[:-4]} holds Python objects, "
+                            "which need pickle; save plain numbers (numpy.savez)"
+                        )
+                    elements += math.prod(shape)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
+        if isinstance(exc, VarcheckError):
+            raise
+        raise VarcheckError(
+            f"weights file {shown(name)} is not a readable .npz archive "
+            f"({type(exc).__name__}); write one with numpy.savez(path, w_q=..., w_k=...)"
+        ) from None
+    need = max(float(total), 8.0 * elements)  # the arrays are used as float64
+    if need > MAX_FILE_BYTES:
+        raise VarcheckError(
+            f"weights file {shown(name)} declares arrays of {size_text(need)} once "
+            f"decompressed (as float64), above the {size_text(MAX_FILE_BYTES)} limit"
+        )
+
+
+def _npy_header(f: object) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, dtype) from the header of an .npy stream, without reading its data."""
+    from numpy.lib import format as npy
+
+    version = npy.read_magic(f)
+    read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+    shape, _, dtype = read(f, max_header_size=10_000)
+    return tuple(int(n) for n in shape), dtype
+
+
 def load_weights(path: str | Path) -> ProjectionWeights:
     """Read ``w_q``, ``w_k`` (and optional ``sigma_x``) from an .npz file; see WEIGHTS_FORMAT.
+
+    Only a regular file of at most :data:`~varcheck.paper.limits.MAX_FILE_BYTES` is read, and
+    only once the sizes its arrays declare (checked before reading them) fit that limit too.
 
     Raises
     ------
     VarcheckError
-        Unreadable or non-.npz file, a missing array, bad shapes or non-finite values.
+        Unreadable, non-regular, too large or non-.npz file, a missing array, bad shapes or
+        non-finite values.
     """
     import zipfile
 
     name = str(path)
+    _regular_file(name)
+    with open(name, "rb") as f:
+        magic = f.read(6)
+    if magic == b"\x93NUMPY":
+        raise VarcheckError(
+            f"weights file {shown(name)} holds a single array, expected an .npz archive with "
+            "arrays w_q and w_k (numpy.savez(path, w_q=..., w_k=...))"
+        )
+    _declared_sizes(name)
     try:
         archive = np.load(name, allow_pickle=False)
-    except FileNotFoundError:
-        raise VarcheckError(f"weights file {name!r} does not exist") from None
-    except IsADirectoryError:
-        raise VarcheckError(
-            f"weights file {name!r} is a directory, expected an .npz file"
-        ) from None
-    except PermissionError:
-        raise VarcheckError(f"weights file {name!r} cannot be read (permission denied)") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise VarcheckError(
-            f"weights file {name!r} is not a readable .npz archive ({type(exc).__name__}); "
+            f"weights file {shown(name)} is not a readable .npz archive ({type(exc).__name__}); "
             "write one with numpy.savez(path, w_q=..., w_k=...)"
         ) from None
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise VarcheckError(
-            f"weights file {name!r} holds a single array, expected an .npz archive with "
+            f"weights file {shown(name)} holds a single array, expected an .npz archive with "
             "arrays w_q and w_k (numpy.savez(path, w_q=..., w_k=...))"
         )
     with archive:
         present = sorted(archive.files)
         missing = [k for k in ("w_q", "w_k") if k not in present]
         if missing:
+            listed = shown(", ".join(present), 60).strip("'") if present else "no arrays"
             raise VarcheckError(
-                f"weights file {name!r} has no array {missing[0]!r}; it holds "
-                f"{', '.join(present) or 'no arrays'}; expected w_q and w_k "
+                f"weights file {shown(name)} has no array {missing[0]!r}; it holds "
+                f"{listed}; expected w_q and w_k "
                 "(shape (d_x, d_k) or (heads, d_x, d_k)) and optionally sigma_x"
             )
         try:
             w_q = _as_heads(archive["w_q"], "w_q")
             w_k = _as_heads(archive["w_k"], "w_k")
             raw_sigma = archive["sigma_x"] if "sigma_x" in present else None
-        except ValueError as exc:
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
             if isinstance(exc, VarcheckError):
                 raise
             raise VarcheckError(
-                f"weights file {name!r}: an array cannot be loaded without pickle ({exc})"
+                f"weights file {shown(name)}: an array cannot be read ({shown(str(exc), 60)})"
             ) from None
     if w_q.shape != w_k.shape:
         raise VarcheckError(
-            f"weights file {name!r}: w_q and w_k must have one shape, got {w_q.shape} and "
+            f"weights file {shown(name)}: w_q and w_k must have one shape, got {w_q.shape} and "
             f"{w_k.shape}"
         )
     sigma_x = None
@@ -243,8 +348,12 @@ def load_weights(path: str | Path) -> ProjectionWeights:
         )
         if value is None or not (math.isfinite(value) and value > 0):
             raise VarcheckError(
-                f"weights file {name!r}: sigma_x must be one finite number > 0, got "
-                f"{raw_sigma.tolist()!r}"
+                f"weights file {shown(name)}: sigma_x must be one finite number > 0, got "
+                + (
+                    shown(raw_sigma.tolist())
+                    if raw_sigma.size == 1
+                    else f"an array of shape {raw_sigma.shape}"
+                )
             )
         sigma_x = value
     return ProjectionWeights(w_q=w_q, w_k=w_k, sigma_x=sigma_x, path=name)
@@ -261,8 +370,6 @@ class BetaReport:
     sigma_x : float
     sigma_x_source : str
         ``option``, ``file`` or ``default``.
-    seed : int
-        Recorded for uniformity with the other commands (nothing is drawn).
     version : str
     sigma_w_kind : str
         Which σ of the weights the σ-based value takes (``rms``).
@@ -272,7 +379,6 @@ class BetaReport:
     path: str
     sigma_x: float
     sigma_x_source: str
-    seed: int
     version: str
     sigma_w_kind: str = SIGMA_W_KIND
 
@@ -280,7 +386,11 @@ class BetaReport:
 def beta_report(
     path: str | Path, *, sigma_x: float | None = None, seed: int | None = None
 ) -> BetaReport:
-    """Read a weights file and compute per-head β (``sigma_x`` overrides the file's)."""
+    """Read a weights file and compute per-head β (``sigma_x`` overrides the file's).
+
+    Nothing is drawn: the result depends on the file and ``sigma_x`` only. ``seed`` is
+    accepted for scripts that pass one to every command, and ignored.
+    """
     from .._version import __version__
 
     weights = load_weights(path)
@@ -296,6 +406,5 @@ def beta_report(
         path=weights.path,
         sigma_x=float(value),
         sigma_x_source=source,
-        seed=resolve_seed(seed),
         version=__version__,
     )

@@ -1,9 +1,14 @@
-"""Figures for the paper commands (needs ``varcheck[plot]``): pure functions of a result."""
+"""Figures for the paper commands (needs ``varcheck[plot]``): pure functions of a result.
+
+Colours are from the Okabe-Ito palette (distinct under the common colour-vision deficiencies),
+and every colour is paired with a marker or line style and named in a legend, so no figure
+relies on colour alone. Titles carry the settings, the confidence level and the seed.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..output.figures import require_matplotlib, save_figure
 
@@ -11,9 +16,17 @@ if TYPE_CHECKING:
     from .projection import ProjectionResult
     from .training import TrainResult
 
-__all__ = ["plot_train", "plot_project"]
+__all__ = ["plot_train", "plot_project", "PALETTE"]
 
-_COLORS = {"fixed": "tab:red", "paper": "tab:blue", "exact": "tab:green"}
+#: Okabe-Ito colours by role.
+PALETTE = {
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "green": "#009E73",
+    "orange": "#E69F00",
+    "grey": "#777777",
+}
+_COLORS = {"fixed": PALETTE["vermillion"], "paper": PALETTE["blue"], "exact": PALETTE["green"]}
 _LABELS = {
     "fixed": "fixed β = 1/√d_k",
     "paper": "adaptive β (paper)",
@@ -21,11 +34,17 @@ _LABELS = {
 }
 
 
+def _level(confidence: float) -> str:
+    pct = 100 * confidence
+    return f"{pct:.0f}%" if pct == round(pct) else f"{pct:.4g}%"
+
+
 def plot_train(result: TrainResult, path: str) -> None:
-    """Four panels over steps: σ_W, logit variance (measured with its interval band, and
-    predicted), entropy, accuracy."""
+    """Four titled panels over steps: σ_W, logit variance (measured with its interval band, and
+    predicted), entropy, accuracy; reference lines labelled in the legends."""
     plt = require_matplotlib()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7), constrained_layout=True)
+    cfg = result.config
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), constrained_layout=True)
     ax_sigma, ax_var, ax_ent, ax_acc = axes.ravel()
     for run in result.runs:
         steps = [s.step for s in run.steps]
@@ -39,47 +58,109 @@ def plot_train(result: TrainResult, path: str) -> None:
         ax_ent.plot(steps, [s.entropy for s in run.steps], "-", color=color, label=label)
         ax_acc.plot(steps, [s.accuracy for s in run.steps], "-", color=color, label=label)
     kind = "RMS" if result.sigma_w_kind == "rms" else result.sigma_w_kind
-    ax_sigma.set_ylabel(f"σ_Wq (solid), σ_Wk (dotted), entries' {kind}")
-    ax_var.axhline(1.0, color="gray", lw=0.8)
+    ax_sigma.set_title(f"σ_W (entries' {kind}): W_q solid, W_k dotted", fontsize=9)
+    ax_sigma.set_ylabel("σ_W")
+    level = _level(cfg.confidence)
+    refs = [ax_var.axhline(1.0, color=PALETTE["grey"], lw=0.8, label="target: 1")]
     ax_var.set_yscale("log")
-    level = f"{100 * result.config.confidence:g}%"
+    _readable_log_ticks(ax_var.yaxis)
     ax_var.set_ylabel("Var(β q·k)")
     ax_var.set_title(
-        f"measured, {level} interval band (solid); paper's prediction (dashed)", fontsize=9
+        f"logit variance: measured, {level} band (solid);\npaper's prediction (dashed)",
+        fontsize=9,
     )
-    ax_ent.axhline(math.log(result.config.memory), color="gray", lw=0.8)
-    ax_ent.set_ylabel("attention entropy (nats)")
-    ax_acc.axhline(1.0 / result.config.values, color="gray", lw=0.8)
-    ax_acc.set_ylabel("accuracy (fresh evaluation sequences)")
+    refs.append(
+        ax_ent.axhline(
+            math.log(cfg.memory), color=PALETTE["grey"], lw=0.8, label="uniform attention: log M"
+        )
+    )
+    ax_ent.set_title("attention entropy", fontsize=9)
+    ax_ent.set_ylabel("nats")
+    refs.append(
+        ax_acc.axhline(1.0 / cfg.values, color=PALETTE["grey"], lw=0.8, label="chance: 1/values")
+    )
+    ax_acc.set_title("accuracy on fresh evaluation sequences", fontsize=9)
+    ax_acc.set_ylabel("accuracy")
     for ax in axes.ravel():
         ax.set_xlabel("step")
-    ax_sigma.legend(fontsize=8)
-    fig.suptitle(f"varcheck train, seed {result.seed}", fontsize=10)
+    if result.runs:
+        ax_sigma.legend(fontsize=7)
+    for ax, ref in zip((ax_var, ax_ent, ax_acc), refs, strict=True):
+        ax.legend(handles=[ref], fontsize=7)
+    stopped = ""
+    if result.interrupted:
+        last = max((run.final.step for run in result.runs), default=0)
+        stopped = f" — interrupted at step {last:,} (partial)"
+    fig.suptitle(
+        f"varcheck train: key-value lookup, d_x = {cfg.dx}, d_k = {cfg.dk}, init {cfg.init}, "
+        f"{cfg.memory} items, {level} intervals, seed {result.seed}{stopped}",
+        fontsize=10,
+    )
     save_figure(fig, path)
 
 
+def _readable_log_ticks(axis: Any) -> None:
+    """Ticks at 1, 2 and 5 times each power of ten, written as plain numbers (0.5, 1, 20)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+_VERDICT_STYLE = {
+    "consistent": (PALETTE["blue"], "o", "consistent"),
+    "marginal": (PALETTE["orange"], "D", "consistent † (own interval excludes it)"),
+    "rejected": (PALETTE["vermillion"], "s", "rejected"),
+}
+
+
 def plot_project(result: ProjectionResult, path: str) -> None:
-    """Monte Carlo over prediction for every row, with its interval, on a log scale."""
+    """Monte Carlo over prediction for every row, with its interval, on a log scale: colour
+    and marker give the verdict, a hollow marker a finding (the paper's formula where it is
+    not exact), and the legend says which is which."""
     plt = require_matplotlib()
+    from matplotlib.lines import Line2D
+
     rows = [r for r in result.rows if r.estimate is not None and r.predicted_var > 0]
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.5), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 2.2), constrained_layout=True)
     for i, row in enumerate(rows):
         est = row.estimate
         assert est is not None
         lo, hi = est.confidence_interval
         ratio = est.var / row.predicted_var
         err = [[ratio - lo / row.predicted_var], [hi / row.predicted_var - ratio]]
-        color = "tab:green" if row.verdict == "consistent" else "tab:red"
-        ax.errorbar([ratio], [i], xerr=err, fmt="o", color=color, capsize=3)
-    ax.axvline(1.0, color="gray", lw=0.8)
+        key = "marginal" if row.marginal_only(result.alpha) else row.verdict
+        color, marker, _ = _VERDICT_STYLE.get(key, (PALETTE["grey"], "x", key))
+        face = color if row.role == "check" else "white"
+        ax.errorbar(
+            [ratio], [i], xerr=err, fmt=marker, color=color, mfc=face, mec=color, capsize=3
+        )
+    ax.axvline(1.0, color=PALETTE["grey"], lw=0.8)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{r.section} · {r.case} · {r.claim} ({r.role})" for r in rows], fontsize=8)
+    ax.set_yticklabels([f"{r.section} · {r.case} · {r.claim}" for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlabel("Monte-Carlo Var(q·k) / predicted (1 = prediction right)")
+    _readable_log_ticks(ax.xaxis)
+    level = _level(result.confidence)
+    ax.set_xlabel(f"Monte-Carlo Var(q·k) / predicted, with {level} interval (1 = prediction right)")
+    shown = {("marginal" if r.marginal_only(result.alpha) else r.verdict) for r in rows}
+    handles = [
+        Line2D([], [], ls="", marker=m, color=c, label=text)
+        for key, (c, m, text) in _VERDICT_STYLE.items()
+        if key in shown
+    ]
+    handles += [
+        Line2D([], [], ls="", marker="o", color="black", label="filled: check (sets exit)"),
+        Line2D([], [], ls="", marker="o", color="black", mfc="white", label="hollow: finding"),
+    ]
+    ax.legend(handles=handles, fontsize=7, loc="best")
+    stopped = " — interrupted (partial)" if result.interrupted else ""
     ax.set_title(
         f"varcheck project: d_x = {result.dx}, d_k = {result.dk}, init {result.init}, "
-        f"seed {result.seed}",
-        fontsize=10,
+        f"x ~ {result.x.spec} (σ_X = {result.x.sigma:.3g}), {level} intervals, "
+        f"Holm over {len(result.rows)} rows, seed {result.seed}{stopped}",
+        fontsize=9,
+        wrap=True,
     )
     save_figure(fig, path)

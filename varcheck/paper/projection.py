@@ -54,9 +54,12 @@ so they do not set the exit status.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
@@ -84,6 +87,8 @@ from ..core.logit_variance import (
 from ..core.options import resolve_seed, sampling_effort, valid_count, valid_positive
 from ..core.verdicts import REJECTED, exit_code, judge, marginal_only
 from ..errors import VarcheckError
+from . import limits
+from .limits import shown
 
 __all__ = [
     "INITS",
@@ -101,6 +106,8 @@ __all__ = [
     "ProjectionResult",
     "CHECK",
     "FINDING",
+    "MAX_BLOCKS",
+    "check_feasible",
     "project",
 ]
 
@@ -113,8 +120,8 @@ FINDING = "finding"
 
 #: Upper bound on the array elements one chunk of blocks holds (8 bytes each).
 _CHUNK_ELEMENTS = 1 << 22
-#: Upper bound on blocks per section (a guard for targets that cannot be reached).
-_MAX_BLOCKS = 1 << 20
+#: Upper bound on blocks per section (runs asking for more are refused before any work).
+MAX_BLOCKS = 1 << 20
 _WEIGHT_STREAM = 1000
 
 
@@ -142,8 +149,8 @@ def init_sd(init: str, dx: int, dk: int) -> float:
         if math.isfinite(sd) and sd > 0:
             return sd
     raise VarcheckError(
-        f"init {init!r} is not accepted; use xavier, kaiming, lecun or normal:SD with SD > 0 "
-        "(e.g. normal:0.1)"
+        f"init {shown(init)} is not accepted; use xavier, kaiming, lecun or normal:SD with "
+        "SD > 0 (e.g. normal:0.1)"
     )
 
 
@@ -206,10 +213,12 @@ def input_law(x_dist: str | Distribution = "normal", sigma_x: float | None = Non
                 f"sigma_x cannot rescale x_dist {dist.spec!r}: its variance is infinite"
             )
     sigma = sigma_x if sigma_x is not None else dist.sd
+    mu4 = math.inf
     if math.isfinite(dist.var) and math.isfinite(dist.mu4):
-        mu4 = dist.kurtosis * sigma**4
-    else:
-        mu4 = math.inf
+        try:
+            mu4 = dist.kurtosis * sigma**4
+        except OverflowError:
+            pass  # σ_X beyond float64's fourth power: refused by the scale check
     return InputLaw(
         dist=dist,
         sigma=sigma,
@@ -331,7 +340,8 @@ class MonteCarloVariance(IntervalTest):
     precision : float
         Relative half-width reached: half the interval's width over ``var``.
     stop_reason : str
-        ``precision``, ``blocks`` (fixed count) or ``max-seconds``.
+        ``precision``, ``blocks`` (fixed count), ``max-seconds``, ``max-blocks`` (the cap of
+        :data:`MAX_BLOCKS` blocks came first) or ``interrupted`` (Ctrl-C or SIGTERM).
     """
 
     var: float
@@ -401,7 +411,10 @@ def _run_blocks(
     def absorb(results: list[dict]) -> None:
         for case, (m, a) in results[0].items():
             if case in accs:
-                accs[case].add(m, a)
+                # merged into a copy and swapped in: a Ctrl-C never leaves one half-merged
+                merged = copy.copy(accs[case])
+                merged.add(m, a)
+                accs[case] = merged
 
     def widest() -> float:
         worst = 0.0
@@ -416,10 +429,36 @@ def _run_blocks(
         first_round=blocks if blocks is not None else MIN_BLOCKS,
         fixed=None if blocks is None else "blocks",
         max_seconds=max_seconds,
-        max_blocks=_MAX_BLOCKS,
+        max_blocks=MAX_BLOCKS,
     )
-    stop = draw_rounds(rule, blocks_per_chunk, chunks, absorb, widest).stop_reason
-    return {c: _summarise(accs[c], cases[c], confidence, stop, method) for c in cases}
+    try:
+        stop = draw_rounds(rule, blocks_per_chunk, chunks, absorb, widest).stop_reason
+    except KeyboardInterrupt:
+        # keep every case with enough blocks for an interval (MIN_BLOCKS, or the fixed count)
+        least = min(MIN_BLOCKS, blocks) if blocks is not None else MIN_BLOCKS
+        raise _Interrupted(
+            {
+                c: _summarise(accs[c], cases[c], confidence, "interrupted", method)
+                for c in cases
+                if accs[c].n >= least
+            }
+        ) from None
+    out = {}
+    for c in cases:
+        est = _summarise(accs[c], cases[c], confidence, stop, method)
+        if stop == "precision" and precision is not None and not est.precision <= precision:
+            # the block cap ended the run, not the target
+            est = dataclasses.replace(est, stop_reason="max-blocks")
+        out[c] = est
+    return out
+
+
+class _Interrupted(Exception):
+    """Ctrl-C (or SIGTERM) during a section: the estimates its blocks so far allow."""
+
+    def __init__(self, estimates: dict[str, MonteCarloVariance]) -> None:
+        super().__init__("interrupted")
+        self.estimates = estimates
 
 
 def _reduce(s: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -569,6 +608,9 @@ class ProjectionResult:
     version : str
     sigma_w_kind : str
         Which σ of fixed weights the σ-based rows take (``rms``).
+    interrupted : bool
+        Stopped by Ctrl-C or SIGTERM: ``rows`` are those of the settings reached, the last one
+        with the blocks drawn so far (stop reason ``interrupted``).
     """
 
     rows: tuple[ProjectionRow, ...]
@@ -586,10 +628,18 @@ class ProjectionResult:
     seed: int
     version: str = __version__
     sigma_w_kind: str = SIGMA_W_KIND
+    interrupted: bool = False
 
     @property
     def alpha(self) -> float:
         return 1.0 - self.confidence
+
+    @property
+    def time_limited(self) -> bool:
+        """Some setting stopped at ``max_seconds``: the output then depends on machine speed."""
+        return any(
+            r.estimate is not None and r.estimate.stop_reason == "max-seconds" for r in self.rows
+        )
 
     @property
     def rejected_checks(self) -> list[ProjectionRow]:
@@ -598,14 +648,18 @@ class ProjectionResult:
 
     @property
     def exit_code(self) -> int:
-        """0 every check consistent, 1 a check rejected, 4 a row without a valid test.
+        """0 every check consistent, 1 a check rejected, 4 a row without a valid test; 130
+        interrupted.
 
         A rejected finding (the paper's formula where it is not exact) is reported but does
         not count: a default run, whose constructed heads are there to make the σ-based value
         miss, exits 0 unless one of varcheck's own derived predictions is contradicted. A
         finding without a valid test (unreliable, infinite) counts like any other row.
         """
-        return exit_code(r.verdict for r in self.rows if r.role == CHECK or r.verdict != REJECTED)
+        return exit_code(
+            (r.verdict for r in self.rows if r.role == CHECK or r.verdict != REJECTED),
+            interrupted=self.interrupted,
+        )
 
     @property
     def findings(self) -> tuple[ProjectionRow, ...]:
@@ -657,6 +711,7 @@ def _project_iv(
     tokens = valid_count("tokens", tokens, 2, 256)
     sd = init_sd(init, dx, dk)
     x = input_law(x_dist, sigma_x)
+    _scale_check(dx, dk, init, sd, x)
     confidence, precision, blocks, max_seconds = sampling_effort(
         confidence,
         precision,
@@ -664,11 +719,75 @@ def _project_iv(
         max_seconds,
         name="blocks",
         least=2,
-        most=_MAX_BLOCKS,
+        most=MAX_BLOCKS,
         whole_floats=False,
     )
     seed = resolve_seed(seed)
     return _Options(dx, dk, tokens, init, sd, x, confidence, precision, blocks, max_seconds, seed)
+
+
+def _scale_check(dx: int, dk: int, init: str, sd: float, x: InputLaw) -> None:
+    """Refuse an init and input scale whose logits leave float64's workable range."""
+    if not math.isfinite(x.sigma):
+        return  # an infinite input variance: the rows say so
+    fixed = 2 * math.log10(dx) + math.log10(dk)
+    lo, hi = ((math.log10(v) - fixed) / 4 for v in limits.VARIANCE_RANGE)
+    limits.check_variance(
+        f"init {shown(init, 30)} (σ_W = {sd:.3g}) with sigma_x {x.sigma:.3g}",
+        fixed + 4 * (limits.log10(sd) + limits.log10(x.sigma)),
+        f"σ_X·σ_W between {10**lo:.2g} and {10**hi:.2g} at d_x = {dx}, d_k = {dk}",
+    )
+
+
+def _block_seconds(o: _Options, random_weights: bool) -> float:
+    """Rough time of one block: its random draws and multiply-adds (:mod:`.limits`)."""
+    draws = o.tokens * o.dx + (2 * o.dx * o.dk if random_weights else 0)
+    macs = 2 * o.tokens * o.dx * o.dk + o.tokens**2 * o.dk + 4 * o.tokens**2
+    return draws * limits.DRAW_SECONDS + macs * limits.MAC_SECONDS + 2e-7
+
+
+def _least_blocks(o: _Options) -> float:
+    """Blocks the target precision needs at the least: normal same-token logits, whose mean
+    square over a block of ``tokens`` rows has relative variance 2/tokens."""
+    if o.precision is None:
+        return float(o.blocks or 0)
+    z = -NormalDist().inv_cdf((1.0 - o.confidence) / 2)
+    return (z / o.precision) ** 2 * 2.0 / o.tokens
+
+
+def check_feasible(o: _Options, constructed: bool) -> None:
+    """Refuse, before any work, a run that cannot reach its target or needs too much memory
+    or time (:mod:`varcheck.paper.limits`)."""
+    n_fixed = 3 if constructed else 1
+    least = _least_blocks(o)
+    if o.precision is not None and least > MAX_BLOCKS and o.max_seconds is None:
+        z = -NormalDist().inv_cdf((1.0 - o.confidence) / 2)
+        best = z * math.sqrt(2.0 / (o.tokens * MAX_BLOCKS))
+        many = f"at least about {least:.3g}" if math.isfinite(least) else "unboundedly many"
+        raise VarcheckError(
+            f"precision {o.precision:.3g} needs {many} blocks per weight "
+            f"setting ({o.tokens} input rows each), above the limit of {MAX_BLOCKS:,}; "
+            f"accepted: precision >= {best:.2g} here, --blocks N, or --max-seconds S"
+        )
+    blocks = min(max(least, MIN_BLOCKS if o.precision is not None else 0), MAX_BLOCKS)
+    per_setting = [_block_seconds(o, True)] + [_block_seconds(o, False)] * n_fixed
+    seconds = sum(blocks * t for t in per_setting)
+    if o.max_seconds is not None:
+        seconds = min(seconds, sum(o.max_seconds + t for t in per_setting))
+    # the exact predictions of each fixed setting: a few d_k × d_k Gram products
+    seconds += n_fixed * 7.0 * o.dx * o.dk**2 * limits.MAC_SECONDS
+    what = f"dx={o.dx}, dk={o.dk}, tokens={o.tokens} with " + (
+        f"precision {o.precision:.3g}" if o.precision is not None else f"blocks={o.blocks}"
+    )
+    limits.check_time(
+        what,
+        seconds,
+        "a looser precision, fewer blocks, smaller d_x·d_k, or --max-seconds S (capping each "
+        f"of the {1 + n_fixed} weight settings)",
+    )
+    block = 2 * o.dx * o.dk + o.tokens * (o.dx + 2 * o.dk + 3 * o.tokens)
+    elements = 2 * n_fixed * o.dx * o.dk + 2 * o.dk**2 + max(block, _CHUNK_ELEMENTS)
+    limits.check_memory(f"dx={o.dx}, dk={o.dk}", 8.0 * elements, "smaller d_x·d_k")
 
 
 @dataclass(frozen=True)
@@ -749,11 +868,18 @@ def project(
     options = _project_iv(
         dx, dk, tokens, init, x_dist, sigma_x, confidence, precision, blocks, max_seconds, seed
     )
+    check_feasible(options, constructed)
     weights = _fixed_weights(options, constructed)
     sections, preds = _predictions(options, weights)
-    estimates = _estimate_sections(options, sections, weights, progress)
+    estimates, interrupted = _estimate_sections(options, sections, weights, progress)
     rows = _judge(preds, estimates, options.confidence)
-    return ProjectionResult(rows=tuple(rows), sections=tuple(sections), **options._asdict())
+    reached = {r.section for r in rows}
+    return ProjectionResult(
+        rows=tuple(rows),
+        sections=tuple(s for s in sections if s.name in reached),
+        interrupted=interrupted,
+        **options._asdict(),
+    )
 
 
 #: A fixed weight setting: name, description, W_q, W_k.
@@ -833,8 +959,12 @@ def _estimate_sections(
     sections: list[ProjectionSection],
     weights: list[_Weights],
     progress: Callable[[int, int, float], None] | None,
-) -> dict[tuple[str, str], MonteCarloVariance | None]:
-    """Monte Carlo for each weight setting: one estimate per (section, case), None if infinite."""
+) -> tuple[dict[tuple[str, str], MonteCarloVariance | None], bool]:
+    """Monte Carlo for each weight setting: one estimate per (section, case), None if infinite.
+
+    On Ctrl-C (or SIGTERM) the sections finished so far are kept, and the cases of the
+    interrupted one that have enough blocks; the second value is then True.
+    """
     x, tokens = o.x, o.tokens
     # Hall's correction needs the skewness of (q·k)^2 to exist: E[x^12] for the same-token
     # quadratic form; otherwise the log-scale interval
@@ -843,36 +973,49 @@ def _estimate_sections(
     budget = dict(
         confidence=o.confidence, precision=o.precision, blocks=o.blocks, max_seconds=o.max_seconds
     )
-    per_block = {"different-tokens": tokens * (tokens - 1), "same-token": tokens}
     # cases whose variance is infinite are not estimated (nothing to estimate)
-    finite_cases = {
-        "different-tokens": math.isfinite(x.sigma),
-        "same-token": math.isfinite(x.sigma) and math.isfinite(x.mu4),
-    }
-    cases = {c: per_block[c] for c, ok in finite_cases.items() if ok}
+    cases = {c: n for c, n in _per_block(tokens).items() if _finite_case(x, c)}
     n_sections = len(sections)
     for index, sec in enumerate(sections):
-        if progress is not None:
-            progress(index, n_sections, 0.0)
-        if not cases:
-            estimates.update({(sec.name, c): None for c in per_block})
-            continue
-        if sec.name == "random-weights":
-            draw = _random_weights_draw(x, o.dx, o.dk, o.init_sd, tokens)
-            size = 2 * o.dx * o.dk + tokens * (o.dx + 2 * o.dk + tokens)
-        else:
-            _, _, wq, wk = weights[index - 1]
-            draw = _fixed_weights_draw(x, wq, wk, tokens)
-            size = tokens * (o.dx + 2 * o.dk + tokens)
-        per_chunk = max(1, min(4096, _CHUNK_ELEMENTS // size))
-        res = _run_blocks(
-            draw, cases, per_chunk, seed=o.seed, stream=index, method=method, **budget
-        )
-        for c in per_block:
+        try:
+            if progress is not None:
+                progress(index, n_sections, 0.0)
+            res = {}
+            if cases:
+                draw, size = _section_draw(o, sec.name, weights, index)
+                per_chunk = max(1, min(4096, _CHUNK_ELEMENTS // size))
+                res = _run_blocks(
+                    draw, cases, per_chunk, seed=o.seed, stream=index, method=method, **budget
+                )
+        except _Interrupted as stopped:
+            estimates.update({(sec.name, c): e for c, e in stopped.estimates.items()})
+            return estimates, True
+        except KeyboardInterrupt:
+            return estimates, True
+        for c in _per_block(tokens):
             estimates[(sec.name, c)] = res.get(c)
     if progress is not None:
         progress(n_sections - 1, n_sections, 1.0)
-    return estimates
+    return estimates, False
+
+
+def _per_block(tokens: int) -> dict[str, int]:
+    """Products per block of each case."""
+    return {"different-tokens": tokens * (tokens - 1), "same-token": tokens}
+
+
+def _finite_case(x: InputLaw, case: str) -> bool:
+    """Whether the case's variance is finite (σ_X for any logit, μ₄ for the same-token one)."""
+    return math.isfinite(x.sigma) and (case == "different-tokens" or math.isfinite(x.mu4))
+
+
+def _section_draw(o: _Options, name: str, weights: list[_Weights], index: int) -> tuple[_Draw, int]:
+    """The block sampler of a weight setting and the array elements one block takes."""
+    if name == "random-weights":
+        size = 2 * o.dx * o.dk + o.tokens * (o.dx + 2 * o.dk + o.tokens)
+        return _random_weights_draw(o.x, o.dx, o.dk, o.init_sd, o.tokens), size
+    _, _, wq, wk = weights[index - 1]
+    return _fixed_weights_draw(o.x, wq, wk, o.tokens), o.tokens * (o.dx + 2 * o.dk + o.tokens)
 
 
 def _judge(
@@ -881,6 +1024,8 @@ def _judge(
     confidence: float,
 ) -> list[ProjectionRow]:
     """One row per prediction: its p-value, Holm-adjusted over all rows, and its verdict."""
+    # an interrupted run has no estimate for the cases it did not reach: no row for them
+    preds = [pr for pr in preds if (pr.section, pr.case) in estimates]
     ests = [estimates[(pr.section, pr.case)] for pr in preds]
     finite = [
         est is not None and math.isfinite(pr.var) for pr, est in zip(preds, ests, strict=True)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..output import formats
-from ..output.formats import confidence_label, fmt, fmt_p, interval, plain_table, styled
+from ..output.formats import confidence_label, fmt_p, plain_table, styled
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,6 +41,101 @@ __all__ = [
 #: How tables name the σ of the weights (``sigma_w_kind`` in JSON).
 _KIND = {"rms": "RMS"}
 
+
+def fmt(x: float | None, digits: int = 4) -> str:
+    """:func:`varcheck.output.formats.fmt`, rounded to ``digits`` significant digits first, so
+    that the decimals follow the rounded value: 0.99996 and 1.00001 both print ``1.00`` at 3
+    digits (deciding the decimals first gave ``1.000`` for one and ``1.00`` for the other)."""
+    if isinstance(x, float) and math.isfinite(x) and x != 0:
+        x = float(f"{x:.{digits - 1}e}")
+    return formats.fmt(x, digits)
+
+
+def interval(low: float, high: float, digits: int = 4) -> str:
+    """``[low, high]`` to ``digits`` significant digits (:func:`fmt`); empty when either is NaN."""
+    if math.isnan(low) or math.isnan(high):
+        return ""
+    return f"[{fmt(low, digits)}, {fmt(high, digits)}]"
+
+
+class Column(NamedTuple):
+    """A table column: its header, alignment, and when it may be left out on a narrow terminal
+    (``drop`` 0: never; otherwise columns go in increasing order of ``drop``)."""
+
+    name: str
+    justify: str = "right"
+    drop: int = 0
+
+
+def _widths(columns: list[Column], rows: list[list[str]]) -> list[tuple[int, int]]:
+    """(narrowest, natural) width of each column: its widest cell, and its header's longest
+    word (the header may wrap there) or whole header."""
+    from rich.text import Text
+
+    out = []
+    for i, col in enumerate(columns):
+        cells = max((Text.from_markup(r[i]).cell_len for r in rows), default=1)
+        words = max(Text(w).cell_len for w in col.name.split())
+        out.append((max(cells, words), max(cells, Text(col.name).cell_len)))
+    return out
+
+
+def _table_width(widths: list[int]) -> int:
+    # one space of padding and one divider between columns
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def fitted_columns(columns: list[Column], rows: list[list[str]], width: int) -> list[int]:
+    """Indices of the columns kept so that the table fits ``width`` terminal columns.
+
+    Every kept column is at least as wide as its widest cell (a header may wrap at its
+    spaces); columns with ``drop`` > 0 are left out, lowest ``drop`` first, until the table
+    fits. Columns with ``drop`` 0 (identifiers, the estimate with its interval, the verdict)
+    always stay.
+    """
+    narrow = [w for w, _ in _widths(columns, rows)]
+    keep = list(range(len(columns)))
+    for i in sorted((i for i, c in enumerate(columns) if c.drop), key=lambda i: columns[i].drop):
+        if _table_width([narrow[j] for j in keep]) <= width:
+            break
+        keep.remove(i)
+    return keep
+
+
+def print_fitted(
+    console: Console,
+    title: str,
+    caption: str | None,
+    columns: list[Column],
+    rows: list[list[str]],
+) -> list[str]:
+    """Print a table that fits the console (:func:`fitted_columns`); return the headers left
+    out, for :func:`dropped_note`."""
+    keep = fitted_columns(columns, rows, console.width)
+    widths = [_widths(columns, rows)[i] for i in keep]
+    table = _table(title, caption, [(columns[i].name, columns[i].justify) for i in keep])
+    for row in rows:
+        table.add_row(*(row[i] for i in keep))
+    if _table_width([natural for _, natural in widths]) <= console.width:
+        _print_table(table, console)
+    else:
+        # too narrow for whole headers: each column exactly its narrowest, headers wrap
+        for col, (narrow, _) in zip(table.columns, widths, strict=True):
+            col.width = narrow
+        console.print(table)
+    return [c.name for i, c in enumerate(columns) if i not in keep]
+
+
+def dropped_note(console: Console, dropped: list[str]) -> None:
+    """Say which columns a narrow terminal left out, and where to see them."""
+    names = list(dict.fromkeys(dropped))
+    if names:
+        console.print(
+            f"[dim]Not shown at {console.width} columns: {', '.join(names)}; --format json "
+            "(or csv, markdown) or a wider terminal shows them.[/]"
+        )
+
+
 # --- project -----------------------------------------------------------------------------------
 
 
@@ -62,6 +157,8 @@ def project_meta(result: ProjectionResult) -> dict[str, Any]:
         "precision": result.precision,
         "blocks": result.blocks,
         "max_seconds": result.max_seconds,
+        "time_limited": result.time_limited,
+        "interrupted": result.interrupted,
     }
 
 
@@ -137,6 +234,10 @@ _CLAIM_SHORT = {
 }
 
 
+#: Marks on an estimate that stopped before its target (explained under the table).
+_STOP_MARK = {"max-seconds": "*", "max-blocks": "*", "interrupted": "‡"}
+
+
 class ProjectCells(NamedTuple):
     """One row of a project result as the cells of its tables (see :func:`project_cells`)."""
 
@@ -179,7 +280,7 @@ def project_cells(
     if est is None:
         measured = ("—", "", "—")
     else:
-        capped = "*" if est.stop_reason == "max-seconds" else ""
+        capped = _STOP_MARK.get(est.stop_reason, "")
         dagger = " †" if alpha is not None and row.marginal_only(alpha) else ""
         measured = (
             f"{fmt(est.var)} {interval(*est.confidence_interval)}{capped}{dagger}",
@@ -269,9 +370,21 @@ def project_notes(result: ProjectionResult) -> list[str]:
             "[bold yellow]unreliable:[/] the variance is finite but the estimator's own variance "
             "is not (needs E[x⁴] for different tokens, E[x⁸] for one token); no verdict."
         )
-    if any(r.estimate is not None and r.estimate.stop_reason == "max-seconds" for r in result.rows):
+    stops = {r.estimate.stop_reason for r in result.rows if r.estimate is not None}
+    if "max-blocks" in stops:
         notes.append(
-            "[yellow]Some sections stopped at --max-seconds before the target precision.[/]"
+            "[yellow]*[/] stopped at the limit of 1,048,576 blocks per setting before the "
+            "target precision (the interval is still valid, only wider)."
+        )
+    if result.time_limited:
+        notes.append(
+            "[yellow]* Time-limited:[/] some settings stopped at --max-seconds before the target "
+            "precision, so these numbers depend on this machine's speed."
+        )
+    if result.interrupted:
+        notes.append(
+            "[bold yellow]Interrupted (partial):[/] the rows above are the weight settings "
+            "reached; ‡ marks rows whose interval uses the blocks drawn before the signal."
         )
     return notes
 
@@ -294,6 +407,19 @@ def _print_table(table: Any, console: Console) -> None:
     console.print(table)
 
 
+_PROJECT_COLUMNS = [
+    Column("weights", "left"),
+    Column("case", "left"),
+    Column("prediction", "left"),
+    Column("role", "left", drop=3),
+    Column("pred. Var", drop=4),
+    Column("MC Var [CI]"),
+    Column("ratio", drop=2),
+    Column("p (Holm)", drop=1),
+    Column("verdict", "left"),
+]
+
+
 def render_project_table(result: ProjectionResult, console: Console) -> None:
     conf = confidence_label(result.confidence)
     target = (
@@ -301,44 +427,18 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
         if result.precision is not None
         else f"{result.blocks:,} blocks per setting"
     )
-    table = _table(
-        project_title(result),
-        (
-            f"seed {result.seed} · {conf} intervals over independent blocks ({result.tokens} "
-            f"input rows each) · {target} · verdicts Holm-adjusted over {len(result.rows)} rows "
-            f"(family-wise error ≤ {result.alpha:.3g}) · varcheck {result.version}"
-        ),
-        [
-            ("weights", "left"),
-            ("case", "left"),
-            ("prediction", "left"),
-            ("role", "left"),
-            ("pred. Var", "right"),
-            (f"MC Var [{conf} CI]", "right"),
-            ("ratio", "right"),
-            ("p (Holm)", "right"),
-            ("verdict", "left"),
-        ],
-    )
+    columns = list(_PROJECT_COLUMNS)
+    columns[5] = Column(f"MC Var [{conf} CI]")
     cells = project_table_rows(result)
-    for c in cells:
-        table.add_row(*c[:9])
-    _print_table(table, console)
-    table = _table(
-        "The β each prediction recommends, and the mean of q·k",
-        None,
-        [
-            ("weights", "left"),
-            ("case", "left"),
-            ("prediction", "left"),
-            ("β", "right"),
-            ("MC Var(βq·k)", "right"),
-            ("pred. mean", "right"),
-            (f"MC mean ± {conf}", "right"),
-        ],
+    title = project_title(result) + (" (interrupted: partial)" if result.interrupted else "")
+    caption = (
+        f"seed {result.seed} · {conf} intervals over independent blocks ({result.tokens} "
+        f"input rows each) · {target} · verdicts Holm-adjusted over {len(result.rows)} rows "
+        f"(family-wise error ≤ {result.alpha:.3g}) · varcheck {result.version}"
     )
-    for row, c in zip(result.rows, cells, strict=True):
-        table.add_row(
+    dropped = print_fitted(console, title, caption, columns, [list(c[:9]) for c in cells])
+    beta_rows = [
+        [
             c.weights,
             c.case,
             c.prediction,
@@ -346,8 +446,24 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
             c.var_at_beta,
             fmt(row.predicted_mean, 3),
             _mean_cell(row),
-        )
-    _print_table(table, console)
+        ]
+        for row, c in zip(result.rows, cells, strict=True)
+    ]
+    dropped += print_fitted(
+        console,
+        "The β each prediction recommends, and the mean of q·k",
+        None,
+        [
+            Column("weights", "left"),
+            Column("case", "left"),
+            Column("prediction", "left"),
+            Column("β"),
+            Column("MC Var(βq·k)", drop=3),
+            Column("pred. mean", drop=1),
+            Column(f"MC mean ± {conf}", drop=2),
+        ],
+        beta_rows,
+    )
     kind = _KIND[result.sigma_w_kind]
     for sec in result.sections:
         if math.isnan(sec.frobenius2):
@@ -358,6 +474,7 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
         console.print(f"[bold]{sec.name}[/]: {sec.description}; {sigmas}{extra}")
     for note in project_notes(result):
         console.print(note)
+    dropped_note(console, dropped)
 
 
 def render_project(result: ProjectionResult, fmt_name: str, console: Console) -> None:
@@ -390,7 +507,6 @@ def beta_meta(report: BetaReport) -> dict[str, Any]:
     return {
         "command": "beta",
         "version": report.version,
-        "seed": report.seed,
         "path": report.path,
         "sigma_x": report.sigma_x,
         "sigma_x_source": report.sigma_x_source,
@@ -444,28 +560,9 @@ def beta_dict(report: BetaReport) -> dict[str, Any]:
 
 
 def render_beta_table(report: BetaReport, console: Console) -> None:
-    table = _table(
-        beta_title(report),
-        (
-            f"seed {report.seed} (nothing is drawn) · β_paper = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² "
-            "σ_Wk²) d_k], σ_W the entries' RMS · β_exact = 1/(σ_X² ‖W_q W_kᵀ‖_F), exact for "
-            "different tokens with i.i.d. zero-mean inputs · exact/σ-based ≤ d_k · "
-            f"varcheck {report.version}"
-        ),
-        _right_aligned(
-            "head",
-            f"σ_Wq ({_KIND[report.sigma_w_kind]})",
-            f"σ_Wk ({_KIND[report.sigma_w_kind]})",
-            "Var σ-based",
-            "Var exact",
-            "exact/σ-based",
-            "1/√d_k",
-            "β paper",
-            "β exact",
-        ),
-    )
-    for h in report.heads:
-        table.add_row(
+    kind = _KIND[report.sigma_w_kind]
+    rows = [
+        [
             str(h.head),
             fmt(h.sigma_wq),
             fmt(h.sigma_wk),
@@ -475,8 +572,31 @@ def render_beta_table(report: BetaReport, console: Console) -> None:
             fmt(h.beta_default),
             fmt(h.beta_paper),
             fmt(h.beta_exact),
-        )
-    _print_table(table, console)
+        ]
+        for h in report.heads
+    ]
+    dropped = print_fitted(
+        console,
+        beta_title(report),
+        (
+            "nothing is drawn · β_paper = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k], σ_W the "
+            "entries' RMS · β_exact = 1/(σ_X² ‖W_q W_kᵀ‖_F), exact for different tokens with "
+            f"i.i.d. zero-mean inputs · exact/σ-based ≤ d_k · varcheck {report.version}"
+        ),
+        [
+            Column("head"),
+            Column(f"σ_Wq ({kind})", drop=3),
+            Column(f"σ_Wk ({kind})", drop=2),
+            Column("Var σ-based", drop=5),
+            Column("Var exact", drop=6),
+            Column("exact/σ-based", drop=4),
+            Column("1/√d_k", drop=1),
+            Column("β paper"),
+            Column("β exact"),
+        ],
+        rows,
+    )
+    dropped_note(console, dropped)
 
 
 # --- train -------------------------------------------------------------------------------------
@@ -503,6 +623,7 @@ def train_meta(result: TrainResult) -> dict[str, Any]:
         "confidence": cfg.confidence,
         "sigma_w_kind": result.sigma_w_kind,
         "schemes": ",".join(r.scheme for r in result.runs),
+        "interrupted": result.interrupted,
     }
 
 
@@ -632,21 +753,25 @@ def train_headers(result: TrainResult) -> list[str]:
     ]
 
 
+_TRAIN_DROP = (0, 0, 2, 1, 5, 6, 0, 4, 3, 7, 8)
+
+
 def render_train_tables(result: TrainResult, console: Console) -> None:
     console.print(f"[bold]{train_title(result)}[/]")
+    columns = [Column(h, drop=d) for h, d in zip(train_headers(result), _TRAIN_DROP, strict=True)]
+    dropped: list[str] = []
     for run in result.runs:
-        table = _table(
-            _SCHEME_LABEL[run.scheme],
+        dropped += print_fitted(
+            console,
+            _SCHEME_LABEL[run.scheme] + (" (interrupted: partial)" if result.interrupted else ""),
             (
                 f"seed {result.seed} · measured at each step on {result.config.eval_size} fresh "
                 "sequences (the same for every scheme; intervals over sequences as independent "
                 f"blocks) · varcheck {result.version}"
             ),
-            _right_aligned(*train_headers(result)),
+            columns,
+            [train_step_cells(s) for s in run.steps],
         )
-        for s in run.steps:
-            table.add_row(*train_step_cells(s))
-        _print_table(table, console)
     console.print(
         "Var columns are of the logits β·q·k (the softmax input), so 1 is the target. "
         "pred. (paper) = β²(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k, σ_W the entries' "
@@ -654,3 +779,11 @@ def render_train_tables(result: TrainResult, console: Console) -> None:
         "d_k times pred. (paper); entropy in nats (uniform attention: "
         f"{fmt(math.log(result.config.memory), 3)})."
     )
+    if result.interrupted:
+        last = max((run.final.step for run in result.runs), default=None)
+        reached = "before any step was recorded" if last is None else f"at step {last:,}"
+        console.print(
+            f"[bold yellow]Interrupted (partial):[/] stopped {reached} of "
+            f"{result.config.steps:,}; the rows above are the steps recorded so far."
+        )
+    dropped_note(console, dropped)

@@ -46,7 +46,18 @@ from ..core.logit_variance import (
     weight_sigma,
 )
 from ..core.options import resolve_seed, valid_confidence, valid_count
+from ..core.verdicts import exit_code
 from ..errors import VarcheckError
+from .limits import (
+    DRAW_SECONDS,
+    MAC_SECONDS,
+    VARIANCE_RANGE,
+    check_memory,
+    check_time,
+    check_variance,
+    log10,
+    shown,
+)
 from .projection import init_sd
 
 __all__ = [
@@ -61,6 +72,7 @@ __all__ = [
     "make_task",
     "loss_and_grads",
     "logit_variance_interval",
+    "check_feasible",
     "train",
 ]
 
@@ -189,6 +201,9 @@ class TrainResult:
     version : str
     sigma_w_kind : str
         Which σ of the weights σ_Wq, σ_Wk are (``rms``).
+    interrupted : bool
+        Stopped by Ctrl-C or SIGTERM: each run holds the steps recorded so far (the schemes
+        train in lockstep, so they stop together); a scheme with none is left out.
     """
 
     runs: tuple[TrainRun, ...]
@@ -196,6 +211,12 @@ class TrainResult:
     seed: int
     version: str = __version__
     sigma_w_kind: str = SIGMA_W_KIND
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """0 (train tests nothing), or 130 when interrupted."""
+        return exit_code([], interrupted=self.interrupted)
 
     def run(self, scheme: str) -> TrainRun:
         for r in self.runs:
@@ -400,33 +421,63 @@ def _measure(
     )
 
 
-def _run(
-    scheme: str, cfg: TrainConfig, seed: int, task: _Task, p0: Params, sigma_x_ev: float
-) -> TrainRun:
-    p = p0.copy()
-    batch_rng = _rng(seed, _STREAM_BATCH)  # same batches for every scheme
-    m = {k: np.zeros_like(v) for k, v in p.arrays().items()}
-    s = {k: np.zeros_like(v) for k, v in p.arrays().items()}
-    b1, b2, eps = 0.9, 0.999, 1e-8
-    recorded: list[TrainStep] = []
-    for step in range(cfg.steps + 1):
-        b = task.sample(batch_rng, cfg.batch)
-        beta = scheme_beta(scheme, p, _sigma_x(b), cfg.dk)
-        if step % cfg.every == 0 or step == cfg.steps:
-            # fresh sequences for each recorded step, the same for every scheme
-            ev = task.sample(_rng(seed, _STREAM_EVAL, step), cfg.eval_size)
-            beta_ev = scheme_beta(scheme, p, sigma_x_ev, cfg.dk)
-            recorded.append(_measure(step, p, ev, beta_ev, sigma_x_ev, cfg.confidence))
-        if step == cfg.steps:
-            break
-        _, grads = loss_and_grads(p, b, beta)
-        t = step + 1
-        for name, w in p.arrays().items():
+@dataclass
+class _Learner:
+    """One scheme's weights and Adam moments during :func:`train` (mutable)."""
+
+    scheme: str
+    p: Params
+    m: dict[str, np.ndarray]
+    s: dict[str, np.ndarray]
+    recorded: list[TrainStep]
+
+    @classmethod
+    def start(cls, scheme: str, p0: Params) -> _Learner:
+        p = p0.copy()
+        zeros = {k: np.zeros_like(v) for k, v in p.arrays().items()}
+        return cls(scheme, p, zeros, {k: v.copy() for k, v in zeros.items()}, [])
+
+    def adam_step(self, b: LookupBatch, beta: float, t: int, lr: float) -> None:
+        b1, b2, eps = 0.9, 0.999, 1e-8
+        _, grads = loss_and_grads(self.p, b, beta)
+        for name, w in self.p.arrays().items():
             g = grads[name]
-            m[name] = b1 * m[name] + (1 - b1) * g
-            s[name] = b2 * s[name] + (1 - b2) * g * g
-            w -= cfg.lr * (m[name] / (1 - b1**t)) / (np.sqrt(s[name] / (1 - b2**t)) + eps)
-    return TrainRun(scheme=scheme, steps=tuple(recorded))
+            self.m[name] = b1 * self.m[name] + (1 - b1) * g
+            self.s[name] = b2 * self.s[name] + (1 - b2) * g * g
+            w -= lr * (self.m[name] / (1 - b1**t)) / (np.sqrt(self.s[name] / (1 - b2**t)) + eps)
+
+
+def _run_all(
+    schemes: tuple[str, ...], cfg: TrainConfig, seed: int, task: _Task, p0: Params, sigma_x: float
+) -> tuple[tuple[TrainRun, ...], bool]:
+    """Train every scheme in lockstep from the same weights and batches.
+
+    Each step draws one batch for all schemes and each recorded step one set of evaluation
+    sequences, so on Ctrl-C (or SIGTERM) the runs stop at the same step; the second value says
+    whether that happened (the rows recorded so far are kept).
+    """
+    learners = [_Learner.start(sch, p0) for sch in schemes]
+    batch_rng = _rng(seed, _STREAM_BATCH)
+    try:
+        for step in range(cfg.steps + 1):
+            b = task.sample(batch_rng, cfg.batch)
+            if step % cfg.every == 0 or step == cfg.steps:
+                # fresh sequences for each recorded step, the same for every scheme
+                ev = task.sample(_rng(seed, _STREAM_EVAL, step), cfg.eval_size)
+                for ln in learners:
+                    beta_ev = scheme_beta(ln.scheme, ln.p, sigma_x, cfg.dk)
+                    ln.recorded.append(_measure(step, ln.p, ev, beta_ev, sigma_x, cfg.confidence))
+            if step == cfg.steps:
+                break
+            sx = _sigma_x(b)
+            for ln in learners:
+                ln.adam_step(b, scheme_beta(ln.scheme, ln.p, sx, cfg.dk), step + 1, cfg.lr)
+    except KeyboardInterrupt:
+        interrupted = True
+    else:
+        interrupted = False
+    runs = tuple(TrainRun(ln.scheme, tuple(ln.recorded)) for ln in learners if ln.recorded)
+    return runs, interrupted
 
 
 def _valid_config(cfg: TrainConfig) -> TrainConfig:
@@ -496,11 +547,66 @@ def train(
             raise VarcheckError(
                 f"beta scheme {sch!r} is not accepted; use {', '.join(BETA_SCHEMES)}"
             )
+    check_feasible(cfg, len(schemes))
     seed = resolve_seed(seed)
-    task = make_task(cfg, seed)
-    p0 = init_params(cfg, seed)
-    # σ_X is a property of the data, not of a step: measured once, so that the recorded β
-    # does not jitter with each step's evaluation sequences
-    sigma_x = _sigma_x(task.sample(_rng(seed, _STREAM_EVAL), cfg.eval_size))
-    runs = tuple(_run(sch, cfg, seed, task, p0, sigma_x) for sch in schemes)
-    return TrainResult(runs=runs, config=cfg, seed=seed)
+    try:
+        task = make_task(cfg, seed)
+        p0 = init_params(cfg, seed)
+        # σ_X is a property of the data, not of a step: measured once, so that the recorded β
+        # does not jitter with each step's evaluation sequences
+        sigma_x = _sigma_x(task.sample(_rng(seed, _STREAM_EVAL), cfg.eval_size))
+    except KeyboardInterrupt:
+        return TrainResult(runs=(), config=cfg, seed=seed, interrupted=True)
+    runs, interrupted = _run_all(schemes, cfg, seed, task, p0, sigma_x)
+    return TrainResult(runs=runs, config=cfg, seed=seed, interrupted=interrupted)
+
+
+def _sample_elements(cfg: TrainConfig, size: int) -> float:
+    """Array elements :meth:`_Task.sample` and one forward pass hold for ``size`` sequences:
+    a random key order per sequence (values and their argsort), then the items and the head's
+    q, k, v, logits and attention."""
+    per_item = 3 * cfg.dx + 2 * cfg.dk + 2 * cfg.dv + 8
+    return size * (2.0 * cfg.keys + cfg.memory * per_item + cfg.dk + cfg.values)
+
+
+def _train_seconds(cfg: TrainConfig, n_schemes: int) -> float:
+    """Rough time of a run (:mod:`varcheck.paper.limits`): sampling (the key orders dominate
+    when keys are many), forward and backward passes, and a fixed cost per numpy step."""
+
+    def sample(size: int) -> float:
+        return size * cfg.keys * (1 + math.log2(cfg.keys)) * DRAW_SECONDS
+
+    # multiply-adds of one sequence's forward pass (the backward pass costs about as much)
+    macs = (cfg.memory + 1) * cfg.dx * (cfg.dk + cfg.dv) + cfg.dv * cfg.values
+    records = cfg.steps // cfg.every + 2
+    per_step = sample(cfg.batch) + n_schemes * (2 * cfg.batch * macs * MAC_SECONDS + 2e-4)
+    per_record = sample(cfg.eval_size) + n_schemes * (cfg.eval_size * macs * MAC_SECONDS + 1e-3)
+    return (cfg.steps + 1) * per_step + records * per_record
+
+
+def check_feasible(cfg: TrainConfig, n_schemes: int = len(BETA_SCHEMES)) -> None:
+    """Refuse, before any work, a run whose memory or time is above the limits of
+    :mod:`varcheck.paper.limits`, or whose initial logits leave float64's workable range."""
+    big = max(cfg.batch, cfg.eval_size)
+    elements = (cfg.keys + cfg.values) * cfg.dx + _sample_elements(cfg, big)
+    elements += _sample_elements(cfg, min(cfg.batch, cfg.eval_size))
+    check_memory(
+        f"keys={cfg.keys}, dx={cfg.dx}, memory={cfg.memory}, batch={cfg.batch}, "
+        f"eval_size={cfg.eval_size}",
+        8.0 * elements,
+        "fewer keys (each sequence orders all of them), a smaller eval_size, batch or dx",
+    )
+    check_time(
+        f"steps={cfg.steps}, every={cfg.every}, batch={cfg.batch}, eval_size={cfg.eval_size}, "
+        f"keys={cfg.keys}",
+        _train_seconds(cfg, n_schemes),
+        "fewer steps, fewer recorded steps (a larger every), a smaller batch, eval_size or keys",
+    )
+    sd = init_sd(cfg.init, cfg.dx, cfg.dk)
+    fixed = 2 * math.log10(cfg.dx) + math.log10(cfg.dk)  # inputs have variance about 1
+    lo, hi = ((math.log10(v) - fixed) / 4 for v in VARIANCE_RANGE)
+    check_variance(
+        f"init {shown(cfg.init, 30)} (σ_W = {sd:.3g}) at dx={cfg.dx}, dk={cfg.dk}",
+        fixed + 4 * log10(sd),
+        f"normal:SD with SD between {10**lo:.2g} and {10**hi:.2g}, or xavier, kaiming, lecun",
+    )
