@@ -100,13 +100,18 @@ class Diagnostics:
 
 @dataclass(frozen=True)
 class HeadScale:
-    """One head's scale, its test and verdict."""
+    """One head's scale, its test and verdict.
+
+    ``p_value`` is Holm-adjusted over every head (and d_k) of the run; ``raw_p_value`` is the
+    head's own, for a caller that adjusts over a larger family (a claim file).
+    """
 
     head: int
     scale: float
     confidence_interval: ConfidenceInterval
     p_value: float
     outcome: str
+    raw_p_value: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -291,7 +296,7 @@ def _judge(measurements: list[Measurement], expected: list[float], *, confidence
         for m, e in zip(measurements, expected, strict=True)
         for h in m.heads
     ]
-    adjusted = iter(holm_adjust(raw))
+    adjusted, own = iter(holm_adjust(raw)), iter(raw)
     out = []
     for m, e in zip(measurements, expected, strict=True):
         heads, decisions = [], []
@@ -299,7 +304,7 @@ def _judge(measurements: list[Measurement], expected: list[float], *, confidence
             p = next(adjusted)
             d = decide(h.scale, h.confidence_interval, e, p_value=p, alpha=alpha,
                        tolerance=tolerance, samples=m.blocks)  # fmt: skip
-            heads.append(HeadScale(i, h.scale, h.confidence_interval, p, d.outcome))
+            heads.append(HeadScale(i, h.scale, h.confidence_interval, p, d.outcome, next(own)))
             decisions.append((d, p))
         worst = max(decisions, key=lambda dp: (OUTCOME_RANK[dp[0].outcome], -dp[1]))
         out.append((heads, worst))

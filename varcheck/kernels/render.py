@@ -118,6 +118,7 @@ def _head_dict(h: Any) -> dict[str, Any]:
         "ci_low": h.confidence_interval.low,
         "ci_high": h.confidence_interval.high,
         "p_value": h.p_value,
+        "raw_p_value": h.raw_p_value,
         "outcome": h.outcome,
     }
 
