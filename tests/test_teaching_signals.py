@@ -103,6 +103,32 @@ def test_a_signal_keeps_the_partial_result_as_json(command: str, sig: int) -> No
     _check_json(command, json.loads(out))
 
 
+@skip_without_proc
+@pytest.mark.signals
+@pytest.mark.parametrize(
+    ("command", "sig", "fmt"),
+    [
+        ("explain", signal.SIGINT, "table"),
+        ("softmax", signal.SIGTERM, "csv"),
+        ("derive", signal.SIGTERM, "markdown"),
+    ],
+)
+def test_a_signal_keeps_the_partial_result_in_text_formats(
+    command: str, sig: int, fmt: str
+) -> None:
+    """The other formats from a real child (each is also checked in-process below)."""
+    code, out, err = _interrupted_run(RUNS[command], sig, fmt)
+    assert code == 128 + sig, err
+    assert "Traceback" not in err
+    if fmt == "csv":
+        head, body = out.split("\n", 1)
+        assert "interrupted=True" in head and "seed=1" in head
+        rows = list(csv.DictReader(io.StringIO(body)))
+        assert all(int(r["queries"]) <= 100_000 for r in rows)
+    else:
+        assert "interrupted" in out and "partial" in out
+
+
 # --- every format, interrupted in this process ---------------------------------------------------
 
 
