@@ -123,6 +123,9 @@ class ProbeResult:
     kernel : KernelTarget
         The kernel and its bound arguments.
     dk, heads, queries, keys, dv : int
+        ``heads`` per call (1 for ``nd``).
+    law_heads : int
+        The ``h`` of the laws: ``heads``, or what was given with ``nd``.
     layout, dtype : str
     reading : str
         How the weights were read (one-hot values, or a solve).
@@ -149,6 +152,7 @@ class ProbeResult:
     kernel: KernelTarget
     dk: int
     heads: int
+    law_heads: int
     queries: int
     keys: int
     dv: int
@@ -325,7 +329,8 @@ def _result(kernel: KernelTarget, m: Measurement, judged: Any, *, expect: Expect
     d, lo_hi = m.design, m.pooled.confidence_interval
     ratio_iv = sorted((lo_hi.low / expected, lo_hi.high / expected))
     return ProbeResult(
-        kernel=kernel, dk=d.dk, heads=d.heads, queries=d.queries, keys=d.keys, dv=d.dv,
+        kernel=kernel, dk=d.dk, heads=d.heads, law_heads=law_h, queries=d.queries, keys=d.keys,
+        dv=d.dv,
         layout=d.layout, dtype=d.dtype, reading=d.reading, causal=causal, expect=expect.text,
         expected=expected, scale=m.pooled.scale, confidence_interval=lo_hi, se=m.pooled.se,
         ratio=m.pooled.scale / expected, ratio_interval=ConfidenceInterval(*ratio_iv),

@@ -44,8 +44,8 @@ def reproduce_command(result: ProbeResult, dks: str | None = None) -> str | None
     for name in ("layout", "queries", "keys", "dtype"):
         if getattr(result, name) != _DEFAULTS[name]:
             parts += [f"--{name}", str(getattr(result, name))]
-    if result.layout != "nd":
-        parts += ["--heads", str(result.heads)]
+    if result.layout != "nd" or result.law_heads != 1:
+        parts += ["--heads", str(result.law_heads)]
     if result.dv != result.keys:
         parts += ["--dv", str(result.dv)]
     if result.causal:
@@ -131,6 +131,7 @@ def probe_dict(result: ProbeResult) -> dict[str, Any]:
         "dk": result.dk,
         "layout": result.layout,
         "heads": result.heads,
+        "law_heads": result.law_heads,
         "queries": result.queries,
         "keys": result.keys,
         "dv": result.dv,
