@@ -98,12 +98,14 @@ def cli(debug: bool) -> None:
     """
 
 
-#: longest word and longest line an error message may print (a 120 KB --dk is not echoed whole)
-_WORD, _LINE = 60, 1000
+#: longest word and longest line an error message may print (a 120 KB --dk is not echoed whole);
+#: messages cut the values they repeat to about 60 characters themselves, and a path as long as
+#: a deep CI checkout's stays whole here
+_WORD, _LINE = 160, 1000
 
 
 def _short(word: str) -> str:
-    return word if len(word) <= _WORD else word[: _WORD - 20] + "…" + word[-19:]
+    return word if len(word) <= _WORD else word[: _WORD - 60] + "…" + word[-59:]
 
 
 def _error(prefix: str, message: str) -> None:
