@@ -1,48 +1,106 @@
-"""The sweep's figure (optional extra ``varcheck[plot]``): Var(q·k) against d_k with intervals."""
+"""The sweep's figure (optional extra ``varcheck[plot]``): each row's estimate against its
+reference, and the scaled variance, with intervals and verdicts marked."""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..output.figures import require_matplotlib, save_figure
+from ..output.formats import confidence_label
 
 if TYPE_CHECKING:
-    from .sweep import SweepResult
+    from .sweep import SweepResult, SweepRow
 
-__all__ = ["plot_sweep"]
+__all__ = ["plot_sweep", "PALETTE"]
+
+#: Okabe–Ito colours (distinguishable with the common colour-vision deficiencies).
+PALETTE = {
+    "consistent": "#0072B2",
+    "rejected": "#D55E00",
+    "marginal": "#E69F00",
+    "unreliable": "#999999",
+    "reference": "#000000",
+    "claim": "#CC79A7",
+}
+
+
+def _reference(row: SweepRow) -> float:
+    """What a row is judged against: the claimed value (the theory's when the claim is it)."""
+    value = row.theory.var if row.claim_value is None and row.theory else row.claim_value
+    return math.nan if value is None or not math.isfinite(value) else value
+
+
+def _kind(row: SweepRow, alpha: float) -> str:
+    if row.verdict in ("rejected", "unreliable"):
+        return row.verdict
+    return "marginal" if row.marginal_only(alpha) else "consistent"
+
+
+_LABELS = {
+    "consistent": "consistent",
+    "rejected": "rejected (Holm)",
+    "marginal": "† own interval excludes it; Holm keeps it",
+    "unreliable": "no valid interval (estimate only)",
+}
+_MARKERS = {"consistent": "o", "rejected": "X", "marginal": "D", "unreliable": "s"}
+
+
+def _points(ax: Any, rows: list[SweepRow], alpha: float, scale: Any) -> None:
+    """One marker per row, its interval as an error bar, styled by the row's verdict."""
+    for kind in _LABELS:
+        mine = [r for r in rows if _kind(r, alpha) == kind]
+        if not mine:
+            continue
+        x = [r.dk for r in mine]
+        y = [r.estimate.var / scale(r) for r in mine]
+        err = None
+        if kind != "unreliable":
+            lo = [r.estimate.confidence_interval.low / scale(r) for r in mine]
+            hi = [r.estimate.confidence_interval.high / scale(r) for r in mine]
+            err = [[a - b for a, b in zip(y, lo, strict=True)],
+                   [b - a for a, b in zip(y, hi, strict=True)]]  # fmt: skip
+        ax.errorbar(
+            x, y, yerr=err, fmt=_MARKERS[kind], capsize=3, color=PALETTE[kind],
+            markersize=6, label=_LABELS[kind],
+        )  # fmt: skip
 
 
 def plot_sweep(result: SweepResult, path: str) -> None:
-    """Estimate and interval against d_k, raw (with theory and claim) and scaled."""
+    """Left: estimate / reference with its interval (1 is the claim holding); right: the
+    scaled variance Var/d_k with the theory and the claim; verdicts marked in both."""
+    from .render import sweep_title
+
     plt = require_matplotlib()
-    rows = [r for r in result.rows if r.estimate is not None]
-    fig, (ax_raw, ax_scaled) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
-    dks = [r.dk for r in rows]
-    for ax, scaled in ((ax_raw, False), (ax_scaled, True)):
-        div = [r.dk if scaled else 1 for r in rows]
-        est = [r.estimate.var / dv for r, dv in zip(rows, div, strict=True)]
-        lo = [r.estimate.confidence_interval.low / dv for r, dv in zip(rows, div, strict=True)]
-        hi = [r.estimate.confidence_interval.high / dv for r, dv in zip(rows, div, strict=True)]
-        err = [
-            [e - lw for e, lw in zip(est, lo, strict=True)],
-            [h - e for e, h in zip(est, hi, strict=True)],
-        ]
-        ax.errorbar(dks, est, yerr=err, fmt="o", capsize=3, label="estimate ± CI")
-        th = [
-            r.theory.var / dv if math.isfinite(r.theory.var) else math.nan
-            for r, dv in zip(rows, div, strict=True)
-        ]
-        ax.plot(dks, th, "-", color="gray", label="theory")
-        if result.claim != "theory":
-            cl = [(r.claim_value or math.nan) / dv for r, dv in zip(rows, div, strict=True)]
-            ax.plot(dks, cl, "--", color="red", label=f"claim: {result.claim}")
+    alpha = 1.0 - result.confidence
+    rows = [r for r in result.rows if r.estimate is not None and math.isfinite(_reference(r))]
+    fig, (ax_ratio, ax_scaled) = plt.subplots(1, 2, figsize=(11, 4.4), constrained_layout=True)
+    against = "theory" if result.claim == "theory" else "claim"
+    _points(ax_ratio, rows, alpha, _reference)
+    ax_ratio.axhline(1.0, color=PALETTE["reference"], lw=1, label=f"estimate = {against}")
+    ax_ratio.set_ylabel(f"estimate / {against}")
+    level = confidence_label(result.confidence)
+    ax_ratio.set_title(f"Var estimate over the {against} ({level} CI)")
+    _points(ax_scaled, rows, alpha, lambda r: r.dk)
+    if result.sampler is None:
+        dks = [r.dk for r in rows]
+        th = [r.theory.var / r.dk if math.isfinite(r.theory.var) else math.nan for r in rows]
+        ax_scaled.plot(dks, th, "-", color=PALETTE["reference"], lw=1, label="exact theory / d_k")
+    if result.claim != "theory":
+        cl = [(r.claim_value if r.claim_value is not None else math.nan) / r.dk for r in rows]
+        ax_scaled.plot([r.dk for r in rows], cl, "--", color=PALETTE["claim"],
+                       label=f"claim: {result.claim}, / d_k")  # fmt: skip
+    ax_scaled.set_ylabel("Var / d_k  (the scaled variance)")
+    ax_scaled.set_title("scaled: Var(q·k/√d_k)" if result.sampler is None else "Var(values) / d_k")
+    for ax in (ax_ratio, ax_scaled):
         ax.set_xscale("log", base=2)
-        if not scaled:
-            ax.set_yscale("log")
         ax.set_xlabel("d_k")
-        ax.set_ylabel("Var(q·k / √d_k)" if scaled else "Var(q·k)")
-        ax.set_title("scaled" if scaled else "raw")
-        ax.legend()
-    fig.suptitle(f"varcheck sweep, seed {result.seed}", fontsize=10)
+        ax.legend(fontsize=8)
+    left_out = len(result.rows) - len(rows)
+    note = f" · {left_out} rows without an estimate not drawn" if left_out else ""
+    fig.suptitle(
+        f"{sweep_title(result)}\n{confidence_label(result.confidence)} intervals · verdicts "
+        f"Holm-adjusted · seed {result.seed}{note}",
+        fontsize=10,
+    )
     save_figure(fig, path)
