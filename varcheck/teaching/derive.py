@@ -45,6 +45,7 @@ from ..core.options import entry_laws, resolve_seed, sampling_effort, valid_coun
 from ..core.ranges import MAX_DK
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.verdicts import REJECTED, exit_code, judge, marginal_only
+from ..output.display import Displayable
 from .limits import approx, refuse
 
 __all__ = ["DeriveStep", "DeriveResult", "derive"]
@@ -142,8 +143,8 @@ class DeriveStep:
         return marginal_only(self.verdict, self.p_value, alpha)
 
 
-@dataclass(frozen=True)
-class DeriveResult:
+@dataclass(frozen=True, repr=False)
+class DeriveResult(Displayable):
     """The result of :func:`derive`.
 
     Attributes
@@ -195,6 +196,11 @@ class DeriveResult:
         if self.broken_step is not None and math.isfinite(self.correct_var):
             verdicts.append(REJECTED)  # the textbook's value is wrong, whatever the checks say
         return exit_code(verdicts, interrupted=self.interrupted)
+
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import derive_dict, render_derive
+
+        return render_derive, derive_dict
 
 
 def _draw_pairs(

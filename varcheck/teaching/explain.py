@@ -48,6 +48,7 @@ from ..core.options import entry_laws, resolve_seed, valid_confidence, valid_cou
 from ..core.theory import dot_product_theory
 from ..core.verdicts import CONSISTENT, REJECTED, UNRELIABLE, exit_code, verdict_of
 from ..errors import VarcheckError
+from ..output.display import Displayable
 from .limits import approx, overflowing_laws, refuse, shown
 
 __all__ = [
@@ -585,8 +586,8 @@ class ShapeRow:
         return m.sd / m.expected if m.expected else math.nan
 
 
-@dataclass(frozen=True)
-class ExplainResult:
+@dataclass(frozen=True, repr=False)
+class ExplainResult(Displayable):
     """The result of :func:`explain`.
 
     Attributes
@@ -668,6 +669,11 @@ class ExplainResult:
         return exit_code(
             [] if verdict == NO_OBSERVATION else [verdict], interrupted=self.interrupted
         )
+
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import explain_dict, render_explain
+
+        return render_explain, explain_dict
 
 
 def _either_reading(raw: str, scaled: str) -> str:

@@ -28,6 +28,7 @@ from ..core.ranges import resolve_dks
 from ..core.theory import dot_product_theory
 from ..core.verdicts import exit_code
 from ..errors import VarcheckError
+from ..output.display import Displayable
 from .limits import approx, overflowing_laws, refuse, shown
 
 __all__ = [
@@ -109,8 +110,8 @@ class SoftmaxRow:
         return self.blocks * BLOCK_QUERIES
 
 
-@dataclass(frozen=True)
-class SoftmaxResult:
+@dataclass(frozen=True, repr=False)
+class SoftmaxResult(Displayable):
     """The result of :func:`softmax_study`.
 
     Attributes
@@ -144,6 +145,11 @@ class SoftmaxResult:
     def exit_code(self) -> int:
         """0, or 130 when interrupted (a study has nothing to reject)."""
         return exit_code([], interrupted=self.interrupted)
+
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import render_softmax, softmax_dict
+
+        return render_softmax, softmax_dict
 
 
 def softmax_metrics(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,0 +1,52 @@
+"""Results in Python and notebooks (#18): ``to_dict()`` is the ``--format json`` document, the
+``repr`` is one line, and ``_repr_html_`` draws the terminal's table."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+
+import pytest
+
+import varcheck
+
+#: (the API call, the command line giving the same result)
+CASES = {
+    "explain": (lambda: varcheck.explain(seed=1), ("explain", "--seed", "1")),
+    "softmax": (
+        lambda: varcheck.softmax_study("4,16", seed=1),
+        ("softmax", "--dk", "4,16", "--seed", "1"),
+    ),
+    "derive": (
+        lambda: varcheck.derive(dk=8, precision=0.05, seed=1),
+        ("derive", "--dk", "8", "--precision", "0.05", "--seed", "1"),
+    ),
+}
+
+
+@pytest.fixture(params=sorted(CASES), scope="module")
+def case(request):
+    make, argv = CASES[request.param]
+    return request.param, make(), argv
+
+
+def test_to_dict_is_what_the_json_format_prints(case, run_cli) -> None:
+    name, result, argv = case
+    printed = json.loads(run_cli(*argv, "--format", "json").stdout)
+    assert result.to_dict() == printed
+
+
+def test_repr_is_one_short_line(case) -> None:
+    name, result, _ = case
+    text = repr(result)
+    assert "\n" not in text and len(text) < 120
+    assert text.startswith(f"<{type(result).__name__} {name}") and "seed=1" in text
+
+
+def test_repr_html_draws_the_table(case) -> None:
+    _, result, _ = case
+    html = result._repr_html_()
+    assert html.startswith("<pre") and html.rstrip().endswith("</pre>")
+    text = unescape(re.sub(r"<[^>]+>", "", html))
+    assert re.search(r"seed[\s:=]+1\b", text), text[-300:]
