@@ -40,6 +40,7 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/sampler.py
+	$(BIN)/python bench/probe.py
 
 bench-docs: $(STAMP)
 	$(BIN)/python bench/run.py --write-docs

@@ -38,7 +38,7 @@ def test_public_names_are_not_shadowed_by_modules(name: str) -> None:
     assert not isinstance(value, types.ModuleType), f"varcheck.{name} is a module"
 
 
-FAMILIES = ("checks", "teaching", "paper", "encoder")
+FAMILIES = ("checks", "teaching", "paper", "encoder", "kernels")
 BASE = {"errors", "_version"}
 
 
