@@ -16,7 +16,10 @@ from rich.console import Console
 
 from varcheck.core.estimation import ConfidenceInterval
 from varcheck.encoder import bert
+from varcheck.core.logit_variance import weight_sigma
 from varcheck.encoder.heads import (
+    MIN_SEQUENCES,
+    TOO_FEW,
     AuditResult,
     HeadAudit,
     audit,
@@ -76,7 +79,7 @@ def test_parse_layers_refuses_with_range(spec, fragment):
     with pytest.raises(VarcheckError) as info:
         parse_layers(spec, 6)
     message = str(info.value)
-    assert repr(spec) in message and "0-5" in message and "\n" not in message
+    assert repr(spec) in message and "0 to 5" in message and "\n" not in message
     assert fragment in message
 
 
@@ -119,7 +122,7 @@ def _head(low, high, scaled=1.5, dk=4):
         (1.0, 2.0, "holds"),
         (0.2, 0.999, "below"),
         (1.001, 3.0, "above"),
-        (math.nan, math.nan, "none"),
+        (math.nan, math.nan, TOO_FEW),
     ],
 )
 def test_scale_check_places_the_interval_against_one(low, high, check):
@@ -139,13 +142,13 @@ def test_table_colours_the_scaled_variance_by_scale_check(low, high, cell):
     assert _scaled_cell(_head(low, high)) == cell
 
 
-def _one_head_result(low, high):
+def _one_head_result(low, high, sequences=None):
     return AuditResult(
         rows=(_head(low, high),),
         model_path="m",
         model_name="tiny",
         text="t",
-        sequences=1,
+        sequences=(1 if math.isnan(low) else MIN_SEQUENCES) if sequences is None else sequences,
         tokens=3,
         max_length=8,
         layers=(0,),
@@ -159,23 +162,28 @@ def _one_head_result(low, high):
 
 
 @pytest.mark.parametrize(
-    ("low", "high", "shown"), [(0.5, 2.5, "0.500–2.50"), (math.nan, math.nan, "")]
-)
-def test_table_shows_the_interval_bare_or_nothing(low, high, shown):
-    """``lo–hi`` without brackets, and an empty cell when there is no interval (one sequence)."""
+    ("low", "high", "shown"),
+    [(0.5, 2.5, "0.500–2.50 holds"), (0.2, 0.5, "0.200–0.500 below"),
+     (math.nan, math.nan, "too few sequences —")],
+)  # fmt: skip
+def test_table_shows_the_interval_bare_or_marked(low, high, shown):
+    """``lo–hi`` without brackets and the check word; "too few sequences" without an interval."""
     out = io.StringIO()
     render_audit_table(_one_head_result(low, high), Console(file=out, width=100, color_system=None))
     lines = out.getvalue().splitlines()
-    head_row = next(line for line in lines if line.lstrip().startswith("0 "))
-    # paper, exact, cov, measured (6 = 1.5 · d_k), scaled, interval, β_unit = 1/√6
+    head_row = next(line for line in lines if line.lstrip().startswith("0      0"))
+    # paper, exact, cov, measured (6 = 1.5 · d_k), scaled, interval, check, β_unit = 1/√6
     assert head_row.split() == f"0 0 1.00 1.00 1.00 6.00 1.50 {shown} 0.408".split()
     assert any(line.split()[:4] == ["0", "1.00", "1.50", "1.50–1.50"] for line in lines)
 
 
-def test_scale_check_is_not_a_field_of_the_json():
-    """A property, so the records (JSON, CSV, Markdown) keep their fields."""
+def test_scale_check_is_a_property_shown_in_the_records():
+    """Not a dataclass field, but every record (JSON, CSV, Markdown) carries the word."""
     assert "scale_check" not in {f.name for f in dataclasses.fields(HeadAudit)}
-    assert "scale_check" not in _record(_head(0.5, 1.5))
+    assert _record(_head(0.5, 1.5))["scale_check"] == "holds"
+    record = _record(_head(math.nan, math.nan))
+    assert record["scale_check"] == TOO_FEW == "too few sequences"
+    assert math.isnan(record["scaled_var_ci_low"]) and math.isnan(record["scaled_var_ci_high"])
 
 
 def test_masked_softmax_ignores_padding():
@@ -456,7 +464,11 @@ def test_minilm_audit_shape_and_weight_sigmas(minilm, minilm_audit):
     assert res.model_name == "sentence-transformers/all-MiniLM-L6-v2"
     row = res.rows[13]
     wq, _ = minilm.head_projection(row.layer, row.head, "query")
-    assert row.sigma_wq == pytest.approx(float(np.std(wq)), rel=1e-6)
+    # σ_W is the entries' RMS (#22), as in beta, train and project, not their sd
+    assert row.sigma_wq == pytest.approx(float(np.sqrt(np.mean(wq.astype(float) ** 2))), rel=1e-9)
+    assert row.sigma_wq == pytest.approx(weight_sigma(wq), rel=1e-12)
+    assert row.sigma_wq != pytest.approx(float(np.std(wq)), rel=1e-9)
+    assert res.sigma_w_kind == "rms"
     assert row.beta_default == pytest.approx(1 / math.sqrt(32))
     assert all(math.isfinite(r.measured_var) and r.measured_var > 0 for r in res.rows)
     assert all(0 <= r.entropy <= res.mean_log_tokens + 1e-9 for r in res.rows)
@@ -554,7 +566,7 @@ def test_long_lines_are_cut_and_counted(tmp_path):
         (["all-MiniLM-L6-v2", "--layers", "7"], "layer 7 is out of range"),
         (["all-MiniLM-L6-v2", "--layers=-1"], "layer -1 is negative"),
         (["all-MiniLM-L6-v2", "--layers", "2-1"], "is empty"),
-        (["all-MiniLM-L6-v2", "--layers", "x"], "0-5"),
+        (["all-MiniLM-L6-v2", "--layers", "x"], "layer indices 0 to 5"),
         (["all-MiniLM-L6-v2", "--text", "/nonexistent/t.txt"], "cannot read"),
         (["all-MiniLM-L6-v2", "--text", "{empty}"], "no non-empty line"),
         (["all-MiniLM-L6-v2", "--plot", "{tmp}/fig.xyz"], "cannot write a .xyz figure"),
@@ -575,6 +587,7 @@ def test_cli_errors_exit_2_with_one_line(run_cli, tmp_path, args, fragment):
     save_file({"w": np.zeros((2, 2), np.float32)}, tmp_path / "other" / "lonely.safetensors")
     (tmp_path / "notbert").mkdir()
     save_file({"w": np.zeros((2, 2), np.float32)}, tmp_path / "notbert" / "model.safetensors")
+    (tmp_path / "notbert" / "vocab.txt").write_text("[CLS]\n[SEP]\n[UNK]\n", encoding="utf-8")
     (tmp_path / "notbert" / "config.json").write_text(
         json.dumps({"model_type": "bert", "hidden_size": 8, "num_attention_heads": 2,
                     "num_hidden_layers": 1, "intermediate_size": 16}), encoding="utf-8"

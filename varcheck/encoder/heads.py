@@ -18,10 +18,20 @@ every pair of real tokens (i, j) in each sequence. Three predictions sit next to
   token, E[q·k] = tr(W_q Σ W_kᵀ) + m_q·m_k, which the measured same-token mean matches by
   construction (it is a linear function of the empirical second moments), so it is not reported.
 
+σ_Wq and σ_Wk are the root mean square of the head's weight entries
+(:func:`varcheck.core.logit_variance.weight_sigma`, as in ``beta``, ``train`` and ``project``):
+with it exact ≤ d_k · paper holds for every head.
+
 The measured variance pools all pairs of real tokens (same-token pairs included) over all
 sequences; tokens of one sentence are not independent, which is what the ``cov`` prediction
 leaves out. The interval on the scaled variance is a delete-one-sequence jackknife (sequences are
-the independent units), so it says how much the figure depends on the particular sentences.
+the independent units), so it says how much the figure depends on the particular sentences. It
+is given only from :data:`MIN_SEQUENCES` sequences on (docs/audit.md says why); with fewer the
+estimate is shown with the mark ``too few sequences`` and no interval.
+
+The work is bounded before it starts (:func:`plan_audit`: memory and time from the token
+counts), and on Ctrl-C (``KeyboardInterrupt``) the layers finished so far are returned, marked
+``interrupted``.
 """
 
 from __future__ import annotations
@@ -32,14 +42,19 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from .._version import __version__
 from ..core.estimation import ConfidenceInterval, t_quantile
-from ..core.logit_variance import beta_for, exact_logit_variance, paper_logit_variance
+from ..core.logit_variance import (
+    SIGMA_W_KIND,
+    beta_for,
+    exact_logit_variance,
+    paper_logit_variance,
+    weight_sigma,
+)
 from ..core.options import valid_confidence, valid_count
 from ..errors import VarcheckError
 from . import bert
@@ -53,12 +68,38 @@ __all__ = [
     "read_text_file",
     "default_sentences",
     "DEFAULT_TEXT_NAME",
+    "MIN_SEQUENCES",
+    "MAX_TEXT_BYTES",
+    "MAX_SECONDS",
+    "TOO_FEW",
+    "AuditPlan",
+    "plan_audit",
 ]
 
 ProgressCallback = Callable[[int, int, float], None]
 
 #: How the built-in text is named in results.
 DEFAULT_TEXT_NAME = "built-in (varcheck/data/default_text.txt)"
+
+#: Fewest sequences (the independent units) for a jackknife interval. Below it the per-sequence
+#: contributions, which are skewed and heavy-tailed (one long or odd sentence can carry a head's
+#: variance), leave the t-interval's coverage far from nominal and its lower end often negative;
+#: docs/audit.md gives the simulation behind the number (coverage against the number of
+#: sequences, for resampled MiniLM heads and for heavy-tailed synthetic sequences).
+MIN_SEQUENCES = 30
+
+#: :attr:`HeadAudit.scale_check` when there are fewer than :data:`MIN_SEQUENCES` sequences.
+TOO_FEW = "too few sequences"
+
+#: Largest --text file read.
+MAX_TEXT_BYTES = 16 << 20
+
+#: Longest estimated run accepted (seconds, at :data:`_FLOPS_PER_SECOND`).
+MAX_SECONDS = 1800.0
+#: A deliberately low speed for the estimate: numpy's float32 products on one busy core.
+_FLOPS_PER_SECOND = 2e9
+#: Memory one batch's attention and feed-forward work may take; the batch is cut to fit it.
+_BATCH_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -73,8 +114,11 @@ class HeadAudit:
         Head width d_k.
     sigma_x : float
         Standard deviation of the entries of the layer's input (real tokens only).
-    sigma_wq, sigma_wk, sigma_bq, sigma_bk : float
-        Standard deviations of the entries of this head's W_q, W_k (each d_k × d_x) and biases.
+    sigma_wq, sigma_wk : float
+        Root mean square of the entries of this head's W_q, W_k (each d_k × d_x):
+        :func:`~varcheck.core.logit_variance.weight_sigma`, as the paper family measures σ_W.
+    sigma_bq, sigma_bk : float
+        Standard deviations of the entries of the head's query and key biases.
     predicted_var_paper, predicted_var_exact, predicted_var_cov : float
         Predicted Var(q·k) (raw logits): σ-based, weight-exact for i.i.d. zero-mean inputs, and
         exact for independent tokens with the input's measured mean and covariance (module notes).
@@ -95,7 +139,8 @@ class HeadAudit:
     entropy : float
         Mean attention entropy in nats (softmax of q·k/√d_k over the real tokens).
     scaled_var_ci : ConfidenceInterval
-        Jackknife interval (sequences left out one at a time) for ``measured_scaled_var``.
+        Jackknife interval (sequences left out one at a time) for ``measured_scaled_var``; NaN
+        ends with fewer than :data:`MIN_SEQUENCES` sequences.
     """
 
     layer: int
@@ -129,11 +174,12 @@ class HeadAudit:
         """Does the interval for ``measured_scaled_var`` hold 1 (1/√d_k right)?
 
         ``"holds"`` when it does, ``"below"`` or ``"above"`` when it lies wholly on one side of
-        1, ``"none"`` when there is no interval (a single sequence).
+        1, :data:`TOO_FEW` when there is no interval (fewer than :data:`MIN_SEQUENCES`
+        sequences).
         """
         lo, hi = self.scaled_var_ci
         if math.isnan(lo):
-            return "none"
+            return TOO_FEW
         if lo <= 1.0 <= hi:
             return "holds"
         return "below" if hi < 1.0 else "above"
@@ -211,7 +257,14 @@ class AuditResult:
         Wall time of the forward pass and the measurement.
     truncated : int
         Sequences longer than ``max_length`` tokens, cut to it.
+    interrupted : bool
+        The run was stopped (Ctrl-C, SIGTERM) before every layer was measured: ``rows`` hold
+        the layers finished (:attr:`finished_layers`).
     version : str
+    sigma_w_kind : str
+        Which σ of the weights ``sigma_wq``, ``sigma_wk`` are: ``"rms"``.
+    min_sequences : int
+        :data:`MIN_SEQUENCES`, the fewest sequences for an interval.
     """
 
     rows: tuple[HeadAudit, ...]
@@ -229,7 +282,10 @@ class AuditResult:
     confidence: float
     seconds: float
     truncated: int = 0
+    interrupted: bool = False
     version: str = __version__
+    sigma_w_kind: str = SIGMA_W_KIND
+    min_sequences: int = MIN_SEQUENCES
     summaries: tuple[LayerSummary, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -238,6 +294,16 @@ class AuditResult:
     @property
     def beta_default(self) -> float:
         return 1.0 / math.sqrt(self.dk)
+
+    @property
+    def finished_layers(self) -> tuple[int, ...]:
+        """The layers with rows: all of ``layers`` unless ``interrupted``."""
+        return tuple(layer for layer in self.layers if any(r.layer == layer for r in self.rows))
+
+    @property
+    def has_intervals(self) -> bool:
+        """Whether there are enough sequences (:data:`MIN_SEQUENCES`) for intervals."""
+        return self.sequences >= self.min_sequences
 
 
 def _geo_ratio(pred: Sequence[float], meas: Sequence[float]) -> float:
@@ -286,10 +352,10 @@ def parse_layers(spec: str | int | Sequence[int], num_layers: int) -> tuple[int,
     >>> parse_layers("all", 3)
     (0, 1, 2)
     """
-    accepted = (
-        f"accepted: layer indices in 0-{num_layers - 1}, comma-separated, with ranges such as "
-        "0,2-4, or 'all'"
-    )
+    last = num_layers - 1
+    indices = "layer index 0" if last == 0 else f"layer indices 0 to {last}"
+    accepted = f"accepted: {indices}, comma-separated, with ranges such as 0,2-4, or 'all'"
+    given = bert.shown(spec)
     if isinstance(spec, int) and not isinstance(spec, bool):
         items: list[int] = [spec]
     elif isinstance(spec, str):
@@ -298,47 +364,59 @@ def parse_layers(spec: str | int | Sequence[int], num_layers: int) -> tuple[int,
             return tuple(range(num_layers))
         items = []
         for raw_part in text.split(","):
-            part = raw_part.strip()
-            if part.startswith("-") and part[1:].isdigit():
-                raise VarcheckError(
-                    f"layers {spec!r}: layer {part} is negative (indices start at 0); {accepted}"
-                )
-            bounds = part.split("-")
-            try:
-                if len(bounds) > 2:
-                    raise ValueError(part)
-                lo, hi = int(bounds[0]), int(bounds[-1])
-            except ValueError:
-                raise VarcheckError(f"layers {spec!r}: cannot read {part!r}; {accepted}") from None
-            if lo > hi:
-                raise VarcheckError(
-                    f"layers {spec!r}: range {part!r} is empty (its start is above its end); "
-                    f"{accepted}"
-                )
-            items.extend(range(lo, hi + 1))
+            items.extend(_layer_part(raw_part.strip(), given, last, accepted))
     else:
         try:
             items = [int(i) for i in spec]
-        except (TypeError, ValueError):
-            raise VarcheckError(f"layers {spec!r} is not a list of integers; {accepted}") from None
-    bad = [i for i in items if not 0 <= i < num_layers]
+        except (TypeError, ValueError, OverflowError):
+            raise VarcheckError(f"layers {given} is not a list of integers; {accepted}") from None
+    bad = [i for i in items if not 0 <= i <= last]
     if bad or not items:
-        what = f"layer {max(bad)} is out of range" if bad else "no layer given"
-        raise VarcheckError(f"layers {spec!r}: {what}; {accepted}")
+        what = f"layer {bert.shown(max(bad))} is out of range" if bad else "no layer given"
+        raise VarcheckError(f"layers {given}: {what}; {accepted}")
     return tuple(sorted(set(items)))
 
 
-def read_text_file(path: str | os.PathLike[str]) -> list[str]:
-    """The non-empty lines of a UTF-8 text file, each one sequence for the audit."""
+def _layer_part(part: str, given: str, last: int, accepted: str) -> range:
+    """One comma-separated piece of a layer list: ``"3"`` or ``"2-4"``, within ``0..last``."""
+    if part.startswith("-") and part[1:].isdigit():
+        raise VarcheckError(
+            f"layers {given}: layer {bert.shown(part)[1:-1]} is negative (indices start at 0); "
+            f"{accepted}"
+        )
+    bounds = part.split("-")
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        if len(bounds) > 2 or not all(b.isdigit() for b in bounds):
+            raise ValueError(part)
+        lo, hi = int(bounds[0]), int(bounds[-1])
+    except ValueError:
+        raise VarcheckError(f"layers {given}: cannot read {bert.shown(part)}; {accepted}") from None
+    if lo > hi:
+        raise VarcheckError(
+            f"layers {given}: range {bert.shown(part)} is empty (its start is above its end); "
+            f"{accepted}"
+        )
+    if hi > last:
+        # checked before the range is built: 0-99999999999999999999 is refused, not expanded
+        raise VarcheckError(f"layers {given}: layer {bert.shown(hi)} is out of range; {accepted}")
+    return range(lo, hi + 1)
+
+
+def read_text_file(path: str | os.PathLike[str]) -> list[str]:
+    """The non-empty lines of a UTF-8 text file, each one sequence for the audit.
+
+    Only a regular file of at most :data:`MAX_TEXT_BYTES` is read (a FIFO or ``/dev/zero`` is
+    refused before reading).
+    """
+    name = bert.shown(str(path))
+    data = bert.read_limited(path, MAX_TEXT_BYTES, "text file")
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise VarcheckError(f"text file {str(path)!r} is not UTF-8 text") from None
-    except OSError as exc:
-        raise VarcheckError(f"text file {str(path)!r}: cannot read it ({exc.strerror})") from None
+        raise VarcheckError(f"text file {name} is not UTF-8 text") from None
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
-        raise VarcheckError(f"text file {str(path)!r} has no non-empty line")
+        raise VarcheckError(f"text file {name} has no non-empty line")
     return lines
 
 
@@ -469,7 +547,7 @@ def _jackknife_ci(
 ) -> list[ConfidenceInterval]:
     """Delete-one-sequence jackknife interval for the pooled variance, per head."""
     n = counts.size
-    if n < 2:
+    if n < max(MIN_SEQUENCES, 2):
         return [ConfidenceInterval(math.nan, math.nan)] * s1.shape[1]
     c_tot = counts.sum()
     t1, t2 = s1.sum(axis=0), s2.sum(axis=0)
@@ -539,16 +617,14 @@ def audit(
     cfg = ckpt.config
     chosen = parse_layers(layers, cfg.num_layers)
     limit = min(args.max_length, cfg.max_positions)
-    start = time.perf_counter()
     ids, truncated = ckpt.encode_counted(args.sequences, limit)
+    plan = plan_audit(ckpt, ids, chosen, args.batch_size)
+    start = time.perf_counter()
     counts = np.array([len(s) for s in ids], dtype=float)
     proj = _projections(ckpt, chosen)
-    sums, moments = _measure(ckpt, ids, chosen, args.batch_size, proj, progress)
-    rows: list[HeadAudit] = []
-    for layer in chosen:
-        rows += _heads(layer, proj[layer], moments[layer], sums[layer], counts, args.confidence)
+    run = _measure(ckpt, ids, chosen, plan.batch_size, proj, progress)
     return AuditResult(
-        rows=tuple(rows),
+        rows=tuple(r for layer in run.done for r in _heads(layer, proj, run, counts, args)),
         model_path=str(ckpt.path),
         model_name=cfg.name,
         text=args.text_name,
@@ -563,7 +639,72 @@ def audit(
         confidence=args.confidence,
         seconds=time.perf_counter() - start,
         truncated=truncated,
+        interrupted=run.stopped_by is not None,
     )
+
+
+class AuditPlan(NamedTuple):
+    """What an audit will cost, estimated from the token counts before any forward pass.
+
+    Attributes
+    ----------
+    batch_size : int
+        Sequences per forward pass: the one asked for, cut so that one batch's attention and
+        feed-forward arrays stay within 256 MiB.
+    memory_bytes : float
+        Weights, the hidden states of every token at one layer, one batch's work, the sums.
+    seconds : float
+        Floating-point work at a deliberately low 2 GFLOP/s.
+    """
+
+    batch_size: int
+    memory_bytes: float
+    seconds: float
+
+
+def plan_audit(
+    ckpt: bert.BertCheckpoint, ids: Sequence[Sequence[int]], layers: Sequence[int], batch_size: int
+) -> AuditPlan:
+    """Estimate an audit's memory and time; refuse it (one line) beyond the limits.
+
+    The limits are :data:`varcheck.encoder.bert.MAX_MEMORY_BYTES` and :data:`MAX_SECONDS`.
+    """
+    cfg = ckpt.config
+    d, f, heads = cfg.hidden_size, cfg.intermediate_size, cfg.num_heads
+    width = max(len(s) for s in ids)
+    # per sequence of the longest width: attention arrays (float64 measurement, ~6 of them),
+    # the feed-forward activations (float32, two), q/k/v and their float64 copies
+    per_seq = width * (6 * 8 * heads * width + 2 * 4 * f + 8 * 8 * d)
+    batch = max(1, min(batch_size, _BATCH_BYTES // per_seq))
+    tokens = float(sum(len(s) for s in ids))
+    padded = sum(
+        len(group) * max(len(ids[i]) for i in group)
+        for group in (
+            sorted(range(len(ids)), key=lambda i: len(ids[i]))[j : j + batch]
+            for j in range(0, len(ids), batch)
+        )
+    )
+    weights = float(sum(w.nbytes for w in ckpt.weights.values()))
+    memory = weights + 4.0 * padded * d + batch * per_seq + 6 * 8.0 * len(ids) * heads * len(layers)
+    depth = max(layers) + 1
+    flops = depth * padded * (2 * (4 * d * d + 2 * d * f) + 4 * width * d)
+    flops += len(layers) * padded * (2 * d * d + heads * width * 40)
+    seconds = flops / _FLOPS_PER_SECOND
+    what = (
+        f"the audit of {len(ids):,} sequences ({tokens:,.0f} tokens, up to {width} each) "
+        f"through {depth} layer{'s' if depth > 1 else ''}"
+    )
+    fix = "accepted: a shorter --text, a smaller --max-length or fewer --layers"
+    if memory > bert.MAX_MEMORY_BYTES:
+        raise VarcheckError(
+            f"{what} needs about {memory / 2**30:.3g} GiB of memory (limit "
+            f"{bert.MAX_MEMORY_BYTES / 2**30:.3g} GiB); {fix}"
+        )
+    if seconds > MAX_SECONDS:
+        raise VarcheckError(
+            f"{what} would take about {seconds:,.0f} s (limit {MAX_SECONDS:,.0f} s); {fix}"
+        )
+    return AuditPlan(batch, memory, seconds)
 
 
 def _projections(
@@ -580,6 +721,15 @@ def _projections(
     }
 
 
+class _Run(NamedTuple):
+    """What :func:`_measure` has: sums and moments per layer, the layers finished, an interrupt."""
+
+    sums: dict[int, _Sums]
+    moments: dict[int, _InputMoments]
+    done: list[int]
+    stopped_by: BaseException | None
+
+
 def _measure(
     ckpt: bert.BertCheckpoint,
     ids: list[list[int]],
@@ -587,36 +737,51 @@ def _measure(
     batch_size: int,
     proj: dict[int, tuple[np.ndarray, ...]],
     progress: ProgressCallback | None,
-) -> tuple[dict[int, _Sums], dict[int, _InputMoments]]:
-    """Run the encoder batch by batch: each layer's logit sums per sequence, and input moments."""
+) -> _Run:
+    """Run the encoder layer by layer over all batches, measuring each chosen layer's input.
+
+    Layer by layer (not batch by batch) so that a layer is finished, with every sequence, before
+    the next starts: an interrupt keeps the layers done. The hidden states of all tokens at the
+    current layer are kept (float32), one batch at a time replaced by the next layer's.
+    """
     heads, dk = ckpt.config.num_heads, ckpt.config.head_dim
     sums = {layer: _Sums(len(ids), heads) for layer in layers}
     moments = {layer: _InputMoments(ckpt.config.hidden_size) for layer in layers}
+    run = _Run(sums, moments, [], None)
     groups = list(bert.batches(ids, batch_size))
-    for index, (idx, batch) in enumerate(groups):
-        states = bert.forward(ckpt, batch, num_layers=max(layers)).hidden_states
-        for layer in layers:
-            h = states[layer].astype(np.float64)
-            moments[layer].add(h[batch.mask])
-            wq, bq, wk, bk = proj[layer]
-            q = bert.split_heads(bert.linear(h, wq, bq), heads)
-            k = bert.split_heads(bert.linear(h, wk, bk), heads)
-            sums[layer].store(idx, _measure_batch(q, k, batch.mask, dk))
-        if progress is not None:
-            progress(index, len(groups), 1.0)
-    return sums, moments
+    depth = max(layers) + 1
+    try:
+        states = [bert.embed(ckpt, batch) for _, batch in groups]
+        for layer in range(depth):
+            for g, (idx, batch) in enumerate(groups):
+                if layer in sums:
+                    h = states[g].astype(np.float64)
+                    moments[layer].add(h[batch.mask])
+                    wq, bq, wk, bk = proj[layer]
+                    q = bert.split_heads(bert.linear(h, wq, bq), heads)
+                    k = bert.split_heads(bert.linear(h, wk, bk), heads)
+                    sums[layer].store(idx, _measure_batch(q, k, batch.mask, dk))
+                if layer + 1 < depth:
+                    states[g] = bert.block(ckpt, layer, states[g], batch.mask[:, None, None, :])
+                if progress is not None:
+                    progress(layer * len(groups) + g, depth * len(groups), 1.0)
+            if layer in sums:
+                run.done.append(layer)
+    except KeyboardInterrupt as exc:
+        return run._replace(stopped_by=exc)
+    return run
 
 
 def _heads(
     layer: int,
-    proj: tuple[np.ndarray, ...],
-    moments: _InputMoments,
-    acc: _Sums,
+    projections: dict[int, tuple[np.ndarray, ...]],
+    run: _Run,
     counts: np.ndarray,
-    confidence: float,
+    args: _AuditArgs,
 ) -> list[HeadAudit]:
     """One layer's heads: weights, predictions from the input's moments, measured logits."""
-    wq_all, bq_all, wk_all, bk_all = proj
+    wq_all, bq_all, wk_all, bk_all = projections[layer]
+    moments, acc, confidence = run.moments[layer], run.sums[layer], args.confidence
     d = wq_all.shape[1]
     heads = acc.s1_all.shape[1]
     dk = wq_all.shape[0] // heads
@@ -646,12 +811,12 @@ def _heads(
                 head=h,
                 dk=dk,
                 sigma_x=sigma_x,
-                sigma_wq=float(wq.std()),
-                sigma_wk=float(wk.std()),
+                sigma_wq=weight_sigma(wq),
+                sigma_wk=weight_sigma(wk),
                 sigma_bq=float(bq.std()),
                 sigma_bk=float(bk.std()),
                 predicted_var_paper=paper_logit_variance(
-                    sigma_x, float(wq.std()), float(wk.std()), d, dk
+                    sigma_x, weight_sigma(wq), weight_sigma(wk), d, dk
                 ),
                 predicted_var_exact=exact_logit_variance(wq.T, wk.T, sigma_x),
                 predicted_var_cov=float(np.sum(cq * ck) + mk @ cq @ mk + mq @ ck @ mq),

@@ -10,6 +10,8 @@ from ..output import formats
 from ..output.formats import confidence_label, fmt, plain_table, records_to_markdown
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
     from rich.table import Table
 
@@ -27,6 +29,7 @@ __all__ = [
     "render_audit",
     "SCALE_STYLE",
     "LEGEND",
+    "fit_table",
 ]
 
 #: The table's colour for a head's scaled variance, by :attr:`HeadAudit.scale_check`; a head
@@ -46,12 +49,16 @@ def audit_meta(result: AuditResult) -> dict[str, Any]:
         "max_length": result.max_length,
         "truncated": result.truncated,
         "layers": list(result.layers),
+        "layers_finished": list(result.finished_layers),
+        "interrupted": result.interrupted,
         "hidden_size": result.hidden_size,
         "num_heads": result.num_heads,
         "dk": result.dk,
         "beta_default": result.beta_default,
         "mean_log_tokens": result.mean_log_tokens,
         "confidence": result.confidence,
+        "min_sequences": result.min_sequences,
+        "sigma_w_kind": result.sigma_w_kind,
         "seconds": round(result.seconds, 3),
     }
 
@@ -80,6 +87,7 @@ def _record(row: HeadAudit) -> dict[str, Any]:
         "measured_scaled_var": row.measured_scaled_var,
         "scaled_var_ci_low": lo,
         "scaled_var_ci_high": hi,
+        "scale_check": row.scale_check,
         "measured_var_diff": row.measured_var_diff,
         "row_scaled_var": row.row_scaled_var,
         "mean_same": row.mean_same,
@@ -97,10 +105,11 @@ def summary_records(result: AuditResult) -> list[dict[str, Any]]:
 
 
 def audit_dict(result: AuditResult) -> dict[str, Any]:
+    """The JSON: the run's metadata, the per-layer summary first, then one record per head."""
     return {
         **audit_meta(result),
-        "rows": audit_records(result),
         "layer_summary": summary_records(result),
+        "rows": audit_records(result),
     }
 
 
@@ -113,12 +122,38 @@ def audit_title(result: AuditResult) -> str:
     )
 
 
-#: Under the per-layer table: what each prediction assumes.
+def partial_note(result: AuditResult) -> str:
+    """The line that says an interrupted audit is partial ('' when it is complete)."""
+    if not result.interrupted:
+        return ""
+    done = ", ".join(map(str, result.finished_layers)) or "none"
+    return (
+        f"partial: interrupted; layers finished: {done} (of "
+        f"{', '.join(map(str, result.layers))}); every row shown is complete"
+    )
+
+
+def too_few_note(result: AuditResult) -> str:
+    """Why no interval is shown ('' when there are enough sequences)."""
+    if result.has_intervals:
+        return ""
+    return (
+        f"too few sequences: {result.sequences} given; an interval needs at least "
+        f"{result.min_sequences} independent sequences (lines), see docs/audit.md, so only the "
+        "estimates are shown"
+    )
+
+
+#: Under the per-head tables: what each prediction assumes.
 LEGEND = (
-    "paper: (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k · exact: σ_X⁴‖W_q W_kᵀ‖_F² (i.i.d. zero-mean "
-    "inputs) · centred: tr(C_q C_k), zero-mean inputs with the measured covariance · cov: "
-    "independent tokens with the input's measured mean and covariance, biases included"
+    "paper: (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k with σ_W the RMS of the entries · exact: "
+    "σ_X⁴‖W_q W_kᵀ‖_F² (i.i.d. zero-mean inputs) · centred: tr(C_q C_k), zero-mean inputs with "
+    "the measured covariance · cov: independent tokens with the input's measured mean and "
+    "covariance, biases included"
 )
+
+#: How tables name the σ of the weights (``sigma_w_kind`` in JSON).
+_KIND = {"rms": "RMS"}
 
 
 def _cells(*values: float) -> list[str]:
@@ -139,7 +174,12 @@ def _scaled_cell(row: HeadAudit) -> str:
 
 def _interval(row: HeadAudit) -> str:
     lo, hi = row.scaled_var_ci
-    return "" if math.isnan(lo) else _span(lo, hi)
+    return "too few sequences" if math.isnan(lo) else _span(lo, hi)
+
+
+def _check(row: HeadAudit) -> str:
+    check = row.scale_check
+    return f"[{SCALE_STYLE[check]}]{check}[/]" if check in SCALE_STYLE else "—"
 
 
 def layer_cells(summary: LayerSummary) -> list[str]:
@@ -153,82 +193,175 @@ def layer_cells(summary: LayerSummary) -> list[str]:
     ]
 
 
-def _table(title: str, caption: str, columns: list[str]) -> Table:
-    return plain_table(title, caption, [(name, "right") for name in columns])
+#: A column: its header and its priority (0: never dropped; otherwise lower goes first).
+Column = tuple[str, int]
 
 
-def _scale_table(result: AuditResult) -> Table:
+def fit_table(
+    console: Console,
+    title: str,
+    caption: str,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+) -> tuple[Table, list[str]]:
+    """A right-aligned table within the console's width, and the headers dropped to fit it.
+
+    Columns of priority 0 (ids, estimates, intervals, verdict words) are always kept; the
+    others go lowest priority first until the table fits, so no kept cell is ever cut.
+    """
+    keep = list(range(len(columns)))
+    while True:
+        table = plain_table(title, caption, [(columns[i][0], "right") for i in keep])
+        for row in rows:
+            table.add_row(*(row[i] for i in keep))
+        droppable = [i for i in keep if columns[i][1] > 0]
+        wide = console.options.update(width=1 << 16, max_width=1 << 16)
+        if console.measure(table, options=wide).maximum <= console.width or not droppable:
+            break
+        keep.remove(min(droppable, key=lambda i: columns[i][1]))
+    dropped = [name for i, (name, _) in enumerate(columns) if i not in keep]
+    return table, dropped
+
+
+def _dropped_note(dropped: Sequence[str], width: int) -> str:
+    if not dropped:
+        return ""
+    return (
+        f"not shown at {width} columns: {', '.join(dropped)} (--format json or a wider "
+        "terminal shows them)"
+    )
+
+
+def _colour_words(console: Console) -> bool:
+    """Whether the table is shown in colour (a terminal without NO_COLOR)."""
+    return console.color_system is not None and not console.no_color
+
+
+def _layer_table(result: AuditResult, console: Console) -> tuple[Table, list[str]]:
+    """Per layer: the spread of the scaled variance and how well each prediction tracks it."""
+    columns: list[Column] = [
+        ("layer", 0),
+        ("σ_X", 1),
+        ("scaled", 0),
+        ("min–max", 0),
+        ("paper", 5),
+        ("exact", 4),
+        ("centred", 3),
+        ("cov", 7),
+        ("β_unit", 6),
+        ("entropy", 2),
+    ]
+    title = audit_title(result) + (" — partial" if result.interrupted else "")
+    caption = (
+        "Per layer · σ_X: sd of the entries of the layer's input (post-LayerNorm hidden states) "
+        "· scaled: Var(q·k/√d_k), 1 if 1/√d_k is right: median and range over heads · paper, "
+        "exact, centred, cov: predicted / measured Var, geometric mean over heads (1: the "
+        "prediction tracks the measurement) · β_unit, entropy: median and mean over heads"
+    )
+    rows = [layer_cells(summary) for summary in result.summaries]
+    return fit_table(console, title, caption, columns, rows)
+
+
+def _scale_table(result: AuditResult, console: Console) -> tuple[Table, list[str]]:
     """Per head: the three predictions, the measured variance, the scaled one and β_unit."""
     conf = confidence_label(result.confidence)
-    table = _table(
-        audit_title(result),
-        f"paper, exact, cov: predicted Var(q·k) · measured: Var(q·k) over all token pairs · "
-        f"scaled: Var(q·k/√d_k), 1 if 1/√d_k is right, with a {conf} jackknife interval over "
-        f"sequences (green: holds 1, red: above, yellow: below) · β_unit = 1/sd(q·k), vs "
-        f"1/√d_k = {fmt(result.beta_default)} · varcheck {result.version}",
-        ["layer", "head", "paper", "exact", "cov", "measured", "scaled", f"{conf} CI", "β_unit"],
+    colours = " (green: holds 1, red: above, yellow: below)" if _colour_words(console) else ""
+    columns: list[Column] = [
+        ("layer", 0),
+        ("head", 0),
+        ("paper", 1),
+        ("exact", 2),
+        ("cov", 4),
+        ("measured", 3),
+        ("scaled", 0),
+        (f"{conf} CI", 0),
+        ("check", 0),
+        ("β_unit", 5),
+    ]
+    caption = (
+        "Per head · paper, exact, cov: predicted Var(q·k) · measured: Var(q·k) over all token "
+        f"pairs · scaled: Var(q·k/√d_k), 1 if 1/√d_k is right, with a {conf} jackknife interval "
+        f"over sequences · check: the interval holds 1, or lies above or below it{colours} · "
+        f"β_unit = 1/sd(q·k), vs 1/√d_k = {fmt(result.beta_default)} · varcheck "
+        f"{result.version}"
     )
-    for row in result.rows:
-        table.add_row(
+    rows = [
+        [
             str(row.layer),
             str(row.head),
             *_cells(row.predicted_var_paper, row.predicted_var_exact, row.predicted_var_cov),
             fmt(row.measured_var, 3),
             _scaled_cell(row),
             _interval(row),
+            _check(row),
             fmt(row.beta_unit, 3),
-        )
-    return table
+        ]
+        for row in result.rows
+    ]
+    return fit_table(console, "", caption, columns, rows)
 
 
-def _weights_table(result: AuditResult) -> Table:
+def _weights_table(result: AuditResult, console: Console) -> tuple[Table, list[str]]:
     """Per head: weight and bias spreads, mean logits, attention entropy."""
-    table = _table(
-        "Weights, mean logits and attention entropy",
-        "σ: sd of the entries of the head's W_q, W_k (d_k × d_x) and biases · same, diff: mean "
-        "q·k for i = j and for i ≠ j · entropy of softmax(q·k/√d_k) in nats (uniform "
-        f"attention: {fmt(result.mean_log_tokens, 3)})",
-        ["layer", "head", "σ_Wq", "σ_Wk", "σ_bq", "σ_bk", "same", "diff", "entropy"],
+    kind = _KIND[result.sigma_w_kind]
+    columns: list[Column] = [
+        ("layer", 0),
+        ("head", 0),
+        (f"σ_Wq ({kind})", 7),
+        (f"σ_Wk ({kind})", 6),
+        ("σ_bq", 2),
+        ("σ_bk", 1),
+        ("same", 4),
+        ("diff", 3),
+        ("entropy", 5),
+    ]
+    caption = (
+        f"Weights, mean logits and attention entropy · σ_W: {kind} of the entries of the "
+        "head's W_q, W_k (d_k × d_x) · σ_b: sd of the entries of its biases · same, diff: "
+        "mean q·k for i = j and for i ≠ j · entropy of softmax(q·k/√d_k) in nats (uniform "
+        f"attention: {fmt(result.mean_log_tokens, 3)})"
     )
-    for row in result.rows:
-        table.add_row(
+    rows = [
+        [
             str(row.layer),
             str(row.head),
             *_cells(row.sigma_wq, row.sigma_wk, row.sigma_bq, row.sigma_bk),
             *_cells(row.mean_same, row.mean_diff, row.entropy),
-        )
-    return table
-
-
-def _layer_table(result: AuditResult) -> Table:
-    """Per layer: the spread of the scaled variance and how well each prediction tracks it."""
-    table = _table(
-        "Per layer",
-        "σ_X: sd of the entries of the layer's input (post-LayerNorm hidden states) · scaled: "
-        "median and range over heads · paper, exact, centred, cov: predicted / measured Var, "
-        "geometric mean over heads (1: the prediction tracks the measurement) · β_unit, "
-        "entropy: median and mean over heads",
-        "layer σ_X scaled min–max paper exact centred cov β_unit entropy".split(),
-    )
-    for summary in result.summaries:
-        table.add_row(*layer_cells(summary))
-    return table
+        ]
+        for row in result.rows
+    ]
+    return fit_table(console, "", caption, columns, rows)
 
 
 def render_audit_table(result: AuditResult, console: Console) -> None:
-    """Two per-head tables (logit scale; weights and attention), a per-layer summary, a legend.
+    """The per-layer summary first, then two per-head tables (logit scale; weights), a legend.
 
-    Each table stays within 80 columns, so nothing is cut on a terminal or in a pipe.
+    Every table fits the console's width: lower-priority columns are dropped (and named in a
+    note) before any layer or head id, estimate, interval or verdict word would be cut.
     """
-    for table in (_scale_table(result), _weights_table(result), _layer_table(result)):
+    notes = [partial_note(result), too_few_note(result)]
+    for line in filter(None, notes):
+        console.print(line, markup=False)
+    for build in (_layer_table, _scale_table, _weights_table):
+        table, dropped = build(result, console)
         console.print(table)
-    console.print(LEGEND)
+        note = _dropped_note(dropped, console.width)
+        if note:
+            console.print(note, markup=False)
+    console.print(LEGEND, markup=False)
+    for line in filter(None, notes):
+        console.print(line, markup=False)
 
 
 def audit_markdown(result: AuditResult) -> str:
-    """The per-head records as a Markdown table, then the per-layer summary as another."""
-    text = records_to_markdown(audit_records(result), audit_meta(result), audit_title(result))
-    return text + "\n" + records_to_markdown(summary_records(result), {}, "Per layer")
+    """The per-layer summary as a Markdown table, then the per-head records as another."""
+    meta = audit_meta(result)
+    notes = "".join(
+        f"\n> {line}\n" for line in (partial_note(result), too_few_note(result)) if line
+    )
+    title = audit_title(result) + (" — partial" if result.interrupted else "")
+    text = records_to_markdown(summary_records(result), meta, f"Per layer · {title}")
+    return text + notes + "\n" + records_to_markdown(audit_records(result), {}, "Per head")
 
 
 def render_audit(result: AuditResult, fmt_name: str, console: Console) -> None:
