@@ -153,8 +153,11 @@ def head_betas(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> tuple[
         # entries near the float range overflow the squares; say so instead of printing inf
         with np.errstate(over="ignore", invalid="ignore"):
             sq, sk = weight_sigma(wq[h]), weight_sigma(wk[h])
-            vp = paper_logit_variance(sigma_x, sq, sk, dx, dk)
-            ve = exact_logit_variance(wq[h], wk[h], sigma_x)
+            try:
+                vp = paper_logit_variance(sigma_x, sq, sk, dx, dk)
+                ve = exact_logit_variance(wq[h], wk[h], sigma_x)
+            except OverflowError:  # a Python float's power beyond float64
+                vp = ve = math.inf
         if not (math.isfinite(vp) and math.isfinite(ve)):
             big = max(float(np.max(np.abs(wq[h]))), float(np.max(np.abs(wk[h]))))
             raise VarcheckError(
@@ -241,7 +244,7 @@ def _declared_sizes(name: str) -> None:
     try:
         with zipfile.ZipFile(name) as archive:
             members = {i.filename: i for i in archive.infolist()}
-            total = sum(i.file_size for i in members.values())
+            _refuse_above(name, float(sum(i.file_size for i in members.values())))
             elements = 0
             for key in ("w_q.npy", "w_k.npy"):
                 if key in members:
@@ -260,7 +263,10 @@ def _declared_sizes(name: str) -> None:
             f"weights file {shown(name)} is not a readable .npz archive "
             f"({type(exc).__name__}); write one with numpy.savez(path, w_q=..., w_k=...)"
         ) from None
-    need = max(float(total), 8.0 * elements)  # the arrays are used as float64
+    _refuse_above(name, 8.0 * elements)  # the arrays are used as float64
+
+
+def _refuse_above(name: str, need: float) -> None:
     if need > MAX_FILE_BYTES:
         raise VarcheckError(
             f"weights file {shown(name)} declares arrays of {size_text(need)} once "
