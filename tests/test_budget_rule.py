@@ -313,3 +313,15 @@ def test_time_limited_runs_say_so() -> None:
     swept = sweep([4, 8], precision=0.0005, max_seconds=0.001, seed=1)
     assert sweep_dict(swept)["time_limited"] is True
     assert sweep_dict(sweep([4, 8], precision=0.05, seed=1))["time_limited"] is False
+
+
+def test_interval_at_its_own_confidence_is_the_interval() -> None:
+    """Guards against ``interval_at`` using another method than the estimate's (the log scale
+    for an infinite sixth moment, Hall's otherwise) or another number of degrees of freedom."""
+    for spec, method in (("t:df=5", "log"), ("laplace", "hall")):
+        q, th = _theory(spec, 8)
+        est = estimate_variance(q, q, th, seed=2, stream=(8,), precision=None, samples=300_000)
+        assert est.interval_method == method
+        assert est.interval_at(0.95) == pytest.approx(est.confidence_interval, rel=1e-12)
+        lo, hi = est.interval_at(0.90)
+        assert est.confidence_interval.low < lo < est.var < hi < est.confidence_interval.high

@@ -338,6 +338,7 @@ def verify_record(result: VerifyResult) -> dict[str, Any]:
         "equivalence_ci_low": elo,
         "equivalence_ci_high": ehi,
         "p_value": result.p_value,
+        "p_equality": result.p_equality,
         "outcome": result.outcome,
         "reason": result.reason,
         "more_samples": result.more_samples,
@@ -446,7 +447,7 @@ def _estimate_lines(result: VerifyResult) -> list[str]:
     band = sorted(result.claim_value * (1 + s * result.tolerance) for s in (-1, 1))  # type: ignore[operator]
     level = confidence_label(max(2 * result.confidence - 1, 0.0))
     return [
-        line,
+        f"{line}; two-sided p = {fmt_p(result.p_equality)}",
         f"  equivalence (two one-sided tests): a pass needs the whole {level} interval "
         f"[{fmt(elo, 6)}, {fmt(ehi, 6)}] inside [{fmt(band[0], 6)}, {fmt(band[1], 6)}]; "
         f"p = {fmt_p(result.p_value)}",
@@ -576,8 +577,16 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     console.print(f"{len(result.claims)} claims: {summary} → {styled(result.outcome)}")
     if any(check_marginal(r) for co in result.claims for r in co.results):
         console.print(formats.MARGINAL_NOTE)
+    if any(co.spec.tolerance is not None for co in result.claims):
+        console.print(
+            "p of a claim with a tolerance: its equivalence test's (two one-sided tests, small "
+            "when the whole 1 − 2α interval lies in the band; not adjusted); a fail there rests "
+            "on the two-sided p-value (p_equality in JSON)."
+        )
     for co in result.claims:
         for r in co.results:
+            if r.min_samples is not None:
+                console.print(f"  {co.spec.name} d_k={r.dk}: unreliable: {r.reason}")
             if r.outcome == "inconclusive" and r.more_samples:
                 unit = "products" if r.sampler is None else "values"
                 console.print(

@@ -87,6 +87,9 @@ class VerifyResult:
         When fewer products were drawn than a valid interval needs, the products it needs
         (:func:`~varcheck.core.estimation.minimum_products`); the outcome is then
         ``unreliable``.
+    p_equality : float
+        The two-sided p-value of the claim (Holm-adjusted inside ``varcheck check``): what a
+        fail rests on; ``p_value`` itself without a tolerance.
     """
 
     dk: int
@@ -113,6 +116,7 @@ class VerifyResult:
     sampler: UserSampler | None = None
     equivalence_interval: ConfidenceInterval | None = None
     min_samples: int | None = None
+    p_equality: float = math.nan
     version: str = __version__
 
     @property
@@ -337,6 +341,7 @@ def _verify_result(
         sampler=t.sampler,
         equivalence_interval=inner,
         min_samples=_shortfall(t, th, est),
+        p_equality=p[0],
     )
 
 
