@@ -16,6 +16,7 @@ import numpy as np
 
 from varcheck import __version__
 from varcheck.core.logit_variance import exact_logit_variance, paper_logit_variance
+from varcheck.output.formats import fmt, interval
 from varcheck.paper.beta import head_betas
 from varcheck.paper.figures import plot_project, plot_train
 from varcheck.paper.projection import (
@@ -27,8 +28,6 @@ from varcheck.paper.projection import (
 )
 from varcheck.paper.render import (
     ProjectCells,
-    fmt,
-    interval,
     project_cells,
     project_table_rows,
     train_step_cells,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..output import formats
-from ..output.formats import confidence_label, fmt_p, plain_table, styled
+from ..output.formats import confidence_label, fmt, fmt_p, interval, plain_table, styled
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -40,22 +40,6 @@ __all__ = [
 
 #: How tables name the σ of the weights (``sigma_w_kind`` in JSON).
 _KIND = {"rms": "RMS"}
-
-
-def fmt(x: float | None, digits: int = 4) -> str:
-    """:func:`varcheck.output.formats.fmt`, rounded to ``digits`` significant digits first, so
-    that the decimals follow the rounded value: 0.99996 and 1.00001 both print ``1.00`` at 3
-    digits (deciding the decimals first gave ``1.000`` for one and ``1.00`` for the other)."""
-    if isinstance(x, float) and math.isfinite(x) and x != 0:
-        x = float(f"{x:.{digits - 1}e}")
-    return formats.fmt(x, digits)
-
-
-def interval(low: float, high: float, digits: int = 4) -> str:
-    """``[low, high]`` to ``digits`` significant digits (:func:`fmt`); empty when either is NaN."""
-    if math.isnan(low) or math.isnan(high):
-        return ""
-    return f"[{fmt(low, digits)}, {fmt(high, digits)}]"
 
 
 class Column(NamedTuple):
