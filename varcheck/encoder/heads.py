@@ -74,6 +74,7 @@ __all__ = [
     "TOO_FEW",
     "AuditPlan",
     "plan_audit",
+    "jackknife_intervals",
 ]
 
 ProgressCallback = Callable[[int, int, float], None]
@@ -542,16 +543,41 @@ def _measure_batch(
     return s1_all, s2_all, s1_diag, s2_diag, row_var, ent
 
 
-def _jackknife_ci(
-    s1: np.ndarray, s2: np.ndarray, counts: np.ndarray, scale: float, confidence: float
+def jackknife_intervals(
+    s1: np.ndarray,
+    s2: np.ndarray,
+    counts: np.ndarray,
+    scale: float,
+    confidence: float,
+    *,
+    least: int = MIN_SEQUENCES,
 ) -> list[ConfidenceInterval]:
-    """Delete-one-sequence jackknife interval for the pooled variance, per head."""
-    n = counts.size
-    if n < max(MIN_SEQUENCES, 2):
+    """Delete-one-sequence jackknife t-intervals for a pooled variance, one per column.
+
+    Parameters
+    ----------
+    s1, s2 : ndarray, shape (sequences, columns)
+        Per sequence, the sum and the sum of squares of the values pooled (a head's logits).
+    counts : ndarray, shape (sequences,) or (sequences, columns)
+        Values per sequence (pairs of tokens).
+    scale : float
+        Factor applied to the variance (1/d_k for the scaled logits).
+    confidence : float
+    least : int
+        Fewest sequences for an interval (:data:`MIN_SEQUENCES`); with fewer, NaN ends.
+
+    Returns
+    -------
+    list of ConfidenceInterval
+        Pooled variance ± t_{n−1} · jackknife standard error.
+    """
+    n = s1.shape[0]
+    if n < max(least, 2):
         return [ConfidenceInterval(math.nan, math.nan)] * s1.shape[1]
-    c_tot = counts.sum()
+    per_seq = counts[:, None] if counts.ndim == 1 else counts
+    c_tot = per_seq.sum(axis=0)
     t1, t2 = s1.sum(axis=0), s2.sum(axis=0)
-    c_loo = (c_tot - counts)[:, None]
+    c_loo = c_tot - per_seq
     m_loo = (t1 - s1) / c_loo
     v_loo = ((t2 - s2) / c_loo - m_loo**2) * scale
     full = (t2 / c_tot - (t1 / c_tot) ** 2) * scale
@@ -788,7 +814,7 @@ def _heads(
     sigma_x = moments.sigma()
     mu, cov = moments.mean_cov()
     n_pairs = counts**2
-    cis = _jackknife_ci(acc.s1_all, acc.s2_all, n_pairs, 1.0 / dk, confidence)
+    cis = jackknife_intervals(acc.s1_all, acc.s2_all, n_pairs, 1.0 / dk, confidence)
     tot_pairs, tot_tokens = n_pairs.sum(), counts.sum()
     off_pairs = tot_pairs - tot_tokens
     # all heads at once: head h's C_q is the h-th diagonal block of W_q Σ W_qᵀ
