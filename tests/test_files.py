@@ -162,3 +162,12 @@ def test_file_precision_is_checked_with_the_command_lines_cap(tmp_path: Path) ->
     with pytest.raises(VarcheckError, match="precision 1e-09 needs"):
         check(path, seed=1)
     assert check(path, seed=1, max_seconds=0.3).exit_code in (0, 3)
+
+
+def test_a_files_budget_is_checked_over_all_its_tests(tmp_path: Path) -> None:
+    """Guards against 37 tests of 1e12 products each accepted because one would fit."""
+    from varcheck.checks.claim_file import check
+
+    path = _claims(tmp_path, CLAIM.replace("dk = 4", 'dk = "1..20:1"'))
+    with pytest.raises(VarcheckError, match="over 20 tests"):
+        check(path, samples=10**13, seed=1)

@@ -132,7 +132,7 @@ def test_confidence_bounds_are_inclusive(value: float) -> None:
         (1e-320, None, "precision 1e-320 needs more than 1e300 products"),
         (1e-9, None, "precision 1e-09 needs about 7.7e+18 products per d_k"),
         (1e-6, None, "at least 28 h"),
-        (None, 10**15, "samples 1e+15 needs about 1e+15 products per d_k: at least 23 days"),
+        (None, 10**15, "samples 1e+15 needs about 1e+15 products per d_k: at least 24 days"),
     ],
 )
 def test_infeasible_efforts_are_refused_before_any_work(
@@ -182,3 +182,18 @@ def test_refused_values_are_cut() -> None:
     with pytest.raises(VarcheckError) as err:
         valid_count("n", 10**4000, 1, 10)
     assert len(str(err.value)) < 120 and "…" in str(err.value)
+
+
+def test_feasibility_sums_over_the_tests_and_grows_with_dk() -> None:
+    """Guards against a file of many tests (or a huge d_k) let through one d_k at a time."""
+    from varcheck.core.options import feasible_effort
+
+    feasible_effort(0.95, None, 10**13, None)  # one small d_k: about 6 h, accepted
+    with pytest.raises(VarcheckError, match=r"products over 10 tests: at least 2\.4 days"):
+        feasible_effort(0.95, None, 10**13, None, dks=(1,) * 10)
+    with pytest.raises(VarcheckError, match="per d_k"):
+        feasible_effort(0.95, None, 10**13, None, dks=(4096,))
+    feasible_effort(0.95, 2e-6, None, None, dks=(4,))
+    with pytest.raises(VarcheckError, match="over 4 tests"):
+        feasible_effort(0.95, 2e-6, None, None, dks=(4,) * 4)
+    feasible_effort(0.95, 1e-9, 10**15, 1.0, dks=(4,) * 100)  # a cap: never refused

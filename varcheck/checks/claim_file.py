@@ -396,6 +396,8 @@ def check(
         conf, prec, samp, spec_file.max_seconds if max_seconds is None else max_seconds
     )
     seed = options.resolve_seed(spec_file.seed if seed is None else seed)
+    dks = tuple(dk for s in spec_file.claims for dk in s.dks)
+    options.feasible_effort(conf, prec, samp, max_s, dks)  # the whole file, not one d_k
     tests = [
         ClaimTest(
             dk, s.q, s.k, s.rho, s.claim, s.scaled, s.tolerance, stream=(ci, dk), sampler=s.sampler

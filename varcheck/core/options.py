@@ -131,31 +131,38 @@ def _duration(seconds: float) -> str:
 
 
 def feasible_effort(
-    confidence: float, precision: float | None, samples: int | None, max_seconds: float | None
+    confidence: float,
+    precision: float | None,
+    samples: int | None,
+    max_seconds: float | None,
+    dks: tuple[int, ...] = (1,),
 ) -> None:
     """Refuse, before any work, a precision or a sample count no machine reaches in a day.
 
-    The estimate is per setting (one d_k) and optimistic; a ``max_seconds`` cap bounds the run
-    whatever it asks for, so with one nothing is refused.
+    The estimate is optimistic, summed over the tests (one per value in ``dks``; a product
+    costs more at a larger d_k); a ``max_seconds`` cap bounds the run whatever it asks for, so
+    with one nothing is refused.
     """
     if max_seconds is not None:
         return
+    tests = len(dks)
     if samples is not None:
         name, value = "samples", f"{samples:.3g}"
-        products = float(samples)
-        seconds = products * _SECONDS_PER_PRODUCT
+        products = float(samples) * tests
+        seconds = float(samples) * _SECONDS_PER_PRODUCT * sum(1.0 + dk / 64.0 for dk in dks)
     else:
         from statistics import NormalDist
 
         name, value = "precision", shown(precision)
         z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
         ratio = min(z / _Z95 / precision, 1e150)  # type: ignore[operator]  # 1e-320: no overflow
-        seconds = _SECONDS_AT_UNIT_PRECISION * ratio**2
-        products = 2.0 * (z / precision) ** 2 if ratio < 1e150 else math.inf  # type: ignore[operator]
+        seconds = _SECONDS_AT_UNIT_PRECISION * ratio**2 * tests
+        products = 2.0 * (z / precision) ** 2 * tests if ratio < 1e150 else math.inf  # type: ignore[operator]
     if seconds > MAX_RUN_SECONDS:
         many = f"about {products:.2g}" if math.isfinite(products) else "more than 1e300"
+        where = "per d_k" if tests == 1 else f"over {tests} tests"
         raise VarcheckError(
-            f"{name} {value} needs {many} products per d_k: at least "
+            f"{name} {value} needs {many} products {where}: at least "
             f"{_duration(seconds)} even on a fast machine, above the limit of "
             f"{_duration(MAX_RUN_SECONDS)} for a run without max_seconds; ask for less, or cap "
             f"the time with max_seconds (--max-seconds)"
