@@ -477,6 +477,18 @@ Holm-adjusted over all rows of a run. The tests measure the coverage of these in
 where an uncorrected interval covered only about 93 %). The default ±2 % precision uses about
 2000 blocks.
 
+*Limits.* A setting stops at 1,048,576 blocks. A `--precision` that cannot be reached within
+them even for normal same-token logits, whose block mean square has relative variance
+2/tokens, is refused before any work, as is a run estimated to need more than 2 GiB or about
+10 minutes, or an init and input scale whose logit variance falls outside 1e-100..1e100 (the
+estimator squares it). A row that meets the block cap before its target says so (stop reason
+`max-blocks`, marked `*`); `--max-seconds` caps each setting, and without it each setting
+still stops at its share of the 10 minutes (a heavy-tailed input law needs more blocks than
+the estimate assumes); a run cut by time says so (`time_limited` in JSON, a footnote in the
+table: the numbers then depend on the machine's speed). Ctrl-C or SIGTERM
+keeps the settings already done and, with at least 200 blocks, the one under way (stop reason
+`interrupted`, marked `‡`), and exits 130 or 143.
+
 *Checks and findings.* Each row of `varcheck project` has a role. A *check* tests a prediction
 derived above to be exact in its setting: the relaxed formula for random weights and different
 tokens, the same-token value, and the exact values given W. A rejected check would mean the
@@ -581,7 +593,9 @@ between steps. σ_Wq and σ_Wk are the entries' RMS, as in `beta` and `project`.
 recorded step all quantities are measured on {{EVAL_SIZE}} fresh sequences, the same for the
 three schemes and never trained on. Sequences are independent, but the logits of one sequence
 share its query, so the 95 % interval of the measured variance treats each sequence as one
-block, with the same block estimator as `project` and `sweep`:
+block, with the same block estimator as `project` and `sweep`. The three schemes train in
+lockstep on the same batches, so Ctrl-C or SIGTERM stops them at the same step and keeps every
+step recorded so far (`"interrupted": true` in JSON):
 
 {{OVER_STEPS}}
 

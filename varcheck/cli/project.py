@@ -93,7 +93,9 @@ estimate; --max-seconds bounds a run (its output then says it was time-limited).
     "Fixed number of independent blocks per weight setting instead of --precision.",
 )
 @positive_option(
-    "--max-seconds", "Wall-time cap per weight setting; rows report the precision reached."
+    "--max-seconds",
+    "Wall-time cap per weight setting; rows report the precision reached (default: each "
+    "setting's share of the 10-minute limit).",
 )
 @confidence_option()
 @seed_option()

@@ -847,7 +847,9 @@ def project(
     blocks : int, optional
         Fixed number of independent blocks per section instead of a target precision.
     max_seconds : float, optional
-        Wall-time cap per section.
+        Wall-time cap per section (default: its share of
+        :data:`varcheck.paper.limits.MAX_SECONDS`, a safety net for heavy-tailed inputs, which
+        need more blocks than the estimate before the run assumes).
     seed : int, optional
         Root seed (drawn and reported when omitted).
     progress : callable, optional
@@ -970,9 +972,10 @@ def _estimate_sections(
     # quadratic form; otherwise the log-scale interval
     method = "hall" if x.dist.max_moment >= 12 else "log"
     estimates: dict[tuple[str, str], MonteCarloVariance | None] = {}
-    budget = dict(
-        confidence=o.confidence, precision=o.precision, blocks=o.blocks, max_seconds=o.max_seconds
-    )
+    # without --max-seconds each setting still stops at its share of the time limit: the
+    # estimate before the run assumes normal-like logits, and a heavy-tailed law needs more
+    cap = o.max_seconds if o.max_seconds is not None else limits.MAX_SECONDS / len(sections)
+    budget = dict(confidence=o.confidence, precision=o.precision, blocks=o.blocks, max_seconds=cap)
     # cases whose variance is infinite are not estimated (nothing to estimate)
     cases = {c: n for c, n in _per_block(tokens).items() if _finite_case(x, c)}
     n_sections = len(sections)

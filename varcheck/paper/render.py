@@ -362,8 +362,9 @@ def project_notes(result: ProjectionResult) -> list[str]:
         )
     if result.time_limited:
         notes.append(
-            "[yellow]* Time-limited:[/] some settings stopped at --max-seconds before the target "
-            "precision, so these numbers depend on this machine's speed."
+            "[yellow]* Time-limited:[/] some settings stopped at --max-seconds (or their share "
+            "of the 10-minute limit) before the target precision, so these numbers depend on "
+            "this machine's speed."
         )
     if result.interrupted:
         notes.append(
