@@ -1,4 +1,5 @@
-"""A user's sampler, by name or as a callable, with its bound keyword arguments.
+"""A user's function (a sampler, a kernel), by name or as a callable, with its bound keyword
+arguments.
 
 ``MODULE:FUNCTION`` imports a module (the current directory is searched first, as with
 ``python -m``); ``path/to/file.py:FUNCTION`` loads a file, which may import modules next to it.
@@ -20,18 +21,32 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from ..errors import VarcheckError
 
-__all__ = ["UserSampler", "as_sampler", "load_sampler", "parse_sampler_arg", "MAX_SOURCE_BYTES"]
+__all__ = [
+    "Kind",
+    "SAMPLER",
+    "UserFunction",
+    "UserSampler",
+    "as_function",
+    "as_sampler",
+    "load_function",
+    "load_sampler",
+    "parse_sampler_arg",
+    "MAX_SOURCE_BYTES",
+]
 
 #: The largest sampler file read (a source file, not data).
 MAX_SOURCE_BYTES = 10 * 2**20
 
 _FORM = "give MODULE:FUNCTION or path/to/file.py:FUNCTION"
 
-#: Prefix of the module names under which sampler files are loaded.
+#: A user's function of some kind (a sampler, a kernel).
+F = TypeVar("F", bound="UserFunction")
+
+#: Prefix of the module names under which users' files are loaded.
 _FILE_MODULE = "varcheck_user_"
 
 
@@ -75,8 +90,23 @@ def _json_safe(value: Any, depth: int = 0) -> bool:
 
 
 @dataclass(frozen=True)
-class UserSampler:
-    """A sampler ``fn(rng, dk, **args)`` and how to name it.
+class Kind:
+    """What a user's function is for: the word errors use, and the arguments varcheck passes."""
+
+    word: str
+    passed: tuple[str, ...]
+
+    @property
+    def call(self) -> str:
+        return "fn(" + ", ".join(self.passed) + ")"
+
+
+SAMPLER = Kind("sampler", ("rng", "dk"))
+
+
+@dataclass(frozen=True)
+class UserFunction:
+    """A user's function ``fn(*passed, **args)`` and how to name it.
 
     Attributes
     ----------
@@ -88,12 +118,14 @@ class UserSampler:
         The function itself (not compared, not shown).
     """
 
+    KIND: ClassVar[Kind] = SAMPLER
+
     target: str
     args: tuple[tuple[str, Any], ...] = ()
     fn: Callable[..., Any] = field(default=print, compare=False, repr=False)
 
-    def __call__(self, rng: Any, dk: int) -> Any:
-        return self.fn(rng, dk, **dict(self.args))
+    def __call__(self, *passed: Any) -> Any:
+        return self.fn(*passed, **dict(self.args))
 
     @property
     def label(self) -> str:
@@ -107,42 +139,55 @@ class UserSampler:
         return {"target": self.target, "args": dict(self.args)}
 
 
-def _check_args(target: str, args: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+@dataclass(frozen=True)
+class UserSampler(UserFunction):
+    """A sampler ``fn(rng, dk, **args)``: the values of one independent run of the user's code."""
+
+    def __call__(self, rng: Any, dk: int) -> Any:  # type: ignore[override]
+        return self.fn(rng, dk, **dict(self.args))
+
+
+def _check_args(
+    target: str, args: Mapping[str, Any] | None, kind: Kind = SAMPLER
+) -> tuple[tuple[str, Any], ...]:
+    word = kind.word
     if args is None:
         return ()
     if not isinstance(args, Mapping):
-        raise VarcheckError(f"sampler {target}: args must be a table of name = value")
+        raise VarcheckError(f"{word} {target}: args must be a table of name = value")
     for key in args:
         if not isinstance(key, str) or not key.isidentifier():
             raise VarcheckError(
-                f"sampler {target}: argument name {_cut(repr(key))} is not a Python identifier"
+                f"{word} {target}: argument name {_cut(repr(key))} is not a Python identifier"
             )
-        if key in ("rng", "dk"):
+        if key in kind.passed:
             raise VarcheckError(
-                f"sampler {target}: {key!r} is passed by varcheck on every call; "
+                f"{word} {target}: {key!r} is passed by varcheck on every call; "
                 "it cannot be bound as an argument"
             )
         if not _json_safe(args[key]):
             raise VarcheckError(
-                f"sampler {_tail(target)}: argument {key} = {_cut(repr(args[key]))} is "
+                f"{word} {_tail(target)}: argument {key} = {_cut(repr(args[key]))} is "
                 f"{_article(type(args[key]).__name__)}; bound arguments are finite numbers, "
                 "strings, True/False/None, and lists or tables of them (what the output records)"
             )
     return tuple(sorted(args.items()))
 
 
-def _check_signature(target: str, fn: Callable[..., Any], args: tuple[tuple[str, Any], ...]):
+def _check_signature(
+    target: str, fn: Callable[..., Any], args: tuple[tuple[str, Any], ...], kind: Kind = SAMPLER
+) -> None:
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # some builtins have no signature: the first call tells
         return
     try:
-        sig.bind(None, 0, **dict(args))
+        sig.bind(*([None] * len(kind.passed)), **dict(args))
     except TypeError as exc:
-        given = ", ".join(["rng", "dk", *(k for k, _ in args)])
+        given = ", ".join([*kind.passed, *(k for k, _ in args)])
         raise VarcheckError(
-            f"sampler {target} cannot be called as fn({given}): {exc}; a sampler takes "
-            "(rng, dk) and the bound arguments"
+            f"{kind.word} {target} cannot be called as fn({given}): {exc}; a {kind.word} takes "
+            f"({', '.join(kind.passed)}) and the bound arguments"
         ) from None
 
 
@@ -151,41 +196,58 @@ def as_sampler(obj: Any, args: Mapping[str, Any] | None = None) -> UserSampler:
 
     ``args`` are bound to every call (added to those of a given :class:`UserSampler`).
     """
-    if isinstance(obj, UserSampler):
-        merged = {**dict(obj.args), **dict(args or {})}
-        bound = _check_args(obj.target, merged)
-        _check_signature(obj.target, obj.fn, bound)
-        return UserSampler(obj.target, bound, obj.fn)
+    return as_function(obj, args, cls=UserSampler)
+
+
+def as_function(
+    obj: Any, args: Mapping[str, Any] | None = None, *, cls: type[F], base: str | None = None
+) -> F:
+    """A ``cls`` (a :class:`UserFunction`) from a callable, a name or another of its kind.
+
+    ``args`` are bound to every call (added to those already bound); a name is loaded by
+    :func:`load_function`, a relative file from ``base`` when given.
+    """
+    kind = cls.KIND
+    if isinstance(obj, UserFunction):
+        bound = _check_args(obj.target, {**dict(obj.args), **dict(args or {})}, kind)
+        _check_signature(obj.target, obj.fn, bound, kind)
+        return cls(obj.target, bound, obj.fn)
     if isinstance(obj, str):
-        return load_sampler(obj, args)
+        return load_function(obj, args, cls=cls, base=base)
     if not callable(obj):
         raise VarcheckError(
-            f"sampler must be a callable fn(rng, dk) or a name ({_FORM}), got {_cut(repr(obj))}"
+            f"{kind.word} must be a callable {kind.call} or a name ({_FORM}), got {_cut(repr(obj))}"
         )
-    if _plain_partial(obj):
-        # the bound keywords become the sampler's arguments, named in every output
-        return as_sampler(obj.func, {**obj.keywords, **dict(args or {})})
+    if _plain_partial(obj, kind):
+        # the bound keywords become the function's arguments, named in every output
+        return as_function(obj.func, {**obj.keywords, **dict(args or {})}, cls=cls)
+    target = _callable_name(obj)
+    bound = _check_args(target, args, kind)
+    _check_signature(target, obj, bound, kind)
+    return cls(target, bound, obj)
+
+
+def _callable_name(obj: Any) -> str:
+    """``module:qualname`` of a callable (a file loaded by name: its path), or its type."""
     inner = getattr(obj, "func", obj)  # functools.partial shows the function it wraps
     target = getattr(inner, "__qualname__", None) or type(obj).__name__
     module = getattr(inner, "__module__", None)
     if module and module.startswith(_FILE_MODULE) and module in sys.modules:
         # loaded from a file by name: name it by that file, as the command line would
-        target = f"{_shown_path(sys.modules[module].__file__)}:{target}"
-    elif module and module not in ("__main__", "builtins"):
-        target = f"{module}:{target}"
-    bound = _check_args(target, args)
-    _check_signature(target, obj, bound)
-    return UserSampler(target, bound, obj)
+        return f"{_shown_path(sys.modules[module].__file__)}:{target}"
+    if module and module not in ("__main__", "builtins"):
+        return f"{module}:{target}"
+    return target
 
 
-def _plain_partial(obj: Any) -> bool:
+def _plain_partial(obj: Any, kind: Kind) -> bool:
     """A ``functools.partial`` of keywords alone, each one an argument the output can record."""
     return (
         isinstance(obj, functools.partial)
         and not obj.args
         and bool(obj.keywords)
         and all(_json_safe(v) for v in obj.keywords.values())
-        and not ({"rng", "dk"} & set(obj.keywords))
+        and not (set(kind.passed) & set(obj.keywords))
     )
 
 
@@ -194,31 +256,39 @@ def load_sampler(
 ) -> UserSampler:
     """Import ``MODULE:FUNCTION`` or load ``path/to/file.py:FUNCTION``, checking it is callable
     with ``(rng, dk, **args)``; a relative file path is read from ``base`` when given."""
+    return load_function(target, args, cls=UserSampler, base=base)
+
+
+def load_function(
+    target: str, args: Mapping[str, Any] | None = None, *, cls: type[F], base: str | None = None
+) -> F:
+    """Import ``MODULE:FUNCTION`` or load ``path/to/file.py:FUNCTION`` as a ``cls``, checking it
+    is callable with the arguments varcheck passes and ``args``."""
+    word = cls.KIND.word
     if not isinstance(target, str) or ":" not in target.strip(":"):
-        raise VarcheckError(f"sampler {_cut(repr(target))} has no ':FUNCTION'; {_FORM}")
+        raise VarcheckError(f"{word} {_cut(repr(target))} has no ':FUNCTION'; {_FORM}")
     where, _, attr = target.rpartition(":")
     if not where or not attr:
-        raise VarcheckError(f"sampler {_cut(repr(target))}: {_FORM}")
+        raise VarcheckError(f"{word} {_cut(repr(target))}: {_FORM}")
     is_file = where.endswith(".py") or "/" in where or os.sep in where
     if is_file:
-        module = _load_file(target, os.path.join(base, where) if base else where)
+        obj: Any = _load_file(target, os.path.join(base, where) if base else where, word)
     else:
-        module = _import_module(target, where)
-    obj: Any = module
+        obj = _import_module(target, where, word)
     for part in attr.split("."):
         if not part.isidentifier():
-            raise VarcheckError(f"sampler {_tail(target)}: {part!r} is not a Python name")
+            raise VarcheckError(f"{word} {_tail(target)}: {part!r} is not a Python name")
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise VarcheckError(f"sampler {_tail(target)}: {where} has no {attr!r}") from None
+            raise VarcheckError(f"{word} {_tail(target)}: {where} has no {attr!r}") from None
     if not callable(obj):
         raise VarcheckError(
-            f"sampler {_tail(target)}: {attr} is {_article(type(obj).__name__)}, not a function"
+            f"{word} {_tail(target)}: {attr} is {_article(type(obj).__name__)}, not a function"
         )
-    bound = _check_args(target, args)
-    _check_signature(target, obj, bound)
-    return UserSampler(target, bound, obj)
+    bound = _check_args(target, args, cls.KIND)
+    _check_signature(target, obj, bound, cls.KIND)
+    return cls(target, bound, obj)
 
 
 @contextlib.contextmanager
@@ -232,7 +302,7 @@ def _on_path(folder: str) -> Iterator[None]:
             sys.path.remove(folder)
 
 
-def _run_import(target: str, what: str, load: Callable[[], Any]) -> Any:
+def _run_import(target: str, what: str, load: Callable[[], Any], word: str) -> Any:
     """Run the user's import; its failures become one line."""
     try:
         return load()
@@ -240,7 +310,7 @@ def _run_import(target: str, what: str, load: Callable[[], Any]) -> Any:
         raise
     except SyntaxError as exc:
         raise VarcheckError(
-            f"sampler {_tail(target)}: {what} has a syntax error at line {exc.lineno}"
+            f"{word} {_tail(target)}: {what} has a syntax error at line {exc.lineno}"
         ) from exc
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
@@ -250,14 +320,14 @@ def _run_import(target: str, what: str, load: Callable[[], Any]) -> Any:
         except Exception:  # noqa: BLE001 - an exception that cannot say what it is
             first = ""
         raise VarcheckError(
-            f"sampler {_tail(target)}: importing {what} raised {type(exc).__name__}"
+            f"{word} {_tail(target)}: importing {what} raised {type(exc).__name__}"
             + (f": {_cut(first)}" if first else "")
         ) from exc
 
 
-def _import_module(target: str, name: str) -> Any:
+def _import_module(target: str, name: str, word: str) -> Any:
     if not all(part.isidentifier() for part in name.split(".")):
-        raise VarcheckError(f"sampler {_tail(target)}: {name!r} is not a module name; {_FORM}")
+        raise VarcheckError(f"{word} {_tail(target)}: {name!r} is not a module name; {_FORM}")
 
     def load() -> Any:
         try:
@@ -266,24 +336,24 @@ def _import_module(target: str, name: str) -> Any:
         except ModuleNotFoundError as exc:
             if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
                 raise VarcheckError(
-                    f"sampler {_tail(target)}: no module named {exc.name!r} (searched the "
+                    f"{word} {_tail(target)}: no module named {exc.name!r} (searched the "
                     "current directory and sys.path)"
                 ) from None
             raise
 
-    return _run_import(target, f"module {name}", load)
+    return _run_import(target, f"module {name}", load, word)
 
 
-def _load_file(target: str, path: str) -> Any:
+def _load_file(target: str, path: str, word: str) -> Any:
     if not os.path.exists(path):
-        raise VarcheckError(f"sampler {_tail(target)}: file {_tail(path)} not found")
+        raise VarcheckError(f"{word} {_tail(target)}: file {_tail(path)} not found")
     if not os.path.isfile(path):
-        raise VarcheckError(f"sampler {_tail(target)}: {_tail(path)} is not a regular file")
+        raise VarcheckError(f"{word} {_tail(target)}: {_tail(path)} is not a regular file")
     if not path.endswith(".py"):
-        raise VarcheckError(f"sampler {_tail(target)}: {_tail(path)} is not a .py file")
+        raise VarcheckError(f"{word} {_tail(target)}: {_tail(path)} is not a .py file")
     if os.path.getsize(path) > MAX_SOURCE_BYTES:
         raise VarcheckError(
-            f"sampler {_tail(target)}: {_tail(path)} is larger than {MAX_SOURCE_BYTES >> 20} MiB"
+            f"{word} {_tail(target)}: {_tail(path)} is larger than {MAX_SOURCE_BYTES >> 20} MiB"
         )
     full = os.path.abspath(path)
     stem = "".join(c if c.isalnum() else "_" for c in os.path.basename(full)[:-3])
@@ -293,7 +363,7 @@ def _load_file(target: str, path: str) -> Any:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, full)
     if spec is None or spec.loader is None:
-        raise VarcheckError(f"sampler {_tail(target)}: {_tail(path)} cannot be loaded")
+        raise VarcheckError(f"{word} {_tail(target)}: {_tail(path)} cannot be loaded")
     module = importlib.util.module_from_spec(spec)
 
     def load() -> Any:
@@ -306,7 +376,7 @@ def _load_file(target: str, path: str) -> Any:
             raise
         return module
 
-    return _run_import(target, _tail(path), load)
+    return _run_import(target, _tail(path), load, word)
 
 
 def parse_sampler_arg(text: str) -> tuple[str, Any]:
