@@ -72,7 +72,10 @@ class SweepRow:
     def caution(self) -> str | None:
         """A warning that holds even when the verdict stands, or ``None``."""
         if self.theory is not None and self.theory.slow_convergence:
-            return "heavy tails: E[(q·k)^6] is infinite, coverage approaches nominal slowly"
+            return (
+                "heavy tails: E[(q·k)^6] is infinite, coverage approaches nominal slowly "
+                "(up to about 1.5 points short at coarse precision)"
+            )
         if self.estimate is not None and self.estimate.stop_reason == "max-seconds":
             return "stopped at --max-seconds before the target precision"
         return None
