@@ -59,7 +59,8 @@ def _check(run_cli, args: tuple[str, ...], valid: bool, seconds: float) -> None:
     elapsed = time.perf_counter() - start
     assert elapsed < seconds, (args, elapsed)
     if valid:
-        assert res.exit_code in (0, 1), (args, res.output[-300:])
+        # 4: a time limit that left too few blocks for a valid interval (rows say unreliable)
+        assert res.exit_code in (0, 1, 4), (args, res.output[-300:])
         _rows_complete(json.loads(res.output))
     else:
         assert res.exit_code == 2, (args, res.exit_code, res.output[-300:])
@@ -164,6 +165,18 @@ def test_project_cap_is_a_stop_reason() -> None:
         project(8, 4, tokens=2, precision=1e-3, seed=1)
     res = project(8, 4, tokens=4, precision=1e-3, max_seconds=0.2, seed=1)
     assert {r.estimate.stop_reason for r in res.rows} <= {"max-seconds", "precision"}
+    assert res.time_limited
+
+
+def test_too_few_blocks_under_a_time_limit_give_no_verdict(monkeypatch) -> None:
+    """A setting stopped by time after a handful of blocks has no valid interval: no false
+    rejection (exit 1) from an interval over 2 blocks, but unreliable (exit 4)."""
+    import varcheck.paper.projection as projection_module
+
+    monkeypatch.setattr(projection_module, "_CHUNK_ELEMENTS", 200)  # a few blocks per chunk
+    res = project(8, 4, tokens=4, max_seconds=1e-9, seed=1)
+    assert all(r.estimate.blocks < 200 for r in res.rows)
+    assert {r.verdict for r in res.rows} == {"unreliable"} and res.exit_code == 4
     assert res.time_limited
 
 

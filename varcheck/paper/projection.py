@@ -243,7 +243,13 @@ def same_token_variance(
 
 
 def conditional_moments(
-    w_q: np.ndarray, w_k: np.ndarray, sigma_x: float, mu4_x: float, *, same_token: bool
+    w_q: np.ndarray,
+    w_k: np.ndarray,
+    sigma_x: float,
+    mu4_x: float,
+    *,
+    same_token: bool,
+    frobenius2: float | None = None,
 ) -> tuple[float, float]:
     """(E, Var) of q·k given the weights, for inputs with i.i.d. zero-mean entries.
 
@@ -254,6 +260,8 @@ def conditional_moments(
         Standard deviation and fourth moment of the input entries.
     same_token : bool
         q and k from one input row (a quadratic form) instead of two independent rows.
+    frobenius2 : float, optional
+        ‖W_q W_kᵀ‖_F² if already computed (two d_k × d_k Gram products saved).
 
     Examples
     --------
@@ -265,7 +273,7 @@ def conditional_moments(
     """
     w_q = np.asarray(w_q, dtype=float)
     w_k = np.asarray(w_k, dtype=float)
-    frob2 = exact_logit_variance(w_q, w_k, 1.0)
+    frob2 = exact_logit_variance(w_q, w_k, 1.0) if frobenius2 is None else frobenius2
     if not math.isfinite(sigma_x) or (same_token and not math.isfinite(mu4_x)):
         return (math.nan if not math.isfinite(sigma_x) else 0.0), math.inf
     if not same_token:
@@ -775,7 +783,7 @@ def check_feasible(o: _Options, constructed: bool) -> None:
     if o.max_seconds is not None:
         seconds = min(seconds, sum(o.max_seconds + t for t in per_setting))
     # the exact predictions of each fixed setting: a few d_k × d_k Gram products
-    seconds += n_fixed * 7.0 * o.dx * o.dk**2 * limits.MAC_SECONDS
+    seconds += n_fixed * 3.0 * o.dx * o.dk**2 * limits.MAC_SECONDS
     what = f"dx={o.dx}, dk={o.dk}, tokens={o.tokens} with " + (
         f"precision {o.precision:.3g}" if o.precision is not None else f"blocks={o.blocks}"
     )
@@ -927,15 +935,20 @@ def _predictions(
     ]
     for name, desc, wq, wk in weights:
         swq, swk = weight_sigma(wq), weight_sigma(wk)
-        diff_mean, diff_var = conditional_moments(wq, wk, s, x.mu4, same_token=False)
-        same_mean, same_var = conditional_moments(wq, wk, s, x.mu4, same_token=True)
+        frob2 = exact_logit_variance(wq, wk, 1.0)
+        diff_mean, diff_var = conditional_moments(
+            wq, wk, s, x.mu4, same_token=False, frobenius2=frob2
+        )
+        same_mean, same_var = conditional_moments(
+            wq, wk, s, x.mu4, same_token=True, frobenius2=frob2
+        )
         sections.append(
             ProjectionSection(
                 name,
                 desc,
                 swq,
                 swk,
-                frobenius2=exact_logit_variance(wq, wk, 1.0),
+                frobenius2=frob2,
                 trace=float(np.einsum("aj,aj->", wq, wk)),
             )
         )
@@ -1021,6 +1034,12 @@ def _section_draw(o: _Options, name: str, weights: list[_Weights], index: int) -
     return _fixed_weights_draw(o.x, wq, wk, o.tokens), o.tokens * (o.dx + 2 * o.dk + o.tokens)
 
 
+def _too_few_blocks(est: MonteCarloVariance | None) -> bool:
+    """Stopped by time before :data:`MIN_BLOCKS` blocks (a fixed ``--blocks`` count is the
+    user's choice and stands)."""
+    return est is not None and est.stop_reason == "max-seconds" and est.blocks < MIN_BLOCKS
+
+
 def _judge(
     preds: list[_Prediction],
     estimates: dict[tuple[str, str], MonteCarloVariance | None],
@@ -1033,7 +1052,8 @@ def _judge(
     finite = [
         est is not None and math.isfinite(pr.var) for pr, est in zip(preds, ests, strict=True)
     ]
-    valid = [pr.estimable for pr in preds]
+    # a time limit may stop a setting after a handful of blocks: too few for a valid interval
+    valid = [pr.estimable and not _too_few_blocks(est) for pr, est in zip(preds, ests, strict=True)]
     p_values = [
         est.p_value(pr.var) if f and v else math.nan  # type: ignore[union-attr]
         for pr, est, f, v in zip(preds, ests, finite, valid, strict=True)

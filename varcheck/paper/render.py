@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..core.estimation import MIN_BLOCKS
 from ..output import formats
 from ..output.formats import confidence_label, fmt, fmt_p, interval, plain_table, styled
 
@@ -351,8 +352,9 @@ def project_notes(result: ProjectionResult) -> list[str]:
         )
     if "unreliable" in verdicts:
         notes.append(
-            "[bold yellow]unreliable:[/] the variance is finite but the estimator's own variance "
-            "is not (needs E[x⁴] for different tokens, E[x⁸] for one token); no verdict."
+            "[bold yellow]unreliable:[/] no verdict: the variance is finite but the estimator's "
+            "own variance is not (needs E[x⁴] for different tokens, E[x⁸] for one token), or "
+            f"the time limit stopped the setting before {MIN_BLOCKS} blocks."
         )
     stops = {r.estimate.stop_reason for r in result.rows if r.estimate is not None}
     if "max-blocks" in stops:
