@@ -214,3 +214,15 @@ def test_an_interrupt_cancels_slow_draws_in_threads() -> None:
         raise KeyboardInterrupt
     assert time.perf_counter() - start < 5
     assert not _deadline.cancelled.is_set()  # later runs draw again
+
+
+def test_threads_are_capped_per_core() -> None:
+    """Guards against --workers 256 on a small machine: 2.5 GB of chunk buffers in shared blocks
+    for no speed (the results do not depend on the count)."""
+    from varcheck.core.parallel import THREADS_PER_CORE, default_workers
+
+    cap = THREADS_PER_CORE * default_workers()
+    with open_runner(256) as runner:
+        assert runner.workers == min(256, cap)
+    with open_runner(2) as runner:
+        assert runner.workers == min(2, cap)

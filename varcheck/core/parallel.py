@@ -21,6 +21,7 @@ from .options import cut, shown
 
 __all__ = [
     "HANDSHAKE_SECONDS",
+    "THREADS_PER_CORE",
     "Runner",
     "SerialRunner",
     "default_workers",
@@ -29,6 +30,9 @@ __all__ = [
     "probe_scheduler",
 ]
 
+#: Threads beyond this many per usable core only add memory (each holds its chunks, about
+#: 10 MB in shared blocks): more workers than that run as that many, with the same results.
+THREADS_PER_CORE = 4
 #: Seconds a scheduler has to accept the connection, and then to greet.
 HANDSHAKE_SECONDS = 10.0
 #: Largest greeting a Dask scheduler sends (its handshake is about 60 bytes).
@@ -134,8 +138,9 @@ def open_runner(workers: int | None = None, scheduler: str | None = None) -> Ite
     Parameters
     ----------
     workers : int, optional
-        Threads in this process (default: all cores). With ``scheduler="local"``, the number of
-        worker processes of the local Dask cluster.
+        Threads in this process (default: all cores; at most :data:`THREADS_PER_CORE` per
+        core, which changes nothing but memory and speed). With ``scheduler="local"``, the
+        number of worker processes of the local Dask cluster.
     scheduler : str, optional
         ``"local"`` for a Dask LocalCluster, or the address of a running Dask scheduler
         (``tcp://host:8786``). Needs the optional extra ``varcheck[dask]``. A scheduler must be
@@ -147,7 +152,7 @@ def open_runner(workers: int | None = None, scheduler: str | None = None) -> Ite
         if n == 1:
             yield SerialRunner()
             return
-        runner = _ThreadRunner(n)
+        runner = _ThreadRunner(min(n, THREADS_PER_CORE * default_workers()))
         try:
             yield runner
         except BaseException:
