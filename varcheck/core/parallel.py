@@ -173,8 +173,10 @@ def open_runner(workers: int | None = None, scheduler: str | None = None) -> Ite
         # the scheduler serves HTTP even without a dashboard, on port 8787 unless told: a free
         # loopback port lets two runs share a machine (a busy CI runner) and exposes nothing;
         # giving an address would switch the dashboard on, so it is switched off again
+        # a process per core at most: each holds a Python with numpy (over 100 MB), and the
+        # results do not depend on the count
         cluster = LocalCluster(
-            n_workers=n,
+            n_workers=min(n, default_workers()),
             threads_per_worker=1,
             processes=True,
             dashboard_address="127.0.0.1:0",
