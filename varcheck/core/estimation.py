@@ -548,9 +548,9 @@ def minimum_products(q: Distribution, k: Distribution, theory: DotProductTheory)
     """The fewest products behind a valid interval for Var(q·k): the one budget rule.
 
     ``PRODUCTS_PER_KURTOSIS · (kurtosis of q·k - 1)``, times ``(κ / 3)^1.5`` for the larger
-    entry kurtosis κ (1 for normal entries: heavier entry tails give a more skewed variance
-    estimate at the same kurtosis of q·k), times ``SLOW_TAIL_FACTOR`` when E[(q·k)^6] is
-    infinite; ``inf`` when no interval is valid at all (see
+    entry kurtosis κ (1 for normal entries, the only ones that may be correlated; heavier entry
+    tails give a more skewed variance estimate at the same kurtosis of q·k), times
+    ``SLOW_TAIL_FACTOR`` when E[(q·k)^6] is infinite; ``inf`` when no interval is valid at all (see
     :attr:`~varcheck.core.theory.DotProductTheory.estimable`). The factors were chosen from the
     coverage measured at fixed budgets (docs/calibration.md); a budget below this gives an
     estimate without a verdict, and an adaptive run draws at least this many.
@@ -567,7 +567,7 @@ def minimum_products(q: Distribution, k: Distribution, theory: DotProductTheory)
     """
     if not theory.estimable:
         return math.inf
-    kappa = 3.0 if theory.rho != 0.0 else max(q.kurtosis, k.kurtosis)
+    kappa = max(q.kurtosis, k.kurtosis)  # correlated entries are normal: 3
     per_unit = PRODUCTS_PER_KURTOSIS * (kappa / 3.0) ** ENTRY_KURTOSIS_POWER
     if theory.slow_convergence:
         per_unit *= SLOW_TAIL_FACTOR
