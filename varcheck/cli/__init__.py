@@ -124,13 +124,16 @@ def _command_path(args: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI and map every outcome to a documented exit code."""
-    from .signals import exit_status, handling_signals
+    from .signals import exit_status, handling_signals, ignore_signals
 
-    # as the console script, the handlers stay until the process ends (no traceback from a
-    # signal during the final flush); called in-process, the caller's handlers come back
+    # called in-process, the caller's handlers come back afterwards
     with handling_signals(restore=argv is not None):
         code = _run(sys.argv[1:] if argv is None else argv)
         code = exit_status(code)
+    if argv is None:
+        # the console script: Python's teardown restores the default actions, and a signal
+        # then would kill the process (after its output) instead of exiting with ``code``
+        ignore_signals()
     sys.exit(code)
 
 

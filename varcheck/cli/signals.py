@@ -7,7 +7,10 @@ once the work has been stopped, or once its results are being written (:func:`re
 further signals are only noted, so the partial output is never cut in the middle. Only a third
 signal, two seconds or more after the first, stops the output too (for a writer stuck on a
 blocked pipe): a burst of signals (a CI runner's, a key held down) cannot cut it. The exit status
-is 128 + the first signal's number (130 for SIGINT, 143 for SIGTERM).
+is 128 + the first signal's number (130 for SIGINT, 143 for SIGTERM). Once that status is
+known, the console script ignores both signals: Python's own teardown would otherwise restore
+their default actions, and a late signal would kill the process instead of letting it exit with
+its status.
 """
 
 from __future__ import annotations
@@ -19,7 +22,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["Terminated", "exit_status", "handling_signals", "received", "results_phase", "writing"]
+__all__ = [
+    "Terminated",
+    "exit_status",
+    "handling_signals",
+    "ignore_signals",
+    "received",
+    "results_phase",
+    "writing",
+]
 
 _HANDLED = (signal.SIGINT, signal.SIGTERM)
 #: seconds after the first signal from which a third one stops a stuck output
@@ -103,3 +114,10 @@ def handling_signals(*, restore: bool = True) -> Iterator[None]:
         if restore:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def ignore_signals() -> None:
+    """Ignore SIGINT and SIGTERM from now on (the process is exiting with its status)."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in _HANDLED:
+            signal.signal(sig, signal.SIG_IGN)
