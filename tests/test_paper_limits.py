@@ -42,7 +42,13 @@ PROJECT_VALID = {
     ("--max-seconds", "1e-320"),
     ("--precision", "1e-320"),  # with --max-seconds in the base of that case only
 }
-TRAIN_VALID = {("--seed", "0"), ("--seed", "9" * 400), ("--lr", "1e-320")}
+TRAIN_VALID = {
+    ("--seed", "0"),
+    ("--seed", "9" * 400),
+    ("--lr", "1e-320"),
+    ("--max-seconds", "1e308"),
+    ("--max-seconds", "1e-320"),  # stops at step 0, which it records
+}
 
 
 def _rows_complete(doc: dict) -> None:
@@ -112,6 +118,7 @@ def test_project_init_and_law_values(run_cli, value: str) -> None:
         "--every",
         "--confidence",
         "--seed",
+        "--max-seconds",
     ],
 )
 def test_train_option_values(run_cli, option: str, value: str) -> None:
@@ -178,6 +185,20 @@ def test_too_few_blocks_under_a_time_limit_give_no_verdict(monkeypatch) -> None:
     assert all(r.estimate.blocks < 200 for r in res.rows)
     assert {r.verdict for r in res.rows} == {"unreliable"} and res.exit_code == 4
     assert res.time_limited
+
+
+def test_train_max_seconds_bounds_the_run_and_says_so(run_cli) -> None:
+    args = ("train", "--steps", "100000", "--every", "1", "--seed", "1")
+    assert run_cli(*args).exit_code == 2  # about half an hour: refused
+    start = time.perf_counter()
+    res = run_cli(*args, "--max-seconds", "0.5", "--eval-size", "64", "--format", "json")
+    assert time.perf_counter() - start < 10 and res.exit_code == 0
+    doc = json.loads(res.output)
+    assert doc["time_limited"] is True and doc["max_seconds"] == 0.5
+    last = {r["scheme"]: r["step"] for r in doc["rows"]}
+    assert len(set(last.values())) == 1 and 0 < last["fixed"] < 100_000  # all stop together
+    table = run_cli(*args, "--max-seconds", "0.2", "--eval-size", "64").output
+    assert "Time-limited: --max-seconds 0.2 stopped the runs at step" in table
 
 
 def test_train_estimate_accepts_the_long_runs_the_issue_interrupts() -> None:

@@ -485,7 +485,8 @@ estimator squares it). A row that meets the block cap before its target says so 
 `max-blocks`, marked `*`); `--max-seconds` caps each setting, and without it each setting
 still stops at its share of the 10 minutes (a heavy-tailed input law needs more blocks than
 the estimate assumes); a run cut by time says so (`time_limited` in JSON, a footnote in the
-table: the numbers then depend on the machine's speed). Ctrl-C or SIGTERM
+table: the numbers then depend on the machine's speed), and a setting cut before 200 blocks
+gets no verdict (`unreliable`, exit 4). Ctrl-C or SIGTERM
 keeps the settings already done and, with at least 200 blocks, the one under way (stop reason
 `interrupted`, marked `‡`), and exits 130 or 143.
 

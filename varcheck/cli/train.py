@@ -6,7 +6,14 @@ from typing import Any
 
 import click
 
-from .options import confidence_option, format_option, int_option, plot_option, seed_option
+from .options import (
+    confidence_option,
+    format_option,
+    int_option,
+    plot_option,
+    positive_option,
+    seed_option,
+)
 from .run import run
 from .types import INIT, FiniteFloat
 
@@ -97,6 +104,11 @@ work, with the estimate.
     help="Init of W_q, W_k: lecun (σ²=1/d_x: β = 1/√d_k is right at step 0), xavier, "
     "kaiming or normal:SD.",
 )
+@positive_option(
+    "--max-seconds",
+    "Stop at the first step past this wall time, recording it (the output then says it was "
+    "time-limited: where it stops depends on the machine).",
+)
 @confidence_option(text="Confidence level of the measured variance's interval.")
 @seed_option()
 @format_option()
@@ -115,6 +127,7 @@ def command(
     eval_size: int,
     every: int | None,
     init: str,
+    max_seconds: float | None,
     confidence: float,
     seed: int | None,
     fmt: str,
@@ -149,6 +162,7 @@ def command(
             every=every if every is not None else max(1, steps // 20),
             init=init,
             confidence=confidence,
+            max_seconds=max_seconds,
         )
         return train(config, schemes=schemes, seed=seed)
 

@@ -88,9 +88,11 @@ def plot_train(result: TrainResult, path: str) -> None:
     for ax, ref in zip((ax_var, ax_ent, ax_acc), refs, strict=True):
         ax.legend(handles=[ref], fontsize=7)
     stopped = ""
+    last = max((run.final.step for run in result.runs), default=0)
     if result.interrupted:
-        last = max((run.final.step for run in result.runs), default=0)
         stopped = f" — interrupted at step {last:,} (partial)"
+    elif result.time_limited:
+        stopped = f" — time-limited at step {last:,}"
     fig.suptitle(
         f"varcheck train: key-value lookup, d_x = {cfg.dx}, d_k = {cfg.dk}, init {cfg.init}, "
         f"{cfg.memory} items, {level} intervals, seed {result.seed}{stopped}",
@@ -133,9 +135,7 @@ def plot_project(result: ProjectionResult, path: str) -> None:
         key = "marginal" if row.marginal_only(result.alpha) else row.verdict
         color, marker, _ = _VERDICT_STYLE.get(key, (PALETTE["grey"], "x", key))
         face = color if row.role == "check" else "white"
-        ax.errorbar(
-            [ratio], [i], xerr=err, fmt=marker, color=color, mfc=face, mec=color, capsize=3
-        )
+        ax.errorbar([ratio], [i], xerr=err, fmt=marker, color=color, mfc=face, mec=color, capsize=3)
     ax.axvline(1.0, color=PALETTE["grey"], lw=0.8)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{r.section} · {r.case} · {r.claim}" for r in rows], fontsize=8)

@@ -610,6 +610,8 @@ def train_meta(result: TrainResult) -> dict[str, Any]:
         "confidence": cfg.confidence,
         "sigma_w_kind": result.sigma_w_kind,
         "schemes": ",".join(r.scheme for r in result.runs),
+        "max_seconds": cfg.max_seconds,
+        "time_limited": result.time_limited,
         "interrupted": result.interrupted,
     }
 
@@ -766,6 +768,12 @@ def render_train_tables(result: TrainResult, console: Console) -> None:
         "d_k times pred. (paper); entropy in nats (uniform attention: "
         f"{fmt(math.log(result.config.memory), 3)})."
     )
+    if result.time_limited:
+        console.print(
+            f"[yellow]Time-limited:[/] --max-seconds {result.config.max_seconds:g} stopped the "
+            f"runs at step {result.runs[0].final.step:,} of {result.config.steps:,} (recorded "
+            "above), so where they stop depends on this machine's speed."
+        )
     if result.interrupted:
         last = max((run.final.step for run in result.runs), default=None)
         reached = "before any step was recorded" if last is None else f"at step {last:,}"

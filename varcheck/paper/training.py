@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,7 +46,7 @@ from ..core.logit_variance import (
     paper_logit_variance,
     weight_sigma,
 )
-from ..core.options import resolve_seed, valid_confidence, valid_count
+from ..core.options import resolve_seed, valid_confidence, valid_count, valid_positive
 from ..core.verdicts import exit_code
 from ..errors import VarcheckError
 from .limits import (
@@ -113,6 +114,9 @@ class TrainConfig:
         at step 0), ``xavier``, ``kaiming`` or ``normal:SD``.
     confidence : float
         Level of the measured variance's interval.
+    max_seconds : float or None
+        Wall-time cap: the run stops at the first step past it, which it records (the result
+        is then ``time_limited`` and depends on the machine's speed).
     """
 
     steps: int = 600
@@ -128,6 +132,7 @@ class TrainConfig:
     every: int = 30
     init: str = "lecun"
     confidence: float = 0.95
+    max_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -204,6 +209,9 @@ class TrainResult:
     interrupted : bool
         Stopped by Ctrl-C or SIGTERM: each run holds the steps recorded so far (the schemes
         train in lockstep, so they stop together); a scheme with none is left out.
+    time_limited : bool
+        Stopped by ``config.max_seconds`` before ``config.steps``; the last recorded step is
+        where it stopped.
     """
 
     runs: tuple[TrainRun, ...]
@@ -212,6 +220,7 @@ class TrainResult:
     version: str = __version__
     sigma_w_kind: str = SIGMA_W_KIND
     interrupted: bool = False
+    time_limited: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -449,25 +458,28 @@ class _Learner:
 
 def _run_all(
     schemes: tuple[str, ...], cfg: TrainConfig, seed: int, task: _Task, p0: Params, sigma_x: float
-) -> tuple[tuple[TrainRun, ...], bool]:
+) -> tuple[tuple[TrainRun, ...], bool, bool]:
     """Train every scheme in lockstep from the same weights and batches.
 
     Each step draws one batch for all schemes and each recorded step one set of evaluation
     sequences, so on Ctrl-C (or SIGTERM) the runs stop at the same step; the second value says
-    whether that happened (the rows recorded so far are kept).
+    whether that happened (the rows recorded so far are kept), the third whether
+    ``cfg.max_seconds`` stopped the runs (at a step they all recorded).
     """
     learners = [_Learner.start(sch, p0) for sch in schemes]
     batch_rng = _rng(seed, _STREAM_BATCH)
+    start, late = time.perf_counter(), False
     try:
         for step in range(cfg.steps + 1):
             b = task.sample(batch_rng, cfg.batch)
-            if step % cfg.every == 0 or step == cfg.steps:
+            late = cfg.max_seconds is not None and time.perf_counter() - start > cfg.max_seconds
+            if step % cfg.every == 0 or step == cfg.steps or late:
                 # fresh sequences for each recorded step, the same for every scheme
                 ev = task.sample(_rng(seed, _STREAM_EVAL, step), cfg.eval_size)
                 for ln in learners:
                     beta_ev = scheme_beta(ln.scheme, ln.p, sigma_x, cfg.dk)
                     ln.recorded.append(_measure(step, ln.p, ev, beta_ev, sigma_x, cfg.confidence))
-            if step == cfg.steps:
+            if step == cfg.steps or late:
                 break
             sx = _sigma_x(b)
             for ln in learners:
@@ -477,7 +489,7 @@ def _run_all(
     else:
         interrupted = False
     runs = tuple(TrainRun(ln.scheme, tuple(ln.recorded)) for ln in learners if ln.recorded)
-    return runs, interrupted
+    return runs, interrupted, late and not interrupted
 
 
 def _valid_config(cfg: TrainConfig) -> TrainConfig:
@@ -505,6 +517,8 @@ def _valid_config(cfg: TrainConfig) -> TrainConfig:
     if not (isinstance(cfg.lr, int | float) and math.isfinite(cfg.lr) and 0 < cfg.lr <= 1):
         raise VarcheckError(f"lr must be in (0, 1], got {cfg.lr!r}")
     cfg = dataclasses.replace(cfg, confidence=valid_confidence(cfg.confidence))
+    if cfg.max_seconds is not None:
+        cfg = dataclasses.replace(cfg, max_seconds=valid_positive("max_seconds", cfg.max_seconds))
     init_sd(cfg.init, cfg.dx, cfg.dk)
     return cfg
 
@@ -557,8 +571,8 @@ def train(
         sigma_x = _sigma_x(task.sample(_rng(seed, _STREAM_EVAL), cfg.eval_size))
     except KeyboardInterrupt:
         return TrainResult(runs=(), config=cfg, seed=seed, interrupted=True)
-    runs, interrupted = _run_all(schemes, cfg, seed, task, p0, sigma_x)
-    return TrainResult(runs=runs, config=cfg, seed=seed, interrupted=interrupted)
+    runs, interrupted, late = _run_all(schemes, cfg, seed, task, p0, sigma_x)
+    return TrainResult(runs=runs, config=cfg, seed=seed, interrupted=interrupted, time_limited=late)
 
 
 def _sample_elements(cfg: TrainConfig, size: int) -> float:
@@ -581,7 +595,10 @@ def _train_seconds(cfg: TrainConfig, n_schemes: int) -> float:
     records = cfg.steps // cfg.every + 2
     per_step = sample(cfg.batch) + n_schemes * (2 * cfg.batch * macs * MAC_SECONDS + 2e-4)
     per_record = sample(cfg.eval_size) + n_schemes * (cfg.eval_size * macs * MAC_SECONDS + 1e-3)
-    return (cfg.steps + 1) * per_step + records * per_record
+    seconds = (cfg.steps + 1) * per_step + records * per_record
+    if cfg.max_seconds is not None:  # the run stops at the first step past it, and records it
+        seconds = min(seconds, cfg.max_seconds + per_step + per_record)
+    return seconds
 
 
 def check_feasible(cfg: TrainConfig, n_schemes: int = len(BETA_SCHEMES)) -> None:
@@ -600,7 +617,8 @@ def check_feasible(cfg: TrainConfig, n_schemes: int = len(BETA_SCHEMES)) -> None
         f"steps={cfg.steps}, every={cfg.every}, batch={cfg.batch}, eval_size={cfg.eval_size}, "
         f"keys={cfg.keys}",
         _train_seconds(cfg, n_schemes),
-        "fewer steps, fewer recorded steps (a larger every), a smaller batch, eval_size or keys",
+        "fewer steps, fewer recorded steps (a larger every), a smaller batch, eval_size or "
+        "keys, or max_seconds",
     )
     sd = init_sd(cfg.init, cfg.dx, cfg.dk)
     fixed = 2 * math.log10(cfg.dx) + math.log10(cfg.dk)  # inputs have variance about 1
