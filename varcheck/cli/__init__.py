@@ -81,6 +81,7 @@ Examples:
   varcheck project --dx 64 --dk 16                # Q = XW_q, K = XW_k: the paper's formula
   varcheck train                                  # fixed vs adaptive beta while training
   varcheck audit all-MiniLM-L6-v2                 # a real transformer's logit scale
+  varcheck probe kernels.py:attn --dk 64          # a black-box kernel's effective scale
   varcheck COMMAND --help                         # every option of a command
 
 """
