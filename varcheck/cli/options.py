@@ -347,8 +347,9 @@ sampling_options = grouped(
         samples_option(),
         positive_option(
             "--max-seconds",
-            "Wall-time cap per row (rows drawn from shared blocks share rows × this); a row "
-            "stopped by it reports the precision reached.",
+            "Wall-time cap per estimate (a row, a test, a derive check; rows drawn from shared "
+            "blocks share rows × this); an estimate stopped by it reports the precision "
+            "reached, and the output then depends on the machine's speed.",
         ),
         confidence_option(),
         seed_option(),
