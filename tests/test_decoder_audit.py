@@ -69,10 +69,16 @@ def test_distance_bands() -> None:
         assert covered == list(range(n))
 
 
-def test_decoder_names() -> None:
+def test_decoder_names(tmp_path: Path) -> None:
     assert is_decoder_model("SmolLM2-135M") and is_decoder_model("smollm2-135m")
     assert is_decoder_model("path/to/Model.GGUF")
     assert not is_decoder_model("all-MiniLM-L6-v2")
+    renamed = tmp_path / "model.bin"
+    renamed.write_bytes(b"GGUF\x03\x00\x00\x00")
+    assert is_decoder_model(renamed)  # by its magic number
+    (tmp_path / "weights.safetensors").write_bytes(b"{}")
+    assert not is_decoder_model(tmp_path / "weights.safetensors")
+    assert not is_decoder_model(tmp_path)
 
 
 @pytest.mark.parametrize("layout", ["adjacent", "half"])

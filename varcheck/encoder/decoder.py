@@ -31,6 +31,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -367,9 +368,19 @@ def bundled_smollm2_path() -> Path | None:
 
 
 def is_decoder_model(model: str | os.PathLike[str]) -> bool:
-    """Whether ``model`` names a decoder: a SmolLM2 name (any case) or a ``.gguf`` path."""
+    """Whether ``model`` names a decoder: a SmolLM2 name (any case), a ``.gguf`` path, or a
+    regular file that starts with GGUF's magic number."""
     text = str(model)
-    return text.lower() in SMOLLM2_NAMES or text.lower().endswith(".gguf")
+    if text.lower() in SMOLLM2_NAMES or text.lower().endswith(".gguf"):
+        return True
+    path = Path(text).expanduser()
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a folder (a BERT checkpoint), a FIFO or a device: never opened here
+        with open(path, "rb") as handle:
+            return handle.read(4) == b"GGUF"
+    except OSError:
+        return False
 
 
 def resolve_decoder(model: str | os.PathLike[str]) -> tuple[Path, str | None]:
