@@ -15,8 +15,8 @@ from bert_weights import random_bert_weights
 from rich.console import Console
 
 from varcheck.core.estimation import ConfidenceInterval
-from varcheck.encoder import bert
 from varcheck.core.logit_variance import weight_sigma
+from varcheck.encoder import bert
 from varcheck.encoder.heads import (
     MIN_SEQUENCES,
     TOO_FEW,
@@ -469,6 +469,8 @@ def test_minilm_audit_shape_and_weight_sigmas(minilm, minilm_audit):
     assert row.sigma_wq == pytest.approx(weight_sigma(wq), rel=1e-12)
     assert row.sigma_wq != pytest.approx(float(np.std(wq)), rel=1e-9)
     assert res.sigma_w_kind == "rms"
+    # with the RMS, exact = σ_X⁴‖W_q W_kᵀ‖_F² ≤ d_k · paper holds for every head (docs/paper.md)
+    assert all(r.predicted_var_exact <= r.dk * r.predicted_var_paper * (1 + 1e-9) for r in res.rows)
     assert row.beta_default == pytest.approx(1 / math.sqrt(32))
     assert all(math.isfinite(r.measured_var) and r.measured_var > 0 for r in res.rows)
     assert all(0 <= r.entropy <= res.mean_log_tokens + 1e-9 for r in res.rows)

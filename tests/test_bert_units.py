@@ -282,7 +282,8 @@ def test_zero_heads_are_refused(tmp_path):
 def _assert_position_limit(ckpt: bert.BertCheckpoint, limit: int) -> None:
     """``limit`` tokens at most: encode's max_length range and the forward pass both end there."""
     assert ckpt.config.max_positions == limit
-    with pytest.raises(VarcheckError, match=rf"max_length \d+ is out of range; accepted: 3 to {limit}"):
+    expected = rf"max_length \d+ is out of range; accepted: 3 to {limit}"
+    with pytest.raises(VarcheckError, match=expected):
         ckpt.encode(["the cat"], max_length=limit + 1)
     with pytest.raises(VarcheckError, match=f"at most {limit}"):
         bert.forward(ckpt, bert.TokenBatch.from_ids([[CLS] + [ID["cat"]] * (limit - 1) + [SEP]]))

