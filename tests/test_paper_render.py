@@ -8,6 +8,7 @@ Each figure is written and carries its title (settings, confidence, seed) and it
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
 
@@ -177,3 +178,29 @@ def test_train_figure(trained, tmp_path: Path, captured) -> None:
     legends = [text for ax in axes for text in _legend_texts(ax)]
     for word in ("fixed β = 1/√d_k", "target: 1", "chance: 1/values", "uniform attention: log M"):
         assert word in legends, legends
+
+
+# --- in Python and notebooks ------------------------------------------------------------------
+
+
+@pytest.fixture(params=["project", "train", "beta"])
+def displayed(request, weights: Path):
+    """(result from the API, the command line printing the same result)."""
+    if request.param == "project":
+        args = ("--dx", "8", "--dk", "4", "--precision", "0.1", "--seed", "1")
+        return project(8, 4, precision=0.1, seed=1), ("project", *args)
+    if request.param == "train":
+        cfg = TrainConfig(steps=4, every=2, eval_size=32)
+        args = ("--steps", "4", "--every", "2", "--eval-size", "32", "--seed", "1")
+        return train(cfg, seed=1), ("train", *args)
+    return beta_report(weights), ("beta", str(weights))
+
+
+def test_to_dict_repr_and_notebook_table(displayed, run_cli) -> None:
+    result, argv = displayed
+    printed = json.loads(run_cli(*argv, "--format", "json").output)
+    assert result.to_dict() == printed and printed["exit_code"] == 0
+    text = repr(result)
+    assert "\n" not in text and len(text) < 120 and text.startswith(f"<{type(result).__name__}")
+    html = result._repr_html_()
+    assert html.startswith("<pre") and html.rstrip().endswith("</pre>")

@@ -41,6 +41,7 @@ from ..core.logit_variance import (
 )
 from ..core.options import valid_positive
 from ..errors import VarcheckError
+from ..output.display import Displayable
 from .limits import MAC_SECONDS, MAX_FILE_BYTES, check_memory, check_time, shown, size_text
 
 __all__ = [
@@ -365,8 +366,8 @@ def load_weights(path: str | Path) -> ProjectionWeights:
     return ProjectionWeights(w_q=w_q, w_k=w_k, sigma_x=sigma_x, path=name)
 
 
-@dataclass(frozen=True)
-class BetaReport:
+@dataclass(frozen=True, repr=False)
+class BetaReport(Displayable):
     """What ``varcheck beta`` prints: per-head β for one weights file.
 
     Attributes
@@ -387,6 +388,16 @@ class BetaReport:
     sigma_x_source: str
     version: str
     sigma_w_kind: str = SIGMA_W_KIND
+
+    @property
+    def exit_code(self) -> int:
+        """0: beta tests nothing (a file it cannot use is refused before a report exists)."""
+        return 0
+
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import beta_dict, render_beta
+
+        return render_beta, beta_dict
 
 
 def beta_report(

@@ -87,6 +87,7 @@ from ..core.logit_variance import (
 from ..core.options import resolve_seed, sampling_effort, valid_count, valid_positive
 from ..core.verdicts import REJECTED, exit_code, judge, marginal_only
 from ..errors import VarcheckError
+from ..output.display import Displayable
 from . import limits
 from .limits import shown
 
@@ -594,8 +595,8 @@ class ProjectionRow:
         return math.nan if self.estimate is None else self.estimate.var * self.beta**2
 
 
-@dataclass(frozen=True)
-class ProjectionResult:
+@dataclass(frozen=True, repr=False)
+class ProjectionResult(Displayable):
     """The result of :func:`project`.
 
     Attributes
@@ -673,6 +674,11 @@ class ProjectionResult:
     def findings(self) -> tuple[ProjectionRow, ...]:
         """The finding rows whose prediction was rejected."""
         return tuple(r for r in self.rows if r.role == FINDING and r.verdict == REJECTED)
+
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import project_dict, render_project
+
+        return render_project, project_dict
 
     def row(self, section: str, case: str, claim: str) -> ProjectionRow:
         for r in self.rows:

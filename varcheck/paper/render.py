@@ -543,7 +543,7 @@ def render_beta(report: BetaReport, fmt_name: str, console: Console) -> None:
 
 
 def beta_dict(report: BetaReport) -> dict[str, Any]:
-    return {**beta_meta(report), "rows": beta_records(report)}
+    return {**beta_meta(report), "rows": beta_records(report), "exit_code": report.exit_code}
 
 
 def render_beta_table(report: BetaReport, console: Console) -> None:
@@ -700,7 +700,12 @@ def render_train(result: TrainResult, fmt_name: str, console: Console) -> None:
 
 
 def train_dict(result: TrainResult) -> dict[str, Any]:
-    return {**train_meta(result), "rows": train_records(result), "summary": train_summary(result)}
+    return {
+        **train_meta(result),
+        "rows": train_records(result),
+        "summary": train_summary(result),
+        "exit_code": result.exit_code,
+    }
 
 
 def train_step_cells(step: TrainStep, *, attention_decimals: int = 3) -> list[str]:

@@ -49,6 +49,7 @@ from ..core.logit_variance import (
 from ..core.options import resolve_seed, valid_confidence, valid_count, valid_positive
 from ..core.verdicts import exit_code
 from ..errors import VarcheckError
+from ..output.display import Displayable
 from .limits import (
     DRAW_SECONDS,
     MAC_SECONDS,
@@ -194,8 +195,8 @@ class TrainRun:
         return self.steps[-1]
 
 
-@dataclass(frozen=True)
-class TrainResult:
+@dataclass(frozen=True, repr=False)
+class TrainResult(Displayable):
     """The result of :func:`train`: one run per β scheme from the same data and initial weights.
 
     Attributes
@@ -226,6 +227,11 @@ class TrainResult:
     def exit_code(self) -> int:
         """0 (train tests nothing), or 130 when interrupted."""
         return exit_code([], interrupted=self.interrupted)
+
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import render_train, train_dict
+
+        return render_train, train_dict
 
     def run(self, scheme: str) -> TrainRun:
         for r in self.runs:
