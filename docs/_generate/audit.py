@@ -524,8 +524,9 @@ The forward pass runs layer by layer over all sequences, so a layer is finished,
 sequence, before the next starts. Ctrl-C (exit 130) or SIGTERM (exit 143, what CI cancellation
 and `timeout` send) stops it and prints the layers finished so far, whole, in the format asked
 for: the JSON parses and has `"interrupted": true` and `layers_finished`; the table and Markdown
-say `partial` and list the layers done. A signal before the first layer is done prints the
-run's metadata with no rows.
+say `partial` and list the layers done. A signal after the text is tokenised but before the
+first layer is done prints the run's metadata with no rows; one while the checkpoint is still
+being read stops with the one-line notice only (there is nothing to keep yet).
 
 """
 

@@ -96,7 +96,7 @@ def command(
         fmt=fmt,
         plot=plot,
         figure=plot_audit,
-        progress="audit batch",
+        progress="audit (layer × batch)",
     )
     # interrupted: the layers finished are printed; main turns 130 into 143 after a SIGTERM
     return 130 if result.interrupted else 0
