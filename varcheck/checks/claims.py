@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import ast
 import math
-import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..core.expressions import BINARY_OPERATORS, UNARY_OPERATORS, apply_binary
 from ..core.options import cut
 from ..errors import VarcheckError
 
@@ -57,14 +57,6 @@ _FUNCS: dict[str, Callable[..., float]] = {
     "min": min,
     "max": max,
 }
-_BINOPS: dict[type, Callable[[float, float], float]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.Pow: operator.pow,
-}
-_UNARY: dict[type, Callable[[float], float]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 _ACCEPTED = (
     "a number or an expression in "
     + ", ".join(CLAIM_NAMES)
@@ -126,12 +118,9 @@ def _eval(node: ast.AST, ctx: Mapping[str, float]) -> float:
     if isinstance(node, ast.Name):
         return _real(ctx[node.id], f"{node.id} here")
     if isinstance(node, ast.UnaryOp):
-        return _UNARY[type(node.op)](_eval(node.operand, ctx))
+        return UNARY_OPERATORS[type(node.op)](_eval(node.operand, ctx))
     if isinstance(node, ast.BinOp):
-        left, right = _eval(node.left, ctx), _eval(node.right, ctx)
-        if isinstance(node.op, ast.Pow) and abs(right) > 64:
-            raise ValueError(f"exponent {right} is out of range (|exponent| <= 64)")
-        fn, args = _BINOPS[type(node.op)], (left, right)
+        fn, args = apply_binary, (node.op, _eval(node.left, ctx), _eval(node.right, ctx))
     elif isinstance(node, ast.Call):
         fn, args = _FUNCS[node.func.id], tuple(_eval(a, ctx) for a in node.args)  # type: ignore[union-attr]
     else:
@@ -168,11 +157,11 @@ def _check(node: ast.AST, text: str, names: set[str]) -> None:
             raise VarcheckError(f"claim {cut(text)!r}: unknown name {cut(node.id)!r}; {_ACCEPTED}")
         names.add(node.id)
         return
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+    if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPERATORS:
         _check(node.left, text, names)
         _check(node.right, text, names)
         return
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+    if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPERATORS:
         _check(node.operand, text, names)
         return
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):

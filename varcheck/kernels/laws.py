@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import ast
 import math
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..core.expressions import BINARY_OPERATORS, UNARY_OPERATORS, apply_binary
 from ..errors import VarcheckError
 
 __all__ = ["Expectation", "parse_expectation", "Reading", "nearest_law", "LAWS", "law_exponent"]
@@ -25,14 +25,6 @@ _FUNCS: dict[str, Callable[[float], float]] = {
     "log": math.log,
     "abs": abs,
 }
-_BINOPS: dict[type, Callable[[float, float], float]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.Pow: operator.pow,
-}
-_UNARY: dict[type, Callable[[float], float]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 _ACCEPTED = "a number or an expression in dk and h with + - * / ** and sqrt, exp, log, abs"
 
 
@@ -42,12 +34,9 @@ def _eval(node: ast.AST, ctx: dict[str, float]) -> float:
     if isinstance(node, ast.Name):
         return ctx[node.id]
     if isinstance(node, ast.BinOp):
-        left, right = _eval(node.left, ctx), _eval(node.right, ctx)
-        if isinstance(node.op, ast.Pow) and abs(right) > 64:
-            raise ValueError(f"exponent {right} is out of range (|exponent| <= 64)")
-        return _BINOPS[type(node.op)](left, right)
+        return apply_binary(node.op, _eval(node.left, ctx), _eval(node.right, ctx))
     if isinstance(node, ast.UnaryOp):
-        return _UNARY[type(node.op)](_eval(node.operand, ctx))
+        return UNARY_OPERATORS[type(node.op)](_eval(node.operand, ctx))
     return _FUNCS[node.func.id](_eval(node.args[0], ctx))  # type: ignore[attr-defined]
 
 
@@ -58,10 +47,10 @@ def _check(node: ast.AST, text: str) -> None:
     elif isinstance(node, ast.Name):
         if node.id not in _NAMES:
             raise VarcheckError(f"expect {text!r}: unknown name {node.id!r}; {_ACCEPTED}")
-    elif isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+    elif isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPERATORS:
         _check(node.left, text)
         _check(node.right, text)
-    elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+    elif isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPERATORS:
         _check(node.operand, text)
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         if node.func.id not in _FUNCS:
