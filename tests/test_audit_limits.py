@@ -164,6 +164,28 @@ def test_fifo_and_devices_are_refused_without_reading(tmp_path, where, kind):
 
 
 @needs_extra
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"num_hidden_layers": 1_000_000}, "num_hidden_layers 1000000 is not accepted"),
+        ({"num_hidden_layers": 1e8}, "num_hidden_layers 100000000.0 is not accepted"),
+        ({"layer_norm_eps": -1}, "layer_norm_eps -1 is not accepted"),
+        ({"hidden_size": 8.9}, "hidden_size 8.9 is not accepted"),
+    ],
+)
+def test_cli_refuses_bad_configs_fast_and_small(tmp_path, changes, fragment):
+    """The command line, in a child under a 3 GiB address-space limit: exit 2, one line, no
+    partial output, well within the deadline (today's 2.7 GB and out-of-memory runs)."""
+    folder = _tiny_checkpoint(tmp_path, config_changes=changes)
+    start = time.perf_counter()
+    done = _varcheck("audit", str(folder), "--format", "json")
+    assert time.perf_counter() - start < 30
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0] and "Traceback" not in done.stderr
+
+
+@needs_extra
 def test_large_text_is_refused_before_reading(tmp_path):
     text = tmp_path / "big.txt"
     with open(text, "wb") as handle:
