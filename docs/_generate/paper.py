@@ -443,8 +443,8 @@ an entry and its mean square are one number. For the weights a network has they 
 trained W can have a mean. What reaches the logit is the mean square. For a token x with i.i.d.
 zero-mean entries and a fixed column w, Var(x·w) = σ_X² Σ_a w_a² = d_x σ_X² · (mean of w_a²),
 whatever the mean of w. So the coordinates of q = x W_q have average variance d_x σ_X² σ_Wq²
-exactly when σ_Wq is the root mean square (RMS) of W_q's entries. `beta`, `train` and `project`
-all measure σ_W that way, name it in their tables (σ_Wq (RMS)) and say so in their JSON
+exactly when σ_Wq is the root mean square (RMS) of W_q's entries. `beta`, `train`, `project`
+and `audit` all measure σ_W that way, name it in their tables (σ_Wq (RMS)) and say so in their JSON
 (`"sigma_w_kind": "rms"`). For weights with mean zero, as at any usual init, the RMS and the
 standard deviation agree up to sampling.
 
