@@ -469,3 +469,26 @@ def test_p_values_of_a_true_claim_are_calibrated() -> None:
     assert binomtest(count, 400, 0.05).pvalue > 0.001, count
     assert rejected == excluded
     assert count == 17
+
+
+def test_call_user_names_what_failed_in_one_line():
+    from varcheck.core.user_code import call_user, first_line
+
+    class Unreadable:
+        def __array__(self, *args, **kwargs):
+            raise RuntimeError("on the GPU\nsecond line")
+
+    out, arr = call_user(lambda a, b: [a, b], 1.0, 2.0, what="kernel k")
+    assert out == [1.0, 2.0] and arr.tolist() == [1.0, 2.0]
+    with pytest.raises(
+        VarcheckError, match=r"^kernel k raised ZeroDivisionError: division by zero$"
+    ):
+        call_user(lambda: 1 / 0, what="kernel k")
+    with pytest.raises(
+        VarcheckError,
+        match=r"^kernel k returned a Unreadable, which numpy cannot "
+        r"read as an array of numbers: on the GPU$",
+    ):
+        call_user(Unreadable, what="kernel k")
+    assert first_line(ValueError("")) == ""
+    assert first_line(ValueError("x" * 100)) == ": " + "x" * 60

@@ -25,6 +25,7 @@ from ..errors import VarcheckError
 from . import estimation as est
 from .estimation import MIN_BLOCKS, StopRule, VarianceEstimate
 from .parallel import Runner, SerialRunner, ordered_map
+from .user_code import call_user
 
 __all__ = ["Sampler", "call_sampler", "sampler_chunk", "estimate_sampler", "PILOT_STREAM"]
 
@@ -42,15 +43,6 @@ MAX_SCALE = 1e70
 _CHUNK_VALUES = 1 << 18
 
 
-def _first(exc: BaseException) -> str:
-    """``": "`` and the first line of an exception's message (cut to 60 characters), or ``""``."""
-    try:
-        lines = str(exc).strip().splitlines()
-    except Exception:  # noqa: BLE001 - some extension errors cannot even say what they are
-        return ""
-    return f": {lines[0][:60]}" if lines else ""
-
-
 def _returned(out: Any, values: np.ndarray) -> str:
     """What a sampler returned, for an error: ``None (a missing return?)``, ``str`` values..."""
     if out is None:
@@ -66,17 +58,7 @@ def call_sampler(fn: Sampler, rng: np.random.Generator, dk: int, *, name: str) -
     Anything ``numpy.asarray`` turns into a real array of numbers is accepted (numpy arrays, CPU
     tensors of other frameworks), without importing those frameworks.
     """
-    try:
-        out = fn(rng, dk)
-    except (Exception, SystemExit) as exc:  # the user's code: any failure is one line
-        raise VarcheckError(f"sampler {name} raised {type(exc).__name__}{_first(exc)}") from exc
-    try:
-        values = np.asarray(out)
-    except Exception as exc:  # e.g. a tensor that needs .detach() or lives on a GPU
-        raise VarcheckError(
-            f"sampler {name} returned a {type(out).__name__}, which numpy cannot read as an "
-            f"array of numbers{_first(exc)}"
-        ) from exc
+    out, values = call_user(fn, rng, dk, what=f"sampler {name}")
     kind = values.dtype.kind
     if kind == "c":
         raise VarcheckError(f"sampler {name} returned complex values; give real numbers")

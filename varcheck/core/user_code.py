@@ -35,6 +35,8 @@ __all__ = [
     "load_function",
     "load_sampler",
     "parse_sampler_arg",
+    "call_user",
+    "first_line",
     "MAX_SOURCE_BYTES",
 ]
 
@@ -65,6 +67,37 @@ def _shown_path(path: str | None) -> str:
         return "?"
     rel = os.path.relpath(path)
     return path if rel.startswith("..") else rel
+
+
+def first_line(exc: BaseException) -> str:
+    """``": "`` and the first line of an exception's message (cut to 60 characters), or ``""``."""
+    try:
+        lines = str(exc).strip().splitlines()
+    except Exception:  # noqa: BLE001 - some extension errors cannot even say what they are
+        return ""
+    return f": {lines[0][:60]}" if lines else ""
+
+
+def call_user(fn: Callable[..., Any], *args: Any, what: str) -> tuple[Any, Any]:
+    """Call a user's function: what it returned, and that as a numpy array.
+
+    Any failure of the user's code, and a return value numpy cannot read as an array, is one
+    :class:`~varcheck.errors.VarcheckError` line naming ``what`` (``"sampler NAME"``,
+    ``"kernel NAME"``); the caller checks the array's kind, shape and values.
+    """
+    import numpy as np
+
+    try:
+        out = fn(*args)
+    except (Exception, SystemExit) as exc:  # the user's code: any failure is one line
+        raise VarcheckError(f"{what} raised {type(exc).__name__}{first_line(exc)}") from exc
+    try:
+        return out, np.asarray(out)
+    except Exception as exc:  # e.g. a tensor that needs .detach() or lives on a GPU
+        raise VarcheckError(
+            f"{what} returned a {type(out).__name__}, which numpy cannot read as an "
+            f"array of numbers{first_line(exc)}"
+        ) from exc
 
 
 def _article(noun: str) -> str:

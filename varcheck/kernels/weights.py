@@ -19,17 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from ..core.user_code import call_user
 from ..errors import VarcheckError
 
 __all__ = ["LAYOUTS", "DTYPES", "Design", "call_kernel", "read_weights", "draw_qk", "rounded"]
 
 LAYOUTS = ("nd", "bhnd", "bnhd")
 DTYPES = ("float64", "float32", "float16", "bfloat16")
-
-
-def _first(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f": {lines[0][:60]}" if lines else ""
 
 
 def rounded(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -146,17 +142,7 @@ def call_kernel(kernel: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray, design
     """One call in the kernel's layout; its output as a float64 (heads, n, d_v) array."""
     name = kernel.label
     args = [design.to_layout(x) for x in (q, k, rounded(v, design.dtype))]
-    try:
-        out = kernel(*args)
-    except (Exception, SystemExit) as exc:  # the user's code: any failure is one line
-        raise VarcheckError(f"kernel {name} raised {type(exc).__name__}{_first(exc)}") from exc
-    try:
-        arr = np.asarray(out)
-    except Exception as exc:  # e.g. a tensor that needs .detach() or lives on a GPU
-        raise VarcheckError(
-            f"kernel {name} returned a {type(out).__name__}, which numpy cannot read as an "
-            f"array of numbers{_first(exc)}"
-        ) from exc
+    _, arr = call_user(kernel, *args, what=f"kernel {name}")
     want = design.shape(design.queries, design.dv)
     if arr.dtype.kind not in "biuf":
         raise VarcheckError(f"kernel {name} returned {arr.dtype} values, not real numbers")
