@@ -368,3 +368,31 @@ def test_assert_scale_of_a_kernel_that_is_not_attention_is_one_line(
     result.stdout.fnmatch_lines(["E *VarcheckError: kernel vc_kernels:not_attention is not soft*"])
     text = "\n".join(result.outlines)
     assert "varcheck/kernels" not in text and "varcheck/core" not in text
+
+
+def _softmax_attention(q, k, v):  # noqa: ANN001, ANN202
+    import numpy as np
+
+    z = q @ k.T / np.sqrt(q.shape[-1])
+    w = np.exp(z - z.max(axis=-1, keepdims=True))
+    return w / w.sum(axis=-1, keepdims=True) @ v
+
+
+def test_probe_levels_and_seeds_without_pytester() -> None:
+    """The fixture's probe: the session's alpha unless the call gives alpha or confidence; the
+    test's seed first, a derived one next, a given seed kept; a bad alpha is one line."""
+    from varcheck.errors import VarcheckError
+    from varcheck.pytest_plugin import VarcheckFixture
+
+    fx = VarcheckFixture("t.py::test_x", session_seed=5, alpha=0.2)
+    small = {"queries": 8, "keys": 8, "samples": 20}
+    first = fx.probe(_softmax_attention, 8, **small)
+    assert (first.seed, first.confidence) == (fx.seed, 0.8)
+    second = fx.probe(_softmax_attention, 8, alpha=0.1, **small)
+    assert second.seed != fx.seed and second.confidence == 0.9
+    third = fx.probe(_softmax_attention, 8, confidence=0.95, alpha=0.5, seed=11, **small)
+    assert (third.seed, third.confidence) == (11, 0.95)
+    with pytest.raises(VarcheckError, match="alpha") as info:
+        fx.probe(_softmax_attention, 8, alpha=2.0, **small)
+    assert info.value.__traceback__ is not None  # raised anew, without varcheck's own frames
+    assert fx._calls == 4

@@ -63,14 +63,17 @@ from __future__ import annotations
 
 import shlex
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
 if TYPE_CHECKING:
     from .checks.verify import VerifyResult
     from .kernels.probe import ProbeResult
+
+T = TypeVar("T")
 
 __all__ = ["VarcheckFixture"]
 
@@ -202,6 +205,19 @@ class VarcheckFixture:
         self._calls += 1
         return self.seed if index == 0 else _derived_seed(self.seed, index)
 
+    def _call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``function`` with the next seed (unless given) and varcheck's errors in one line."""
+        __tracebackhide__ = True
+        from .errors import VarcheckError
+
+        seed = self._next_seed()
+        if kwargs.get("seed") is None:
+            kwargs["seed"] = seed
+        try:
+            return function(*args, **kwargs)
+        except VarcheckError as exc:  # one line: varcheck's own frames say nothing here
+            raise exc.with_traceback(None) from exc.__cause__
+
     def verify(self, dk: int, **kwargs: Any) -> VerifyResult:
         """:func:`varcheck.verify` with this test's next seed and the session's alpha.
 
@@ -219,17 +235,10 @@ class VarcheckFixture:
         """
         __tracebackhide__ = True
         from .checks.verify import verify
-        from .errors import VarcheckError
 
-        seed = self._next_seed()
-        if kwargs.get("seed") is None:
-            kwargs["seed"] = seed
         if kwargs.get("confidence") is None and kwargs.get("alpha") is None:
             kwargs["alpha"] = self.alpha
-        try:
-            return verify(dk, **kwargs)
-        except VarcheckError as exc:  # one line: varcheck's own frames say nothing here
-            raise exc.with_traceback(None) from exc.__cause__
+        return self._call(verify, dk, **kwargs)
 
     def assert_variance(self, dk: int, **kwargs: Any) -> VerifyResult:
         """Raise ``AssertionError`` unless the claim passes; see :meth:`verify`.
@@ -271,19 +280,15 @@ class VarcheckFixture:
         """
         __tracebackhide__ = True
         from .core.options import confidence_from
-        from .errors import VarcheckError
         from .kernels.probe import probe
 
-        seed = self._next_seed()
-        if kwargs.get("seed") is None:
-            kwargs["seed"] = seed
-        alpha = kwargs.pop("alpha", None)
-        try:
-            if kwargs.get("confidence") is None:
-                kwargs["confidence"] = confidence_from(None, self.alpha if alpha is None else alpha)
-            return probe(fn, dk, **kwargs)
-        except VarcheckError as exc:  # one line: varcheck's own frames say nothing here
-            raise exc.with_traceback(None) from exc.__cause__
+        def with_confidence(alpha: float | None = None, **rest: Any) -> ProbeResult:
+            __tracebackhide__ = True
+            if rest.get("confidence") is None:
+                rest["confidence"] = confidence_from(None, self.alpha if alpha is None else alpha)
+            return probe(fn, dk, **rest)
+
+        return self._call(with_confidence, **kwargs)
 
     def assert_scale(self, fn: Any, dk: int, expect: str | float = "1/sqrt(dk)", **kwargs: Any):  # noqa: ANN201
         """Raise ``AssertionError`` unless the kernel's effective scale passes; see :meth:`probe`.
