@@ -106,21 +106,15 @@ With several d_k, s ∝ d_k^p is fitted. See docs/probe.md.
 def command(
     target: str,
     dks: list[int],
-    expect: str,
-    causal: bool,
-    layout: str,
-    heads: int | None,
-    queries: int,
-    keys: int,
-    dv: int | None,
-    dtype: str,
     kernel_args: tuple[tuple[str, Any], ...],
-    tolerance: float | None,
     effort: dict[str, Any],
     fmt: str,
     plot: str | None,
+    **design: Any,
 ) -> int:
     """Read the effective scale of an attention kernel and test it against the expected law."""
+    # design: --expect, --causal, --layout, --heads, --queries, --keys, --dv, --dtype and
+    # --tolerance, named as probe_sweep's keywords and validated there
     from ..kernels.figures import plot_probe
     from ..kernels.probe import probe_sweep
     from ..kernels.render import render_probe
@@ -131,20 +125,7 @@ def command(
         raise click.UsageError(f"--arg {twice[0]} is given twice")
     result = run(
         lambda progress: probe_sweep(
-            target,
-            dks,
-            expect=expect,
-            causal=causal,
-            layout=layout,
-            heads=heads,
-            queries=queries,
-            keys=keys,
-            dv=dv,
-            dtype=dtype,
-            args=dict(kernel_args),
-            tolerance=tolerance,
-            **effort,
-            progress=progress,
+            target, dks, args=dict(kernel_args), **design, **effort, progress=progress
         ),
         render_probe,
         fmt=fmt,
