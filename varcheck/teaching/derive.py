@@ -727,20 +727,15 @@ def derive(
     adjusted, verdicts = _judge_steps(checks, one, th, cfg.confidence)
     values = (one.term_mean, one.term_var, th.var, th.scaled_var)
     steps = _steps(cfg, values, checks, adjusted, verdicts)
+    settings = cfg._asdict()
     return DeriveResult(
         steps=steps,
         broken_step=2 if steps[1].status == BREAKS else None,
         correct_var=th.var,
         correct_scaled_var=th.scaled_var,
         theory=th,
-        q_dist=cfg.q,
-        k_dist=cfg.k,
-        rho=cfg.rho,
-        dk=cfg.dk,
-        confidence=cfg.confidence,
-        seed=cfg.seed,
-        precision=cfg.precision,
-        samples=cfg.samples,
-        max_seconds=cfg.max_seconds,
+        q_dist=settings.pop("q"),
+        k_dist=settings.pop("k"),
+        **settings,
         interrupted=interrupted,
     )
