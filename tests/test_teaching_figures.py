@@ -101,3 +101,14 @@ def test_derive_plot_on_the_command_line(run_cli, tmp_path: Path) -> None:
     assert path.read_bytes()[:8] == PNG
     bad = run_cli("derive", "--plot", str(tmp_path / "no" / "x.png"))
     assert bad.exit_code == 2 and "does not exist" in bad.output
+
+
+def test_derive_figure_title_ends_with_seed_and_says_when_cut_short(drawn) -> None:
+    from dataclasses import replace
+
+    seen, tmp = drawn
+    result = derive(8, seed=5, precision=0.2)
+    figures.plot_derive(result, str(tmp / "d.png"))
+    figures.plot_derive(replace(result, interrupted=True), str(tmp / "d2.png"))
+    assert seen[0]["title"].endswith("; level 95%; seed 5")
+    assert seen[1]["title"].endswith("; level 95%; seed 5 — interrupted, partial")

@@ -12,7 +12,11 @@ __all__ = [
     "ensure_plot_path",
     "save_figure",
     "require_matplotlib",
+    "title_figure",
 ]
+
+#: What a figure's title adds when Ctrl-C (or SIGTERM) cut the run short.
+PARTIAL = " — interrupted, partial"
 
 
 def ensure_writable(path: str, option: str = "--plot") -> None:
@@ -62,6 +66,12 @@ def save_figure(fig: Any, path: str) -> None:
         raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc})") from None
     finally:
         plt.close(fig)
+
+
+def title_figure(fig: Any, text: str, result: Any) -> None:
+    """Title a whole figure: ``text``, then the run's seed and whether it was cut short."""
+    partial = PARTIAL if result.interrupted else ""
+    fig.suptitle(f"{text}; seed {result.seed}{partial}", fontsize=10)
 
 
 def require_matplotlib():  # noqa: ANN201

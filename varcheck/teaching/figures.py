@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..output.figures import require_matplotlib, save_figure
+from ..output.figures import require_matplotlib, save_figure, title_figure
 from ..output.formats import confidence_label
 
 if TYPE_CHECKING:
@@ -141,12 +141,12 @@ def plot_explain(result: ExplainResult, path: str) -> None:
     ax.legend(fontsize=7)
     _explain_growth(ax_grow, result)
     observed = "nothing observed" if raw.observed is None else f"observed {raw.observed:g}"
-    partial = " — interrupted, partial" if result.interrupted else ""
     laws = _laws(result.a_dist.spec, result.b_dist.spec, ("A", "B"))
-    fig.suptitle(
+    title_figure(
+        fig,
         f"varcheck explain: np.var(A @ B), {laws}; {observed}; "
-        f"level {confidence_label(result.confidence)}; seed {result.seed}{partial}",
-        fontsize=10,
+        f"level {confidence_label(result.confidence)}",
+        result,
     )
     save_figure(fig, path)
 
@@ -178,12 +178,11 @@ def plot_softmax(result: SoftmaxResult, path: str) -> None:
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=8, title="error bars: 95% (±1.96 se)", title_fontsize=7)
     q, k = result.q_dist.spec, result.k_dist.spec
-    partial = " — interrupted, partial" if result.interrupted else ""
-    fig.suptitle(
+    title_figure(
+        fig,
         f"varcheck softmax: {_laws(q, k, ('q', 'k'))}, L = {result.keys} keys, "
-        f"{result.queries:,} queries per d_k; bars ±1.96 se (the table shows ±1 se); "
-        f"seed {result.seed}{partial}",
-        fontsize=10,
+        f"{result.queries:,} queries per d_k; bars ±1.96 se (the table shows ±1 se)",
+        result,
     )
     save_figure(fig, path)
 
@@ -226,10 +225,9 @@ def plot_derive(result: DeriveResult, path: str) -> None:
         if result.broken_step is None
         else f"breaks at step {result.broken_step}: Var(q·k) = {result.correct_var:.4g}"
     )
-    partial = " — interrupted, partial" if result.interrupted else ""
-    fig.suptitle(
-        f"varcheck derive: claim Var(q·k) = d_k = {result.dk} ({verdict}); {laws}; "
-        f"level {conf}; seed {result.seed}{partial}",
-        fontsize=10,
+    title_figure(
+        fig,
+        f"varcheck derive: claim Var(q·k) = d_k = {result.dk} ({verdict}); {laws}; level {conf}",
+        result,
     )
     save_figure(fig, path)
