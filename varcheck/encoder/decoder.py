@@ -52,7 +52,7 @@ from ..core.logit_variance import (
 from ..core.options import valid_confidence, valid_count
 from ..errors import VarcheckError
 from . import bert, heads, llama
-from .heads import DEFAULT_TEXT_NAME, LayerSummary, default_sentences, parse_layers, read_text_file
+from .heads import LayerSummary, parse_layers
 
 __all__ = [
     "DistanceBand",
@@ -276,7 +276,7 @@ class DecoderAuditResult:
     layer_distance: tuple[tuple[DistanceBand, ...], ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "summaries", tuple(_summarise(self.rows, self.layers)))
+        object.__setattr__(self, "summaries", tuple(heads.summarise_layers(self.rows, self.layers)))
         object.__setattr__(self, "layer_distance", tuple(_layer_bands(self.rows, self.layers)))
 
     @property
@@ -292,37 +292,6 @@ class DecoderAuditResult:
     def has_intervals(self) -> bool:
         """Whether there are enough sequences (:data:`MIN_SEQUENCES`) for intervals."""
         return self.sequences >= self.min_sequences
-
-
-def _geo_ratio(pred: Sequence[float], meas: Sequence[float]) -> float:
-    logs = [math.log(p / m) for p, m in zip(pred, meas, strict=True) if p > 0 and m > 0]
-    return math.exp(sum(logs) / len(logs)) if logs else math.nan
-
-
-def _summarise(rows: Sequence[DecoderHeadAudit], layers: Sequence[int]) -> list[LayerSummary]:
-    out = []
-    for layer in layers:
-        rs = [r for r in rows if r.layer == layer]
-        if not rs:
-            continue
-        scaled = [r.measured_scaled_var for r in rs]
-        meas = [r.measured_var for r in rs]
-        out.append(
-            LayerSummary(
-                layer=layer,
-                sigma_x=rs[0].sigma_x,
-                scaled_var_median=float(np.median(scaled)),
-                scaled_var_min=min(scaled),
-                scaled_var_max=max(scaled),
-                ratio_paper=_geo_ratio([r.predicted_var_paper for r in rs], meas),
-                ratio_exact=_geo_ratio([r.predicted_var_exact for r in rs], meas),
-                ratio_centred=_geo_ratio([r.predicted_var_centred for r in rs], meas),
-                ratio_cov=_geo_ratio([r.predicted_var_cov for r in rs], meas),
-                beta_unit_median=float(np.median([r.beta_unit for r in rs])),
-                entropy_mean=float(np.mean([r.entropy for r in rs])),
-            )
-        )
-    return out
 
 
 def _layer_bands(rows: Sequence[DecoderHeadAudit], layers: Sequence[int]) -> list[tuple]:
@@ -738,16 +707,7 @@ def _decoder_iv(
         raise VarcheckError("give text_file or sentences, not both")
     max_length = valid_count("max_length", max_length, 2)
     confidence = valid_confidence(confidence)
-    if text_file is not None:
-        return _DecoderArgs(read_text_file(text_file), str(text_file), max_length, confidence)
-    if sentences is not None:
-        if isinstance(sentences, str):
-            raise VarcheckError("sentences must be a sequence of strings, not one string")
-        cleaned = [str(s).strip() for s in sentences if str(s).strip()]
-        if not cleaned:
-            raise VarcheckError("sentences has no non-empty sentence")
-        return _DecoderArgs(cleaned, f"{len(cleaned)} sentences given", max_length, confidence)
-    return _DecoderArgs(default_sentences(), DEFAULT_TEXT_NAME, max_length, confidence)
+    return _DecoderArgs(*heads.audit_sequences(text_file, sentences), max_length, confidence)
 
 
 class DecoderPlan(NamedTuple):

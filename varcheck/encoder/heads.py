@@ -290,7 +290,7 @@ class AuditResult:
     summaries: tuple[LayerSummary, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "summaries", tuple(_summarise(self.rows, self.layers)))
+        object.__setattr__(self, "summaries", tuple(summarise_layers(self.rows, self.layers)))
 
     @property
     def beta_default(self) -> float:
@@ -314,7 +314,8 @@ def _geo_ratio(pred: Sequence[float], meas: Sequence[float]) -> float:
     return float(np.exp(np.mean([math.log(p / m) for p, m in pairs])))
 
 
-def _summarise(rows: Sequence[HeadAudit], layers: Sequence[int]) -> list[LayerSummary]:
+def summarise_layers(rows: Sequence[HeadAudit], layers: Sequence[int]) -> list[LayerSummary]:
+    """Each layer's heads in a :class:`LayerSummary` (an encoder's or a decoder's heads)."""
     out = []
     for layer in layers:
         rs = [r for r in rows if r.layer == layer]
@@ -450,10 +451,10 @@ def _audit_iv(
     max_length = valid_count("max_length", max_length, 3)
     batch_size = valid_count("batch_size", batch_size, 1)
     confidence = valid_confidence(confidence)
-    return _AuditArgs(*_sequences(text_file, sentences), max_length, batch_size, confidence)
+    return _AuditArgs(*audit_sequences(text_file, sentences), max_length, batch_size, confidence)
 
 
-def _sequences(
+def audit_sequences(
     text_file: str | os.PathLike[str] | None, sentences: Sequence[str] | None
 ) -> tuple[list[str], str]:
     """The sequences to audit and the name of their text (a file, the sentences given, built-in)."""
