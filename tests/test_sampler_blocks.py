@@ -105,3 +105,23 @@ def test_coverage_of_sampler_intervals(fn, dk, truth, precision, pinned) -> None
     assert binomtest(covered, 400, 0.95).pvalue > 0.001, covered
     if pinned is not None:
         assert covered == pinned
+
+
+def test_max_seconds_stops_a_slow_sampler_within_a_call_or_two(monkeypatch) -> None:
+    """A fake clock that moves one second per call: with max_seconds=10 the run stops after
+    about ten calls (the time cap is checked after every call), not after a first chunk of
+    200 calls."""
+    import varcheck.core.estimation as estimation_module
+    import varcheck.core.sampler_blocks as blocks_module
+
+    clock = [0.0]
+    monkeypatch.setattr(blocks_module.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(estimation_module.time, "perf_counter", lambda: clock[0])
+
+    def one_second(rng: np.random.Generator, dk: int) -> np.ndarray:
+        clock[0] += 1.0
+        return rng.standard_normal(dk)
+
+    est = estimate_sampler(one_second, 4, seed=1, max_seconds=10.0)
+    assert est.stop_reason == "max-seconds"
+    assert 10 <= est.blocks <= 12

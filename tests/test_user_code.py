@@ -491,4 +491,20 @@ def test_call_user_names_what_failed_in_one_line():
     ):
         call_user(Unreadable, what="kernel k")
     assert first_line(ValueError("")) == ""
-    assert first_line(ValueError("x" * 100)) == ": " + "x" * 60
+    assert first_line(ValueError("x" * 100)) == ": " + "x" * 100
+    assert first_line(ValueError("x" * 200)) == ": " + "x" * 159 + "…"
+
+    class Tensor:
+        """Like a framework's GPU tensor: numpy cannot read it; it has .detach() and .cpu()."""
+
+        def __array__(self, *args, **kwargs):
+            raise TypeError("can't convert cuda:0 device type tensor to numpy.")
+
+        def detach(self):
+            return self
+
+        def cpu(self):
+            return self
+
+    with pytest.raises(VarcheckError, match=r"return t\.detach\(\)\.cpu\(\)"):
+        call_user(Tensor, what="sampler s")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -87,17 +88,22 @@ def sampler_chunk(
     size: int,
     name: str,
     scale: float = 1.0,
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-call means of the values and of their squares, standardised as ``(x - shift) /
     scale`` (one chunk).
 
     Every call must return ``size`` values (the pilot call's count), so that the number of
-    values reported is the number used.
+    values reported is the number used. Past ``deadline`` (a ``time.perf_counter`` reading) the
+    chunk stops after the call under way, with at least two calls: a slow sampler's time cap
+    holds to within a call or two instead of a whole chunk.
     """
     children = np.random.SeedSequence(seed, spawn_key=(*stream, chunk)).spawn(blocks)
     m = np.empty(blocks)
     a = np.empty(blocks)
     for i, child in enumerate(children):
+        if deadline is not None and i >= 2 and time.perf_counter() > deadline:
+            return m[:i], a[:i]
         values = call_sampler(fn, np.random.default_rng(child), dk, name=name)
         x = values / scale - shift / scale
         if x.size != size:
@@ -156,12 +162,13 @@ def estimate_sampler(
     acc = est.BlockAccumulator()
     runner = SerialRunner() if runner is None else runner
     task = (fn, dk, seed, stream)
+    deadline = None if max_seconds is None else time.perf_counter() + max_seconds
 
     def draw(tasks: Iterator[tuple[int, int]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         return ordered_map(
             runner,
             sampler_chunk,
-            ((*task, c, b, shift, per_call, name, scale) for c, b in tasks),
+            ((*task, c, b, shift, per_call, name, scale, deadline) for c, b in tasks),
         )
 
     def widest() -> float:

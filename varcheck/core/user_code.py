@@ -69,13 +69,19 @@ def _shown_path(path: str | None) -> str:
     return path if rel.startswith("..") else rel
 
 
+#: Characters of a user's exception message kept in the one-line error: enough for a
+#: framework's own advice ("... Use Tensor.cpu() to copy the tensor to host memory first.").
+MESSAGE_CHARS = 160
+
+
 def first_line(exc: BaseException) -> str:
-    """``": "`` and the first line of an exception's message (cut to 60 characters), or ``""``."""
+    """``": "`` and the first line of an exception's message (cut to :data:`MESSAGE_CHARS`),
+    or ``""``."""
     try:
         lines = str(exc).strip().splitlines()
     except Exception:  # noqa: BLE001 - some extension errors cannot even say what they are
         return ""
-    return f": {lines[0][:60]}" if lines else ""
+    return f": {_cut(lines[0], MESSAGE_CHARS)}" if lines else ""
 
 
 def call_user(fn: Callable[..., Any], *args: Any, what: str) -> tuple[Any, Any]:
@@ -94,9 +100,12 @@ def call_user(fn: Callable[..., Any], *args: Any, what: str) -> tuple[Any, Any]:
     try:
         return out, np.asarray(out)
     except Exception as exc:  # e.g. a tensor that needs .detach() or lives on a GPU
+        hint = ""
+        if hasattr(out, "detach") and hasattr(out, "cpu"):  # a framework's tensor
+            hint = "; return t.detach().cpu() (or .numpy()) instead"
         raise VarcheckError(
             f"{what} returned a {type(out).__name__}, which numpy cannot read as an "
-            f"array of numbers{first_line(exc)}"
+            f"array of numbers{first_line(exc)}{hint}"
         ) from exc
 
 
