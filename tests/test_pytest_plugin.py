@@ -237,6 +237,25 @@ def test_named_sampler_offers_the_varcheck_command(project: pytest.Pytester) -> 
     assert estimate in cli.stdout
 
 
+def test_a_sampler_file_next_to_the_test_is_found_from_the_root(
+    pytester: pytest.Pytester,
+) -> None:
+    """``pytest`` run from the project's root with the tests in tests/: a sampler named
+    ``mylayer.py:logits`` next to the test file is found there, and the rerun command names it
+    by its path from the root, where that command is run."""
+    tests = pytester.mkdir("tests")
+    (tests / "mylayer.py").write_text(SAMPLERS)
+    (tests / "test_layer.py").write_text(
+        "def test_layer(varcheck):\n"
+        "    varcheck.assert_variance(16, claim=1, sampler='mylayer.py:logits_unscaled')\n"
+    )
+    result = _run(pytester, "--varcheck-seed", "5", "tests/test_layer.py")
+    result.assert_outcomes(failed=1)
+    text = "\n".join(result.outlines)
+    assert "not found" not in text
+    assert "--sampler tests/mylayer.py:logits_unscaled" in text
+
+
 def test_bad_call_is_one_line_without_varcheck_frames(pytester: pytest.Pytester) -> None:
     """A VarcheckError (here: ``theory`` with a user's sampler) keeps its type and one-line
     message, without the frames of varcheck's internals."""

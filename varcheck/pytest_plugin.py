@@ -61,6 +61,7 @@ claim far less often than alpha; the rate above is the bound for consistency tes
 
 from __future__ import annotations
 
+import os
 import shlex
 import zlib
 from collections.abc import Callable
@@ -187,10 +188,16 @@ class VarcheckFixture:
         The default alpha of each call (``--varcheck-alpha``).
     nodeid : str
         The test's node id.
+    folder : str or None
+        The test file's folder: a relative ``file.py:FUNCTION`` that is not found from the
+        working directory is looked up there.
     """
 
-    def __init__(self, nodeid: str, session_seed: int, alpha: float) -> None:
+    def __init__(
+        self, nodeid: str, session_seed: int, alpha: float, folder: str | None = None
+    ) -> None:
         self.nodeid = nodeid
+        self.folder = folder
         self.session_seed = session_seed
         self.alpha = alpha
         self.seed = _derived_seed(session_seed, zlib.crc32(nodeid.encode("utf-8")))
@@ -238,6 +245,7 @@ class VarcheckFixture:
 
         if kwargs.get("confidence") is None and kwargs.get("alpha") is None:
             kwargs["alpha"] = self.alpha
+        kwargs["sampler"] = _beside(kwargs.get("sampler"), self.folder)
         return self._call(verify, dk, **kwargs)
 
     def assert_variance(self, dk: int, **kwargs: Any) -> VerifyResult:
@@ -286,7 +294,7 @@ class VarcheckFixture:
             __tracebackhide__ = True
             if rest.get("confidence") is None:
                 rest["confidence"] = confidence_from(None, self.alpha if alpha is None else alpha)
-            return probe(fn, dk, **rest)
+            return probe(_beside(fn, self.folder), dk, **rest)
 
         return self._call(with_confidence, **kwargs)
 
@@ -336,6 +344,19 @@ class VarcheckFixture:
         return text
 
 
+def _beside(target: Any, folder: str | None) -> Any:
+    """A relative ``file.py:FUNCTION`` not found from the working directory but found next to
+    the test file, named by its path from the working directory (so that the reproduce
+    command works from there too); anything else as it is."""
+    if not isinstance(target, str) or folder is None or ":" not in target:
+        return target
+    where, _, attr = target.rpartition(":")
+    if not where.endswith(".py") or os.path.isabs(where) or os.path.exists(where):
+        return target
+    beside = os.path.join(folder, where)
+    return f"{os.path.relpath(beside)}:{attr}" if os.path.isfile(beside) else target
+
+
 def _named(sampler: Any) -> bool:
     """Whether ``varcheck assert`` can rerun the call: no sampler, or one given by name."""
     from .core.user_code import UserSampler
@@ -348,4 +369,5 @@ def varcheck(request: pytest.FixtureRequest) -> VarcheckFixture:
     """Assert variance claims with the test's own seed: ``varcheck.assert_variance(dk, ...)``,
     ``varcheck.assert_scale(kernel, dk)``."""
     session = request.config.stash[_SESSION]
-    return VarcheckFixture(request.node.nodeid, session.seed, session.alpha)
+    folder = os.path.dirname(str(request.node.path))
+    return VarcheckFixture(request.node.nodeid, session.seed, session.alpha, folder)
