@@ -134,7 +134,8 @@ def _size_inputs(kernel: Any, design: Design, rng: np.random.Generator, sd: floa
         return sd, w, dtype, qk
     raise VarcheckError(
         f"kernel {kernel.label}: every row of its weights puts all its weight on one key, "
-        "however small the inputs; the weights say nothing about the scale"
+        "however small the inputs; the weights say nothing about the scale (a --layout that "
+        f"is not the kernel's, here {design.layout}, does this too)"
     )
 
 

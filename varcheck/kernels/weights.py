@@ -142,7 +142,16 @@ def call_kernel(kernel: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray, design
     """One call in the kernel's layout; its output as a float64 (heads, n, d_v) array."""
     name = kernel.label
     args = [design.to_layout(x) for x in (q, k, rounded(v, design.dtype))]
-    _, arr = call_user(kernel, *args, what=f"kernel {name}")
+    shapes = ", ".join(
+        f"{n} {'x'.join(map(str, x.shape))}" for n, x in zip("qkv", args, strict=True)
+    )
+    try:
+        _, arr = call_user(kernel, *args, what=f"kernel {name}")
+    except VarcheckError as exc:  # often a layout the kernel does not take: say what it got
+        raise VarcheckError(
+            f"{exc} (called with layout {design.layout}: {shapes}; --layout takes "
+            f"{', '.join(LAYOUTS)})"
+        ) from exc.__cause__
     want = design.shape(design.queries, design.dv)
     if arr.dtype.kind not in "biuf":
         raise VarcheckError(f"kernel {name} returned {arr.dtype} values, not real numbers")
