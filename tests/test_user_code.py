@@ -508,3 +508,14 @@ def test_call_user_names_what_failed_in_one_line():
 
     with pytest.raises(VarcheckError, match=r"return t\.detach\(\)\.cpu\(\)"):
         call_user(Tensor, what="sampler s")
+
+
+def test_arguments_in_the_wrong_order_are_named() -> None:
+    """``fn(dk, rng)`` would fail inside the user's code with an AttributeError on an int;
+    the names of its parameters tell the order is swapped before any call."""
+
+    def swapped(dk, rng):
+        return rng.standard_normal(dk)
+
+    with pytest.raises(VarcheckError, match=r"takes \(dk, rng\); varcheck passes \(rng, dk\)"):
+        as_sampler(swapped)

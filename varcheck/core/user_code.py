@@ -231,6 +231,12 @@ def _check_signature(
             f"{kind.word} {target} cannot be called as fn({given}): {exc}; a {kind.word} takes "
             f"({', '.join(kind.passed)}) and the bound arguments"
         ) from None
+    first = list(sig.parameters)[: len(kind.passed)]
+    if sorted(first) == sorted(kind.passed) and first != list(kind.passed):
+        raise VarcheckError(
+            f"{kind.word} {target} takes ({', '.join(first)}); varcheck passes "
+            f"({', '.join(kind.passed)}) in that order"
+        )
 
 
 def as_sampler(obj: Any, args: Mapping[str, Any] | None = None) -> UserSampler:
