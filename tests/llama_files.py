@@ -14,6 +14,21 @@ import numpy as np
 MERGES = ["Ġ t", "h e", "Ġt he", "Ġ a", "i n"]
 
 
+#: A SentencePiece vocabulary: special tokens, the 256 byte tokens, pieces with their scores.
+SPM_PIECES = {"▁": -1.0, "t": -1.5, "h": -1.5, "e": -1.5, "a": -1.5, "c": -1.5}
+SPM_PIECES |= {"▁t": -2.0, "he": -3.0, "▁the": -4.0, "at": -5.0, "▁c": -6.0, "▁cat": -7.0}
+
+
+def _spm_vocab() -> tuple[list[str], list[int], list[float]]:
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    types = [2, 3, 3] + [6] * 256
+    scores = [0.0] * len(tokens)
+    tokens += list(SPM_PIECES)
+    types += [1] * len(SPM_PIECES)
+    scores += list(SPM_PIECES.values())
+    return tokens, types, scores
+
+
 def _vocab() -> tuple[list[str], list[int]]:
     from tokenizers import pre_tokenizers
 
@@ -37,12 +52,15 @@ def tiny_llama(
     block_count: int | None = None,
     pre: str = "smollm",
     scale: float = 0.3,
+    sentencepiece: bool = False,
 ) -> Path:
     """Write a random Llama-architecture GGUF to ``path`` (F32 weights) and return the path."""
     import gguf
 
     rng = np.random.default_rng(seed)
     tokens, types = _vocab()
+    if sentencepiece:
+        tokens, types, scores = _spm_vocab()
     dk = hidden // heads
     w = gguf.GGUFWriter(str(path), arch=arch)
     w.add_name("tiny-llama")
@@ -55,13 +73,21 @@ def tiny_llama(
     w.add_rope_freq_base(10000.0)
     w.add_rope_dimension_count(dk)
     w.add_layer_norm_rms_eps(1e-5)
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre(pre)
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(MERGES)
-    w.add_bos_token_id(0)
-    w.add_add_bos_token(False)
+    if sentencepiece:
+        w.add_tokenizer_model("llama")
+        w.add_token_list(tokens)
+        w.add_token_types(types)
+        w.add_token_scores(scores)
+        w.add_bos_token_id(1)
+        w.add_unk_token_id(0)
+    else:
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre(pre)
+        w.add_token_list(tokens)
+        w.add_token_types(types)
+        w.add_token_merges(MERGES)
+        w.add_bos_token_id(0)
+        w.add_add_bos_token(False)
 
     def mat(rows: int, cols: int) -> np.ndarray:
         return (rng.normal(size=(rows, cols)) * scale / np.sqrt(cols)).astype(np.float32)

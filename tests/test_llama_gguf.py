@@ -209,3 +209,20 @@ def test_tokenizer_from_metadata(tiny: Path) -> None:
     assert pieces[-2:] == ["4", "2"]  # smollm's pre-tokenizer splits every digit
     assert tok.encode("<|im_start|>")[0] == 1  # control tokens are matched whole
     assert tok.bos_id is None  # add_bos_token is false in the file
+
+
+def test_sentencepiece_tokenizer(tmp_path: Path) -> None:
+    """``tokenizer.ggml.model = llama``: spaces as ▁ with one in front, merges ranked by the
+    merged piece's score, bytes outside the vocabulary as <0xXX> tokens, BOS by default."""
+    from llama_files import tiny_llama
+
+    from varcheck.encoder.llama import load_llama
+
+    tok = load_llama(tiny_llama(tmp_path / "spm.gguf", sentencepiece=True)).tokenizer
+    ids = tok.encode("the cat")
+    assert ids[0] == 1  # <s>: llama.cpp adds BOS unless the file says otherwise
+    assert [tok.tokenizer.id_to_token(i) for i in ids[1:]] == ["▁the", "▁cat"]
+    assert tok.decode(ids[1:]) == "the cat"
+    accented = tok.encode("é")[1:]
+    assert [tok.tokenizer.id_to_token(i) for i in accented] == ["▁", "<0xC3>", "<0xA9>"]
+    assert tok.decode(accented) == "é"

@@ -1,11 +1,15 @@
 """The tokenizer of a GGUF model, built from its metadata with the ``tokenizers`` library.
 
 A GGUF file carries its tokenizer as metadata: ``tokenizer.ggml.model`` (``gpt2`` for byte-level
-BPE), ``tokens`` (the vocabulary, ids in order), ``merges`` (``"a b"`` pairs by priority),
-``token_type`` (1 normal, 3 control, 4 user-defined, …), ``pre`` (the pre-tokenizer's name as
-llama.cpp knows it) and ``add_bos_token``. The BPE itself is the library's; only the
-pre-tokenizer is chosen here from ``pre``, as llama.cpp does: the GPT-2 pattern, with every digit
-split off first for the StarCoder family (SmolLM's ``smollm``), or Llama 3's pattern.
+BPE, ``llama`` for SentencePiece BPE), ``tokens`` (the vocabulary, ids in order), ``merges``
+(``"a b"`` pairs by priority; byte-level BPE), ``scores`` (SentencePiece), ``token_type``
+(1 normal, 3 control, 4 user-defined, 6 byte, …), ``pre`` (the pre-tokenizer's name as
+llama.cpp knows it) and ``add_bos_token``. The BPE itself is the library's. For byte-level BPE
+the pre-tokenizer is chosen from ``pre``, as llama.cpp does: the GPT-2 pattern, with every digit
+split off first for the StarCoder family (SmolLM's ``smollm``), or Llama 3's pattern. For
+SentencePiece (Llama 1/2, Mistral, TinyLlama) spaces become ``▁`` with one put in front, the
+merges are every split of a token into two tokens ranked by the merged token's score, and bytes
+missing from the vocabulary fall back to its ``<0xXX>`` tokens.
 """
 
 from __future__ import annotations
@@ -111,10 +115,12 @@ def load_tokenizer(file: GGUFFile) -> GGUFTokenizer:
     tokenizers = require_module("tokenizers", "building a GGUF model's tokenizer")
     where = str(file.path)
     kind = file.get("tokenizer.ggml.model")
+    if kind == "llama":
+        return _sentencepiece(tokenizers, file)
     if kind != "gpt2":
         raise VarcheckError(
             f"{where}: tokenizer.ggml.model {str(kind)[:40]!r} is not supported; accepted: "
-            "'gpt2' (byte-level BPE)"
+            "'gpt2' (byte-level BPE), 'llama' (SentencePiece BPE)"
         )
     tokens = _list(file, "tokenizer.ggml.tokens", str)
     merges = _list(file, "tokenizer.ggml.merges", str)
@@ -139,9 +145,57 @@ def load_tokenizer(file: GGUFFile) -> GGUFTokenizer:
         if kind_id in _SPECIAL_TYPES
     ]
     tok.add_special_tokens(special)
+    return GGUFTokenizer(tok, _bos(file, len(tokens)), str(file.get("tokenizer.ggml.pre")))
+
+
+def _bos(file: GGUFFile, n_tokens: int) -> int | None:
+    """The BOS id to put first, or None; llama.cpp adds it unless the file says otherwise."""
     bos = file.get("tokenizer.ggml.bos_token_id")
-    # llama.cpp's default for byte-level BPE is to add BOS unless the file says otherwise
     add_bos = bool(file.get("tokenizer.ggml.add_bos_token", True)) and isinstance(bos, int)
-    if add_bos and not 0 <= bos < len(tokens):
-        raise VarcheckError(f"{where}: tokenizer.ggml.bos_token_id {bos} is not a token id")
-    return GGUFTokenizer(tok, bos if add_bos else None, str(file.get("tokenizer.ggml.pre")))
+    if add_bos and not 0 <= bos < n_tokens:
+        raise VarcheckError(f"{file.path}: tokenizer.ggml.bos_token_id {bos} is not a token id")
+    return bos if add_bos else None
+
+
+def _sentencepiece(tokenizers: Any, file: GGUFFile) -> GGUFTokenizer:
+    """SentencePiece BPE (``tokenizer.ggml.model = llama``) rebuilt for the tokenizers library."""
+    tokens = _list(file, "tokenizer.ggml.tokens", str)
+    scores = _list(file, "tokenizer.ggml.scores", float)
+    types = file.get("tokenizer.ggml.token_type") or [1] * len(tokens)
+    if len(scores) != len(tokens) or len(types) != len(tokens):
+        raise VarcheckError(f"{file.path}: tokenizer.ggml.scores/token_type do not match tokens")
+    vocab: dict[str, int] = {}
+    for index, token in enumerate(tokens):
+        vocab.setdefault(token, index)
+    ranked = []
+    for merged, index in vocab.items():
+        if types[index] != 1 or len(merged) < 2:
+            continue
+        for cut in range(1, len(merged)):
+            left, right = merged[:cut], merged[cut:]
+            if left in vocab and right in vocab:
+                ranked.append((-scores[index], vocab[left], vocab[right], (left, right)))
+    ranked.sort()
+    unk_id = file.get("tokenizer.ggml.unknown_token_id", 0)
+    unk = tokens[unk_id] if isinstance(unk_id, int) and 0 <= unk_id < len(tokens) else None
+    model = tokenizers.models.BPE(
+        vocab=vocab,
+        merges=[pair for *_, pair in ranked],
+        unk_token=unk,
+        fuse_unk=True,
+        byte_fallback=True,
+    )
+    tok = tokenizers.Tokenizer(model)
+    norm, dec = tokenizers.normalizers, tokenizers.decoders
+    tok.normalizer = norm.Sequence([norm.Prepend("▁"), norm.Replace(" ", "▁")])
+    tok.decoder = dec.Sequence(
+        [dec.Replace("▁", " "), dec.ByteFallback(), dec.Fuse(), dec.Strip(" ", 1, 0)]
+    )
+    tok.add_special_tokens(
+        [
+            tokenizers.AddedToken(t, special=True, normalized=False)
+            for t, kind in zip(tokens, types, strict=True)
+            if kind in _SPECIAL_TYPES
+        ]
+    )
+    return GGUFTokenizer(tok, _bos(file, len(tokens)), "sentencepiece")
