@@ -311,7 +311,9 @@ file, a wrong magic number, an unsupported architecture or absurd sizes in the m
 tensor count of 2⁶⁰, a string of 2⁵⁰ bytes, 10⁹ layers) get exit 2 and one line before anything
 large is allocated (`tests/test_llama_gguf.py` checks the peak allocation). The tokenizer is
 rebuilt from `tokenizer.ggml.*` (tokens, merges, token types, the pre-tokenizer `smollm`: every
-digit split off, then GPT-2's byte-level pattern) with the `tokenizers` library.
+digit split off, then GPT-2's byte-level pattern) with the `tokenizers` library; SentencePiece
+vocabularies (`tokenizer.ggml.model = llama`: Llama 1/2, Mistral, TinyLlama) are rebuilt from
+their pieces and scores, and other tokenizers are refused in one line.
 
 **What is measured.** For every layer and query head, over the *causal* pairs j ≤ i of each
 sequence: the logits q_i·k_j the model uses, after RoPE, with k from the key/value head the
