@@ -567,7 +567,9 @@ def render_check_table(result: CheckResult, console: Console) -> None:
                 fmt(r.claim_value),
                 f"{fmt(r.estimate)} {_interval(lo, hi, valid=r.outcome != 'unreliable')}"
                 + (" †" if check_marginal(r) else ""),
-                fmt_p(r.p_value),
+                fmt_p(
+                    r.p_equality if r.tolerance is not None and r.outcome == "fail" else r.p_value
+                ),
                 styled(r.outcome),
             )
     console.print(table)
@@ -581,8 +583,8 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     if any(co.spec.tolerance is not None for co in result.claims):
         console.print(
             "p of a claim with a tolerance: its equivalence test's (two one-sided tests, small "
-            "when the whole 1 − 2α interval lies in the band; not adjusted); a fail there rests "
-            "on the two-sided p-value (p_equality in JSON)."
+            "when the whole 1 − 2α interval lies in the band; not adjusted), or, when it fails, "
+            "the two-sided one its fail rests on (p_equality in JSON)."
         )
     for co in result.claims:
         for r in co.results:
