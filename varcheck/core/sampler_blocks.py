@@ -176,15 +176,11 @@ def estimate_sampler(
         if var == 0 or math.isnan(var):
             raise VarcheckError(
                 f"sampler {name} returned the same value in all of its first {acc.n:,} calls "
-                "at d_k={dk}: there is no variance to test"
+                f"at d_k={dk}: there is no variance to test"
             )
         return est.relative_half_width(var, est.block_interval(acc, var, se, confidence, "hall"))
 
-    if samples is None:
-        rule = StopRule(precision, MIN_BLOCKS, None, max_seconds)
-    else:
-        floor = MIN_BLOCKS if samples >= MIN_BLOCKS else 2
-        rule = StopRule(None, max(floor, math.ceil(samples / per_call)), "samples", max_seconds)
+    rule = _rule(precision, samples, per_call, max_seconds)
     rounds = est.draw_rounds(
         rule, per_chunk, draw, lambda rs: acc.add(*rs[0]), widest, progress=progress
     )
@@ -197,6 +193,17 @@ def estimate_sampler(
         stop_reason=rounds.stop_reason,
     )
     return _in_units(standard, shift, scale)
+
+
+def _rule(
+    precision: float | None, samples: int | None, per_call: int, max_seconds: float | None
+) -> StopRule:
+    """Adaptive to ``precision`` from ``MIN_BLOCKS`` calls, or enough whole calls for
+    ``samples`` values (at least ``MIN_BLOCKS`` calls from 200 values on)."""
+    if samples is None:
+        return StopRule(precision, MIN_BLOCKS, None, max_seconds)
+    floor = MIN_BLOCKS if samples >= MIN_BLOCKS else 2
+    return StopRule(None, max(floor, math.ceil(samples / per_call)), "samples", max_seconds)
 
 
 def _pilot(
