@@ -174,7 +174,13 @@ def estimate_settings(
                 res = _estimate_group([settings[i] for i in group], i0, n, effort, progress, runner)
                 estimates.extend(res.estimates)
                 cov[i0 : i0 + len(group), i0 : i0 + len(group)] = res.covariance
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        # a shared group interrupted mid-run still gives every row an interval
+        partial = getattr(exc, "partial", None)
+        if partial is not None:
+            i0 = len(estimates)
+            estimates.extend(partial.estimates)
+            cov[i0 : len(estimates), i0 : len(estimates)] = partial.covariance
         return estimates, True, cov
     return estimates, False, cov
 

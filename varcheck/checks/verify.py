@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -179,7 +180,7 @@ def run_claim_tests(
     list is then shorter than ``tests``.
     """
     prepared = [(t, *t.prepare()) for t in tests]
-    estimates, _, _ = estimate_settings(
+    estimates, interrupted, _ = estimate_settings(
         [t.setting(th) for t, th, _ in prepared],
         share_keys=[t.stream[:-1] for t, _, _ in prepared],
         seed=seed,
@@ -191,7 +192,10 @@ def run_claim_tests(
         workers=workers,
         scheduler=scheduler,
     )
-    # after Ctrl-C, judge what finished: the caller sees fewer results than tests
+    # after Ctrl-C, judge what finished: the caller sees fewer results than tests (a shared
+    # group's rows, all cut short together, are a sweep's partial rows, not finished tests)
+    if interrupted:
+        estimates = list(itertools.takewhile(_finished, estimates))
     prepared = prepared[: len(estimates)]
     p_used = _claim_p_values(prepared, estimates, adjust)
     effort = {"confidence": confidence, "seed": seed, "precision": precision}
@@ -199,6 +203,10 @@ def run_claim_tests(
         _verify_result(t, th, value, est, p, requested_samples=samples, **effort)
         for (t, th, value), est, p in zip(prepared, estimates, p_used, strict=True)
     ]
+
+
+def _finished(est: VarianceEstimate | None) -> bool:
+    return est is None or est.stop_reason != "interrupted"
 
 
 def _shortfall(

@@ -33,7 +33,7 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 
 from .blocks import BlockPlan, draw_chunk, plan_blocks
-from .distributions import Distribution
+from .distributions import Distribution, DrawDeadline, draw_deadline
 from .parallel import Runner, SerialRunner, ordered_map
 from .theory import DotProductTheory
 
@@ -709,6 +709,21 @@ def draw_rounds(
         is sized from the measured width, ``(width / precision)^2`` times the blocks so far
         with a 10% margin, at most 16 times.
     """
+    # a slow law's draw (in pieces) stops at the cap even in the middle of a chunk
+    with draw_deadline(rule.max_seconds):
+        return _draw_until_stop(rule, blocks_per_chunk, draw, absorb, widest, per_round, progress)
+
+
+def _draw_until_stop(
+    rule: StopRule,
+    blocks_per_chunk: int,
+    draw: Callable[[Iterator[tuple[int, int]]], Iterator[T]],
+    absorb: Callable[[list[T]], None],
+    widest: Callable[[], float],
+    per_round: bool,
+    progress: Callable[[float], None] | None,
+) -> Rounds:
+    """The rounds of :func:`draw_rounds`; chunks drawn before an interrupt are absorbed."""
     start = time.perf_counter()
     target, drawn, next_chunk = rule.first_round, 0, 0
     stop = rule.fixed or "precision"
@@ -717,19 +732,29 @@ def draw_rounds(
         results = draw(_tasks(next_chunk, wanted, blocks_per_chunk))
         next_chunk += -(-wanted // blocks_per_chunk)
         held: list[T] = []
-        for i, result in enumerate(results):
-            drawn += min(blocks_per_chunk, wanted - i * blocks_per_chunk)
-            held.append(result)
-            if not per_round:
+        try:
+            for i, result in enumerate(results):
+                drawn += min(blocks_per_chunk, wanted - i * blocks_per_chunk)
+                held.append(result)
+                if not per_round:
+                    absorb(held)
+                    held = []
+                if progress is not None:
+                    progress(min(1.0, drawn / target))
+                late = (
+                    rule.max_seconds is not None and time.perf_counter() - start > rule.max_seconds
+                )
+                if late and drawn >= 2:
+                    stop = "max-seconds"
+                    results.close()  # type: ignore[attr-defined]
+                    break
+        except DrawDeadline:  # a slow law's chunk passed the cap in the middle of its draw
+            stop = "max-seconds"
+            results.close()  # type: ignore[attr-defined]
+        except KeyboardInterrupt:
+            if held:  # the chunks drawn before Ctrl-C or SIGTERM count
                 absorb(held)
-                held = []
-            if progress is not None:
-                progress(min(1.0, drawn / target))
-            late = rule.max_seconds is not None and time.perf_counter() - start > rule.max_seconds
-            if late and drawn >= 2:
-                stop = "max-seconds"
-                results.close()  # type: ignore[attr-defined]
-                break
+            raise
         if held:
             absorb(held)
         if stop != "precision" or (rule.max_blocks is not None and drawn >= rule.max_blocks):
@@ -743,6 +768,14 @@ def draw_rounds(
         target = max(target, rule.min_blocks)
         if rule.max_blocks is not None:
             target = min(target, rule.max_blocks)
+
+
+class PartialInterrupt(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a run, with what the blocks drawn so far give (``partial``)."""
+
+    def __init__(self, partial: object) -> None:
+        super().__init__()
+        self.partial = partial
 
 
 def summarise(

@@ -53,6 +53,7 @@ the margin every row gets (and keeps enough products per block, see ``_GRAM_MIN_
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import threading
@@ -67,6 +68,7 @@ from .distributions import Distribution
 from .estimation import (
     MIN_BLOCKS,
     BlockAccumulator,
+    PartialInterrupt,
     StopRule,
     VarianceEstimate,
     block_interval,
@@ -765,10 +767,24 @@ def estimate_shared(
     rule = _stop_rule(q, k, theories, plan, precision, max_seconds)
     # merged once per round, not per chunk: the accumulators' fixed cost is most of a small
     # chunk's; the merge order (and so the result) is still the chunks' order
-    rounds = draw_rounds(
-        rule, plan.blocks_per_chunk, draw, merged.absorb, widest, per_round=True, progress=progress
-    )
-    return _summaries(plan, merged, methods, confidence, precision, rounds.stop_reason)
+    summary = functools.partial(_summaries, plan, merged, methods, confidence, precision)
+    args = (rule, plan.blocks_per_chunk, draw, merged.absorb, widest)
+    with _partial_on_interrupt(merged, summary):
+        rounds = draw_rounds(*args, per_round=True, progress=progress)
+    return summary(rounds.stop_reason)
+
+
+@contextlib.contextmanager
+def _partial_on_interrupt(
+    merged: _Levels, summary: Callable[[str], SharedEstimates]
+) -> Iterator[None]:
+    """On Ctrl-C or SIGTERM, every row's interval from the blocks drawn so far (rows share them)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if min(acc.n for acc in merged.accs) < 2:
+            raise
+        raise PartialInterrupt(summary("interrupted")) from None
 
 
 def _stop_rule(
