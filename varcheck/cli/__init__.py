@@ -20,17 +20,29 @@ import click  # noqa: E402
 from .._version import __version__  # noqa: E402
 from ..errors import VarcheckError  # noqa: E402
 
-__all__ = ["EXIT_CODES_HELP", "cli", "main"]
+__all__ = ["EXIT_CODES_HELP", "EXIT_MEANINGS", "cli", "exit_codes_help", "main"]
 
 #: the exit statuses, closing every command's help (core.verdicts.exit_code sets 0-4 and 130;
 #: main turns 130 into 143 when the signal was SIGTERM)
-EXIT_CODES_HELP = (
-    "Exit codes: 0 all consistent (or pass), 1 some claim rejected (fail), 2 bad usage or input, "
-    "3 inconclusive, 4 no valid test for some row (infinite variance or fourth moment, kurtosis "
-    "above 10^6, or a constant (q·k)^2), "
-    "130 interrupted by Ctrl-C and 143 by SIGTERM (partial results are printed), 141 output pipe "
-    "closed (e.g. | head)."
-)
+#: what each exit status means, for the help of the commands that can return it
+EXIT_MEANINGS = {
+    0: "0 all consistent (or pass)",
+    1: "1 some claim rejected (fail)",
+    2: "2 bad usage or input",
+    3: "3 inconclusive",
+    4: "4 no valid test for some row (infinite variance or fourth moment, kurtosis above 10^6, "
+    "a constant (q·k)^2, or fewer samples than a valid interval needs)",
+    130: "130 interrupted by Ctrl-C and 143 by SIGTERM (partial results are printed)",
+    141: "141 output pipe closed (e.g. | head)",
+}
+
+
+def exit_codes_help(*codes: int) -> str:
+    """The help's closing line: the exit statuses a command can return (130 stands for 143)."""
+    return "Exit codes: " + ", ".join(EXIT_MEANINGS[c] for c in (*codes, 130, 141)) + "."
+
+
+EXIT_CODES_HELP = exit_codes_help(0, 1, 2, 3, 4)
 
 #: command name -> module in this package defining a click command named ``command``.
 #: Modules are imported only when their command runs (start-up stays light).

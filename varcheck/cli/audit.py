@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from . import EXIT_CODES_HELP
+from . import exit_codes_help
 from .options import confidence_option, format_option, int_option, path_option
 from .run import run
 
@@ -30,7 +30,7 @@ is too large is refused before it starts; Ctrl-C (or SIGTERM) prints the layers 
 far, marked partial.
 
 """
-    + EXIT_CODES_HELP,
+    + exit_codes_help(0, 2),
 )
 @click.argument("model", metavar="MODEL")
 @path_option(

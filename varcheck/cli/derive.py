@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from . import EXIT_CODES_HELP
+from . import exit_codes_help
 from .options import dist_options, format_option, int_option, plot_option, sampling_options
 from .run import run
 
@@ -32,7 +32,7 @@ draws); a check it stops is marked time-limited: its interval then depends on
 the machine's speed, not only on the seed.
 
 """
-    + EXIT_CODES_HELP,
+    + exit_codes_help(0, 1, 2, 4),
 )
 @int_option("--dk", 1, 1_000_000, 64, "Length d_k of q and k.")
 @dist_options

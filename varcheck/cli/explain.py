@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import EXIT_CODES_HELP
+from . import exit_codes_help
 from .options import confidence_option, dist_option, format_option, plot_option, seed_option
 from .run import run
 from .types import OBSERVED, SHAPE, CountType
@@ -31,7 +31,7 @@ entries) and as np.var(A @ B / sqrt(D)) (entry variance 1). Exit 1 only when bot
 reject it.
 
 """
-    + EXIT_CODES_HELP,
+    + exit_codes_help(0, 1, 2, 4),
 )
 @click.option(
     "--shape",

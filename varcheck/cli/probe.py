@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from . import EXIT_CODES_HELP
+from . import exit_codes_help
 from .options import (
     confidence_option,
     exclusive,
@@ -70,7 +70,7 @@ are reported; outputs that are not softmax attention are refused (exit 2).
 With several d_k, s ∝ d_k^p is fitted. See docs/probe.md.
 
 """
-    + EXIT_CODES_HELP,
+    + exit_codes_help(0, 1, 2, 3),
 )
 @click.argument("target", metavar="TARGET")
 @option("--dk", "dks", kind=DK_RANGE, default=None, text="d_k: one value, or a range (8..512).",

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from . import EXIT_CODES_HELP
+from . import exit_codes_help
 from .options import (
     dist_option,
     dk_range_option,
@@ -32,7 +32,7 @@ Examples:
   varcheck softmax --plot softmax.png
 
 """
-    + EXIT_CODES_HELP,
+    + exit_codes_help(0, 2),
 )
 @dk_range_option
 @int_option("--keys", 2, 100_000, 64, "L, the number of keys each query attends over.")

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ..checks.claims import Claim
-from . import EXIT_CODES_HELP
+from . import exit_codes_help
 from .options import (
     dk_range_option,
     format_option,
@@ -33,7 +33,7 @@ Examples:
   varcheck sweep --dk 16..256 --sampler examples/attention.py:logits --claim 1
 
 """
-    + EXIT_CODES_HELP,
+    + exit_codes_help(0, 1, 2, 4),
 )
 @dk_range_option
 @source_options
