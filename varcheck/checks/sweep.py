@@ -12,7 +12,14 @@ import numpy as np
 from .._version import __version__
 from ..core.distributions import Distribution
 from ..core.estimation import ConfidenceInterval, VarianceEstimate, budget_shortfall
-from ..core.options import entry_laws, resolve_seed, sampling_effort, user_sampler, valid_rho
+from ..core.options import (
+    entry_laws,
+    feasible_effort,
+    resolve_seed,
+    sampling_effort,
+    user_sampler,
+    valid_rho,
+)
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.user_code import UserSampler
@@ -252,7 +259,8 @@ def _sweep_iv(
         q = k = None
         rho = 0.0
         claim_obj = sampler_claim(claim, user.target)
-    confidence, precision, samples, max_seconds = sampling_effort(*effort)
+    confidence, precision, samples, max_seconds = sampling_effort(*effort, feasible=False)
+    feasible_effort(confidence, precision, samples, max_seconds, dks=tuple(dks))  # every row
     fields = {
         "q_dist": q,
         "k_dist": k,
