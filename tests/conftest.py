@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import TYPE_CHECKING
+
+# BLAS on one thread, as under the command line (varcheck/cli/__init__.py says why): the small
+# matrix products of the samplers and the audits' forward passes only contend with more threads
+# on a busy machine (the SmolLM2 audit fixture: 72 s with two, 8 s with one). It must be set
+# before numpy is imported; an explicit setting by the user wins.
+if "numpy" not in sys.modules:
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 import pytest
 from click.testing import CliRunner
