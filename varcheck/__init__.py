@@ -53,6 +53,8 @@ _LAZY = {
     "TrainResult": "paper.training",
     "audit": "encoder.heads",
     "AuditResult": "encoder.heads",
+    "audit_decoder": "encoder.decoder",
+    "DecoderAuditResult": "encoder.decoder",
     "beta_paper": "core.logit_variance",
     "beta_exact": "core.logit_variance",
     "probe": "kernels.probe",

@@ -570,7 +570,11 @@ def main() -> None:
         limits_section(),
         speed_section(result, times),
     ]
-    DOC.write_text("".join(sections), encoding="utf-8")
+    # the decoder's part of the page is docs/_generate/decoder.py's: keep it
+    old = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
+    i = old.find("<!-- generated:decoder -->")
+    tail = old[i:] if i >= 0 else ""
+    DOC.write_text("".join(sections) + ("\n" + tail if tail else ""), encoding="utf-8")
     print(f"wrote {DOC.relative_to(ROOT)} and {FIGURE.relative_to(ROOT)}")
 
 
