@@ -553,7 +553,8 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     )
     table.add_column("claim", no_wrap=True)
     table.add_column("asserts", max_width=36, overflow="fold")
-    for name in ("d_k", "claimed", "estimate [CI]", "p (Holm)"):
+    tolerances = any(co.spec.tolerance is not None for co in result.claims)
+    for name in ("d_k", "claimed", "estimate [CI]", "p" if tolerances else "p (Holm)"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("outcome", no_wrap=True)
     for co in result.claims:
@@ -580,11 +581,13 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     console.print(f"{len(result.claims)} claims: {summary} → {styled(result.outcome)}")
     if any(check_marginal(r) for co in result.claims for r in co.results):
         console.print(formats.MARGINAL_NOTE)
-    if any(co.spec.tolerance is not None for co in result.claims):
+    if tolerances:
         console.print(
-            "p of a claim with a tolerance: its equivalence test's (two one-sided tests, small "
-            "when the whole 1 − 2α interval lies in the band; not adjusted), or, when it fails, "
-            "the two-sided one its fail rests on (p_equality in JSON)."
+            "p: Holm-adjusted for a claim without a tolerance; for one with a tolerance, its "
+            "equivalence test's (two one-sided tests: small when the whole 1 − 2α interval lies "
+            "in the band; not adjusted), or, when it fails, the Holm-adjusted two-sided p it "
+            "fails on (p_equality in JSON).",
+            width=min(console.width, 100),
         )
     for co in result.claims:
         for r in co.results:
