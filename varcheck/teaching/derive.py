@@ -34,8 +34,10 @@ from ..core.estimation import (
     BlockAccumulator,
     ConfidenceInterval,
     VarianceEstimate,
+    budget_shortfall,
     estimate_variance,
     interval_method,
+    minimum_products,
     run_chunk,
     summarise,
     t_quantile,
@@ -109,14 +111,19 @@ class DeriveStep:
         Two-sided p-value of ``textbook_value`` (shows the simulation rejecting a broken step).
     verdict : str
         The check of ``value``: ``consistent``, ``rejected``, ``unreliable`` (the estimate has no
-        valid interval: a moment it needs is infinite), ``infinite`` (nothing to estimate) or
-        ``interrupted`` (not checked).
+        valid interval: a moment it needs is infinite, or it drew fewer products than a valid
+        interval needs), ``infinite`` (nothing to estimate) or ``interrupted`` (not checked).
     stop_reason : str
         How the simulation stopped: ``precision``, ``samples`` (fixed number asked for),
         ``budget`` (d_k too large to chase the precision; a fixed budget of products was used),
         ``max-seconds``, ``interrupted`` (Ctrl-C cut the check short: the estimate is from the
         draws made by then; or came before it: no estimate and the verdict ``interrupted``), or
         ``""`` (step 1, or nothing simulated).
+    min_samples : int or None
+        When a variance step drew fewer products than a valid interval needs (a fixed
+        ``samples``, the budget of a large d_k, or a run stopped at ``max_seconds``), the
+        products it needs (:func:`~varcheck.core.estimation.minimum_products`); the verdict is
+        then ``unreliable`` and no interval or p-value is given. ``None`` otherwise.
     """
 
     number: int
@@ -136,6 +143,7 @@ class DeriveStep:
     textbook_p_value: float
     verdict: str
     stop_reason: str = ""
+    min_samples: int | None = None
 
     def marginal_only(self, alpha: float) -> bool:
         """True when this step's own interval excludes its value (p < alpha) but Holm, over the
@@ -341,11 +349,11 @@ class _Check(NamedTuple):
     p_value: float
     textbook_p_value: float
     stop_reason: str = ""
+    min_samples: int | None = None
 
 
-_NO_CHECK = _Check(
-    math.nan, ConfidenceInterval(math.nan, math.nan), math.nan, 0, math.nan, math.nan
-)
+_NO_INTERVAL = ConfidenceInterval(math.nan, math.nan)
+_NO_CHECK = _Check(math.nan, _NO_INTERVAL, math.nan, 0, math.nan, math.nan)
 _NOT_CHECKED = _NO_CHECK._replace(stop_reason=INTERRUPTED)
 
 
@@ -487,8 +495,8 @@ def _mean_step(one: DotProductTheory, cfg: _Settings) -> _Check:
     )
     stop = INTERRUPTED if interrupted else "max-seconds" if used < n else ""
     if not math.isfinite(one.term_var):
-        # E[(XY)²] is infinite: the t-interval is not valid, so nothing is tested
-        check = _Check(est, ci, se, used, math.nan, math.nan, stop)
+        # E[(XY)²] is infinite: the t-interval is not valid, so neither it nor a test is given
+        check = _Check(est, _NO_INTERVAL, se, used, math.nan, math.nan, stop)
     else:
         df = max(used - 1, 1)
         p_value, p_book = _p(est, se, one.term_mean, df), _p(est, se, 0.0, df)
@@ -500,7 +508,9 @@ def _mean_step(one: DotProductTheory, cfg: _Settings) -> _Check:
 
 def _fixed_budget(theory: DotProductTheory, cfg: _Settings) -> tuple[int | None, bool]:
     """The products a variance step draws when it does not chase the precision (None when it
-    does), and whether that is because the precision would cost more than STEP_BUDGET."""
+    does), and whether that is because the precision, or the products a valid interval needs
+    (:func:`~varcheck.core.estimation.minimum_products`, which an adaptive run draws at the
+    least), would cost more than STEP_BUDGET."""
     if cfg.samples is not None:
         return cfg.samples, False
     if not theory.estimable:
@@ -513,7 +523,8 @@ def _fixed_budget(theory: DotProductTheory, cfg: _Settings) -> tuple[int | None,
         # need * d_k > STEP_BUDGET with need = 4 max(rel. variance, 0.5) / precision², written
         # without dividing by precision² (which underflows to 0 for a precision of 1e-320)
         need_scale = 4.0 * max(theory.estimator_relative_variance, 0.5) * theory.dk
-        if cfg.precision < math.sqrt(need_scale / STEP_BUDGET):
+        least = minimum_products(cfg.q, cfg.k, theory) * theory.dk
+        if cfg.precision < math.sqrt(need_scale / STEP_BUDGET) or least > STEP_BUDGET:
             return max(_MIN_BUDGET_SAMPLES, int(STEP_BUDGET // theory.dk)), True
     return None, False
 
@@ -558,19 +569,24 @@ def _variance_estimate(
 def _variance_check(
     estimated: tuple[VarianceEstimate | None, str],
     theory: DotProductTheory,
-    value: float,
-    textbook_value: float,
+    cfg: _Settings,
+    values: tuple[float, float],
     factor: float,
 ) -> _Check:
-    """A variance step's check: the estimate times ``factor``, the p-value of ``value`` (the
-    unscaled variance) and that of the textbook's value."""
+    """A variance step's check: the estimate times ``factor``, the p-value of ``values[0]`` (the
+    unscaled variance) and that of the textbook's ``values[1]``; with no valid interval (a
+    moment it needs is infinite, or fewer products than the budget rule asks) the estimate
+    alone, and the products a valid interval needs."""
     est, stop_reason = estimated
     if est is None:
         return _NO_CHECK
     estimate, ci = est.scaled(factor)
-    p = est.p_value(value) if _has_test(theory) else math.nan
-    p_book = est.p_value(textbook_value / factor) if theory.estimable else math.nan
-    return _Check(estimate, ci, est.se * factor, est.samples, p, p_book, stop_reason)
+    need = budget_shortfall(cfg.q, cfg.k, theory, est.samples)
+    if need is not None or not _has_test(theory):
+        ci, p, p_book = _NO_INTERVAL, math.nan, math.nan
+    else:
+        p, p_book = est.p_value(values[0]), est.p_value(values[1] / factor)
+    return _Check(estimate, ci, est.se * factor, est.samples, p, p_book, stop_reason, need)
 
 
 def _checks(
@@ -584,10 +600,10 @@ def _checks(
 
     def variance_steps(step: int, estimated: tuple[VarianceEstimate | None, str]) -> None:
         if step == 2:
-            checks[1] = _variance_check(estimated, one, one.term_var, book[1], 1.0)
+            checks[1] = _variance_check(estimated, one, cfg, (one.term_var, book[1]), 1.0)
         else:
-            checks[2] = _variance_check(estimated, th, th.var, book[2], 1.0)
-            checks[3] = _variance_check(estimated, th, th.var, book[3], 1.0 / cfg.dk)
+            checks[2] = _variance_check(estimated, th, cfg, (th.var, book[2]), 1.0)
+            checks[3] = _variance_check(estimated, th, cfg, (th.var, book[3]), 1.0 / cfg.dk)
 
     step = 1
     try:
@@ -612,12 +628,17 @@ def _judge_steps(
 ) -> tuple[list[float], list[str]]:
     """Holm-adjusted p-values and verdicts of the four steps: Holm over the three independent
     checks; step 4 reuses step 3's draws, so it shares step 3's test. A step an interruption
-    left unchecked is ``interrupted``."""
+    left unchecked is ``interrupted``; one with fewer products than a valid interval needs is
+    ``unreliable``."""
     adjusted, verdicts = judge(
         [c.p_value for c in checks[:3]],
         alpha=1.0 - confidence,
         finite=[not math.isnan(one.term_mean), one.var_finite, th.var_finite],
-        valid=[math.isfinite(one.term_var), _has_test(one), _has_test(th)],
+        valid=[
+            math.isfinite(one.term_var),
+            _has_test(one) and checks[1].min_samples is None,
+            _has_test(th) and checks[2].min_samples is None,
+        ],
     )
     verdicts = [*verdicts, verdicts[2]]
     verdicts = [
@@ -699,7 +720,10 @@ def derive(
         Target relative half-width of the variance intervals (steps 2–4).
     samples : int, optional
         Fixed number of products per variance step instead of ``precision`` (and the number of
-        products behind step 1).
+        products behind step 1). A variance step given fewer than a valid interval needs
+        (:func:`~varcheck.core.estimation.minimum_products`, from the kurtosis of its product
+        and the entries' tails) shows its estimate without an interval, verdict ``unreliable``
+        and ``min_samples``; with ``precision`` each step draws at least that many.
     max_seconds : float, optional
         Wall-time cap per variance step.
     seed : int, optional

@@ -725,6 +725,7 @@ def _step_dict(s: DeriveStep) -> dict[str, Any]:
         "textbook_p_value": s.textbook_p_value,
         "verdict": s.verdict,
         "stop_reason": s.stop_reason,
+        "min_samples": s.min_samples,
     }
 
 
@@ -762,6 +763,23 @@ def derive_dict(result: DeriveResult) -> dict[str, Any]:
     }
 
 
+def _shortfall_note(steps: tuple[DeriveStep, ...]) -> str | None:
+    """The note naming the products each step short of the budget rule needs (None if none)."""
+    short = [s for s in steps if s.min_samples is not None and s.number < 4]
+    if not short:
+        return None
+    needs = ", ".join(
+        f"{s.min_samples:,} for step {s.number}" + (" (and 4)" if s.number == 3 else "")
+        for s in short
+    )
+    most = max(s.min_samples for s in short)  # type: ignore[type-var]
+    return (
+        "unreliable: too few products for a valid interval where the kurtosis of the product "
+        f"is high; a valid interval needs at least {needs} (--samples {most}, or --precision). "
+        "Estimates are shown, intervals and verdicts are not."
+    )
+
+
 def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
     """What the derivation concludes for these distributions."""
     from rich.markup import escape
@@ -794,7 +812,11 @@ def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
             f"√d_k gives unit variance."
         )
     verdicts = {s.verdict for s in steps}
-    if UNRELIABLE in verdicts:
+    short = _shortfall_note(steps)
+    if short:
+        word, rest = short.split(":", 1)
+        notes.append(f"{b(word + ':', 'bold yellow')}{e(rest)}")
+    if any(s.verdict == UNRELIABLE and s.min_samples is None for s in steps):
         notes.append(
             f"{b('unreliable checks:', 'bold yellow')} "
             + e(
@@ -812,8 +834,13 @@ def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
                 f"at d_k = {result.dk} reaching the precision would take minutes, so step "
                 f"{budget[0].number}"
                 + (" (and 4)" if budget[0].number == 3 else "")
-                + f" used {budget[0].samples:,} products; its interval is wider than asked "
-                "(pass --samples to choose the number)."
+                + f" used {budget[0].samples:,} products; "
+                + (
+                    "its interval is wider than asked "
+                    if budget[0].min_samples is None
+                    else "too few for a valid interval "
+                )
+                + "(pass --samples to choose the number)."
             )
         )
     if REJECTED in verdicts:
