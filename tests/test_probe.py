@@ -112,6 +112,31 @@ def test_the_slope_of_alibi_is_read_off_the_bias() -> None:
     assert r.diagnostics.alibi_slopes == pytest.approx((-0.1,), rel=1e-6)
 
 
+def _alibi32_causal(q, k, v, slope: float = 0.5):  # noqa: ANN001, ANN202
+    q, k, v = (np.asarray(a, np.float32) for a in (q, k, v))
+    n, m = q.shape[-2], k.shape[-2]
+    i, j = np.indices((n, m))
+    x = (q @ k.T) / np.float32(math.sqrt(q.shape[-1])) - np.float32(slope) * np.abs(i - j)
+    x = np.where(j > i, -np.inf, x).astype(np.float32)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return ((e / e.sum(axis=-1, keepdims=True)) @ v).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "fn,kw,within",
+    [
+        (functools.partial(ak.alibi, slope=1.0), {"queries": 16, "keys": 1024}, 1e-9),
+        (_alibi32_causal, {"queries": 256, "keys": 256, "dtype": "float32"}, 1e-3),
+    ],
+)
+def test_alibi_on_long_rows_reads_its_scale(fn, kw: dict, within: float) -> None:  # noqa: ANN001
+    """Far keys sit at the underflow edge (a bias of ~−700): they are positive only when their
+    q·k is large, and were read without their bias (ratio 0.584 and 0.829 before the fix)."""
+    r = varcheck.probe(fn, 64, samples=40, seed=1, **kw)
+    assert r.outcome == "pass" and abs(r.ratio - 1) < within
+    assert r.diagnostics.bias == "alibi"
+
+
 def test_a_causal_mask_expected_and_missing_fails() -> None:
     r = _probe(ak.attention, causal=True)
     assert r.outcome == "fail" and "causal mask was expected" in r.reason
@@ -358,3 +383,42 @@ def test_ctrl_c_keeps_the_finished_dk(monkeypatch) -> None:  # noqa: ANN001
             module, "measure", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt)
         )
         varcheck.probe(ak.attention, 8, **FAST, seed=1)
+
+
+# --- kernels that compute in 16 bits and return float32 ---------------------------------------
+
+
+def _round16(a, dtype: str):  # noqa: ANN001, ANN202
+    a = np.asarray(a, np.float32)
+    return rounded(a, "bfloat16") if dtype == "bfloat16" else a.astype(np.float16).astype(a.dtype)
+
+
+def _computes_in(dtype: str, factor: float = 1.0):  # noqa: ANN202
+    """Every step rounded to ``dtype``; the output upcast to float32 (as a torch bfloat16
+    tensor must be for numpy)."""
+
+    def kernel(q, k, v):  # noqa: ANN001, ANN202
+        r = functools.partial(_round16, dtype=dtype)
+        q, k, v = r(q), r(k), r(v)
+        x = r(r(q @ k.T) * r(factor / math.sqrt(q.shape[-1])))
+        e = r(np.exp(r(x - x.max(axis=-1, keepdims=True))))
+        return np.asarray(r(r(e / r(e.sum(axis=-1, keepdims=True))) @ v), np.float32)
+
+    return kernel
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_16_bit_kernel_with_float32_output_passes(dtype: str) -> None:
+    """Rounding inside the kernel biases the slope at its format's level (bf16: −9e-5, which
+    failed 200 of 200 seeds when the floor was float32's); the floor follows ``dtype``."""
+    kw = {"queries": 16, "keys": 16, "samples": 20, "dtype": dtype}
+    right, wrong = _computes_in(dtype), _computes_in(dtype, 1.05)
+    passed = sum(varcheck.probe(right, 64, seed=s, **kw).outcome == "pass" for s in range(200))
+    assert stats.binomtest(passed, 200, 0.95, alternative="less").pvalue > 0.01
+    assert all(varcheck.probe(wrong, 64, seed=s, **kw).outcome == "fail" for s in range(20))
+
+
+def test_a_16_bit_kernel_without_its_dtype_is_refused_with_a_hint() -> None:
+    with pytest.raises(VarcheckError, match=r"sums to \d\.\d{4,} \(1 [+−] .*give --dtype"):
+        varcheck.probe(_computes_in("bfloat16"), 64, queries=16, keys=16, samples=20, seed=1)

@@ -42,6 +42,8 @@ __all__ = [
 #: reported (rounding of float64 kernels is ~1e-15, of float16 ones ~1e-3 but random).
 BIAS_FLOOR = 1e-4
 CURVE_FLOOR = 1e-4
+#: Smallest weight read: below it a float64 weight is subnormal and keeps few bits.
+TINY = float(np.finfo(np.float64).tiny)
 #: Fewest of the log-weights' variation that scale, bias and curvature must explain.
 EXPLAINED_MIN = 0.9
 #: A structure is reported only beyond this many standard errors (pilot false alarms ~1e-7).
@@ -58,6 +60,9 @@ class HeadStructure:
     ----------
     valid : numpy.ndarray
         (n, m) True where a key is attended (not masked).
+    used : numpy.ndarray
+        (n, m) True where the weight was a positive normal number in every pilot call: the
+        places whose bias is known, the only ones that enter a call's slope.
     mask : str
         ``none``, ``causal``, ``causal (bottom-right)`` or ``other``.
     masked : int
@@ -84,6 +89,7 @@ class HeadStructure:
     """
 
     valid: np.ndarray
+    used: np.ndarray
     mask: str
     masked: int
     bias: np.ndarray | None
@@ -103,8 +109,12 @@ def centre_rows(z: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (z - (z * w).sum(-1, keepdims=True) / count) * w
 
 
-def check_convex(w: np.ndarray, tol: float, name: str) -> None:
-    """Refuse weights that are not convex combinations: negative, or rows not summing to 1."""
+def check_convex(w: np.ndarray, tol: float, name: str, low_tol: float | None = None) -> None:
+    """Refuse weights that are not convex combinations: negative, or rows not summing to 1.
+
+    ``low_tol``: a row sum off by no more than this is the rounding of a float16 or bfloat16
+    kernel, and the error says to give ``dtype`` (None: one was given).
+    """
     low = float(w.min())
     if low < -tol:
         h, i, j = np.unravel_index(int(np.argmin(w)), w.shape)
@@ -117,9 +127,19 @@ def check_convex(w: np.ndarray, tol: float, name: str) -> None:
     worst = float(np.abs(sums - 1.0).max())
     if worst > tol * max(1.0, math.sqrt(w.shape[-1])):
         bad = float(sums.flat[int(np.argmax(np.abs(sums - 1.0)))])
+        digits = max(4, 2 - math.floor(math.log10(worst)))
+        shown = f"{bad:.{digits}g}"
+        if digits > 4:
+            shown += f" (1 {'+' if bad > 1 else '−'} {worst:.2g})"
+        hint = ""
+        if low_tol is not None and worst <= low_tol:
+            hint = (
+                "; a sum this close to 1 is the rounding of a kernel that computes in float16 "
+                "or bfloat16: give --dtype (dtype= in Python) for that format"
+            )
         raise VarcheckError(
-            f"kernel {name} is not softmax attention: a row of its weights sums to {bad:.4g}, "
-            "not 1, so its output is not a convex combination of the values"
+            f"kernel {name} is not softmax attention: a row of its weights sums to {shown}, "
+            f"not 1, so its output is not a convex combination of the values{hint}"
         )
 
 
@@ -196,7 +216,8 @@ def pilot_structure(w: np.ndarray, x: np.ndarray, name: str) -> HeadStructure:
     calls = w.shape[0]
     zero = (w == 0).all(axis=0)
     valid = ~zero
-    used = valid & (w > 0).all(axis=0)  # places that underflowed in some call are left out
+    # places that underflowed (or were subnormal, a few bits) in some call are left out
+    used = valid & (w >= TINY).all(axis=0)
     if not (used.sum(-1) >= 2).any():
         raise VarcheckError(
             f"kernel {name}: no query attends to two keys or more, so the weights say nothing "
@@ -230,6 +251,7 @@ def pilot_structure(w: np.ndarray, x: np.ndarray, name: str) -> HeadStructure:
     kind, slope = _bias_shape(bias, used) if biased else ("none", math.nan)
     return HeadStructure(
         valid=valid,
+        used=used,
         mask=_mask_kind(zero),
         masked=int(zero.sum()),
         bias=bias if biased else None,
@@ -253,8 +275,12 @@ def call_slopes(
     removed) on the row-centred dot products. ``curved``: the slope at 0 of a polynomial in
     ``x`` of degree 5 (row 0) and of degree 3 (row 1): their gap bounds the error of reading
     a slope at 0 off a curve. ``unit`` scales x to about 1.
+
+    Only the places the pilot saw positive in every call enter (``used``: where the bias was
+    estimated). A place near the underflow edge is positive only when its ``q·k`` happens to be
+    large; entering it then, without its bias, would read a slope of that selection, not ``s``.
     """
-    ok = np.stack([h.valid for h in heads]) & (w > 0)
+    ok = np.stack([h.used for h in heads]) & (w >= TINY)
     y = np.log(np.where(ok, w, 1.0))
     for i, h in enumerate(heads):
         if h.bias is not None:
