@@ -43,6 +43,14 @@ of the input rows. A block is reduced to the mean of its products and of their s
 the estimator, interval and test of :mod:`varcheck.core.estimation` apply unchanged (as in
 ``sweep``). Verdicts are Holm-adjusted over all rows.
 
+Budget rule (issue #16). ``sweep``'s rule (:func:`varcheck.core.estimation.minimum_products`)
+asks for enough products that the variance estimate's relative variance is small against its
+law's tails; here the products of a block are dependent, so the rule is stated in blocks
+(:func:`minimum_blocks`, from :func:`block_relative_variance`, derived from the weights and the
+input law, exact or an upper bound). A fixed ``blocks`` below it, or a run its time cap stopped
+there, gives the estimate with the verdict ``unreliable``, no interval and the blocks it needs
+(``min_blocks``); a run chasing a precision draws at least that many.
+
 Checks and findings. Rows whose prediction is derived to be exact in its setting (the relaxed
 formula for random weights and different tokens, the derived same-token value, the exact
 conditional values) are *checks*: a rejection means the derivation, the sampler or the input
@@ -67,7 +75,10 @@ import numpy as np
 from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
 from ..core.estimation import (
+    ENTRY_KURTOSIS_POWER,
     MIN_BLOCKS,
+    PRODUCTS_PER_KURTOSIS,
+    SLOW_TAIL_FACTOR,
     BlockAccumulator,
     ConfidenceInterval,
     IntervalTest,
@@ -108,6 +119,8 @@ __all__ = [
     "CHECK",
     "FINDING",
     "MAX_BLOCKS",
+    "block_relative_variance",
+    "minimum_blocks",
     "check_feasible",
     "project",
 ]
@@ -319,6 +332,192 @@ def rank_one_weights(
     return w, w.copy()
 
 
+# --- the budget rule ---------------------------------------------------------------------------
+
+
+def _even_moments(dist: Distribution) -> tuple[float, float]:
+    """E[Z^6], E[Z^8] of the standardised input Z = (X - mean) / sd (``inf`` when absent)."""
+    if dist.max_moment < 8:
+        return math.inf, math.inf
+    if dist.family == "t":
+        df = dict(dist.params)["df"]
+
+        # E[T^2j] = df^j Γ(j + 1/2) Γ(df/2 - j) / (√π Γ(df/2)), over Var T = df / (df - 2)
+        def even(j: int) -> float:
+            log = math.lgamma(j + 0.5) + math.lgamma(df / 2 - j) - math.lgamma(0.5)
+            return math.exp(log - math.lgamma(df / 2)) * (df - 2.0) ** j
+
+        return even(3), even(4)
+    known = {
+        "normal": (15.0, 105.0),
+        "uniform": (27.0 / 7.0, 9.0),
+        "rademacher": (1.0, 1.0),
+        "laplace": (90.0, 2520.0),
+    }
+    if dist.family in known:
+        return known[dist.family]
+    from ..core.distributions import _scipy_frozen
+
+    try:  # standardised central moments do not depend on loc and scale
+        frozen = _scipy_frozen(dist.family.removeprefix("scipy."), dist.params)
+        raw = [1.0] + [float(frozen.moment(n)) for n in range(1, 9)]
+    except Exception:  # noqa: BLE001 - scipy cannot say: no bound, so no rule (see minimum_blocks)
+        return math.nan, math.nan
+    mu = raw[1]
+    central = [
+        sum(math.comb(n, i) * raw[i] * (-mu) ** (n - i) for i in range(n + 1)) for n in (2, 6, 8)
+    ]
+    return central[1] / central[0] ** 3, central[2] / central[0] ** 4
+
+
+def _fixed_different(wq: np.ndarray, wk: np.ndarray, kx: float, tokens: int) -> float:
+    """Relative variance of one block's mean square, different tokens, fixed weights (a bound).
+
+    The block mean of s_ij² over ordered pairs i ≠ j of its T rows is a U-statistic with kernel
+    g = (s_ij² + s_ji²)/2, so Var = (4(T-2)ζ₁ + 2ζ₂) / (T(T-1)) (Hoeffding). ζ₁ = Var E[g | x_i]
+    = σ⁸((κ-3) Σ M_aa² + 2 tr M²), M = (AAᵀ + AᵀA)/2, exact; ζ₂ = Var g ≤ Var s² = (κ_s - 1) V²
+    with κ_s ≤ max(3, κ)(1 + (2 tr B² + (κ-3) Σ B_bb²)/(tr B)²), B = AᵀA (exact for normal x).
+    Every trace comes from d_k × d_k Gram matrices (A = W_q W_kᵀ is never formed).
+    """
+    gq, gk, h = wq.T @ wq, wk.T @ wk, wq.T @ wk
+    p = gq @ gk
+    tr_b = float(np.trace(p))
+    if tr_b <= 0:
+        return 0.0
+    tr_b2 = float(np.sum(p * p.T))
+    b_diag = np.einsum("bj,bj->b", wk @ gq, wk)
+    m_diag = (np.einsum("aj,aj->a", wq @ gk, wq) + b_diag) / 2
+    tr_m2 = (tr_b2 + float(np.trace(gk @ h @ gq @ h.T))) / 2
+    rho1 = ((kx - 3) * float(m_diag @ m_diag) + 2 * tr_m2) / tr_b**2
+    kurt = max(3.0, kx) * (1 + (2 * tr_b2 + (kx - 3) * float(b_diag @ b_diag)) / tr_b**2)
+    return (4 * (tokens - 2) * max(rho1, 0.0) + 2 * (kurt - 1)) / (tokens * (tokens - 1))
+
+
+def _fixed_same(wq: np.ndarray, wk: np.ndarray, x: InputLaw, tokens: int) -> float:
+    """Relative variance of one block's mean square, one token, fixed weights.
+
+    The block's T rows are independent, so it is (κ_s - 1)/T, κ_s the kurtosis of the quadratic
+    form s = x S xᵀ, S = (A + Aᵀ)/2: exactly 3 + 12 tr S⁴ / (tr S²)² for normal x (from the
+    2d_k × 2d_k Gram matrix of [W_q W_k]); for other laws the larger of 15 and the kurtosis of
+    x² -- the two rank-one extremes (S along a spread direction, whose (u·x)² is nearly
+    chi-square with one degree of freedom, and S along one coordinate), a bound that forms of
+    higher rank, averaging more independent terms, stay below.
+    """
+    if x.dist.is_normal:
+        u = np.hstack([wq, wk])
+        g = u.T @ u
+        d = wq.shape[1]
+        jg = np.vstack([g[d:], g[:d]]) / 2  # J G with J = [[0, I], [I, 0]] / 2
+        jg2 = jg @ jg
+        tr2 = float(np.trace(jg2))
+        kurt = 3 + 12 * float(np.sum(jg2 * jg2.T)) / tr2**2 if tr2 > 0 else 1.0
+    else:
+        m6, m8 = _even_moments(x.dist)
+        kx = x.kurtosis
+        var_y = kx - 1
+        kurt_y = (m8 - 4 * m6 + 6 * kx - 3) / var_y**2 if var_y > 0 else 1.0
+        kurt = max(15.0, kurt_y)
+    return (kurt - 1) / tokens
+
+
+def _random_weights_parts(dx: int, dk: int, x: InputLaw, case: str) -> tuple[float, float]:
+    """(ν_W, κ): the relative variance over normal weights of E[s² | W], and the kurtosis of
+    one logit s, for fresh weights in every block (σ_X = σ_W = 1; both are scale-free).
+
+    Given x and x', q = x W_q and k = x' W_k are independent normal vectors, so s = |x||x'|(g·h)
+    (different tokens) or |x|²(g·h) (one token) with g, h standard normal in d_k dimensions:
+    κ = E|x|⁴E|x'|⁴ or E|x|⁸, times 3(d_k² + 2d_k), over V². ν_W is exact for different tokens
+    (E[s² | W] = ‖A‖_F²); for one token E[s² | W] = (κ_x-3) Σ A_aa² + ‖A‖_F² + tr A² + (tr A)²,
+    and ν_W adds the four terms' standard deviations (Minkowski: an upper bound).
+    """
+    kx = x.kurtosis
+    m4 = dx * kx + dx * (dx - 1.0)  # E|x|⁴
+    var_frob = 4.0 * dk * dx**2 * (dx + 1) + 2.0 * dk * (dk - 1) * dx**2
+    g4 = 3.0 * (dk**2 + 2.0 * dk)  # E(g·h)⁴
+    if case == "different-tokens":
+        return var_frob / (dx**2 * dk) ** 2, m4 * m4 * g4 / (dx * dx * dk) ** 2
+    m6, m8 = _even_moments(x.dist)
+    pairs = dx * (dx - 1.0)
+    m8x = dx * m8 + 4 * pairs * m6 + 3 * pairs * kx**2 + 6 * pairs * (dx - 2) * kx
+    m8x += pairs * (dx - 2) * (dx - 3)  # E|x|⁸ = E(Σ x_a²)⁴
+    n = dx * dk
+    sds = (
+        abs(kx - 3) * math.sqrt(dx * (2.0 * dk**2 + 6.0 * dk)),  # Σ A_aa²
+        math.sqrt(var_frob),  # ‖A‖_F²
+        math.sqrt(dk * (2.0 * dx**2 + 6.0 * dx) + 2.0 * dk * (dk - 1) * dx**2),  # tr A²
+        math.sqrt(2.0 * n * n + 6.0 * n),  # (tr A)²
+    )
+    var = dk * m4
+    return (sum(sds) / var) ** 2, m8x * g4 / var**2
+
+
+def block_relative_variance(
+    x: InputLaw,
+    tokens: int,
+    case: str,
+    weights: tuple[np.ndarray, np.ndarray] | None = None,
+    dims: tuple[int, int] = (0, 0),
+) -> float:
+    """Var(one block's mean square) / Var(q·k)²: what the budget rule asks of a block.
+
+    For n independent products it is (κ - 1)/n, κ the kurtosis of q·k, the quantity
+    :func:`varcheck.core.estimation.minimum_products` counts. Here the products of a block are
+    dependent (they share input rows, and with ``weights=None`` fresh random weights of shape
+    ``dims`` = (d_x, d_k)), so it is derived from the weights and the input law, exactly where
+    the formulas are closed and as an upper bound where they are not (see :func:`_fixed_different`,
+    :func:`_fixed_same`, :func:`_random_weights_parts`): the rule then asks for more blocks,
+    never fewer.
+    """
+    if weights is not None:
+        wq, wk = weights
+        if case == "different-tokens":
+            return _fixed_different(wq, wk, x.kurtosis, tokens)
+        return _fixed_same(wq, wk, x, tokens)
+    dx, dk = dims
+    nu_w, kurt = _random_weights_parts(dx, dk, x, case)
+    if case == "same-token":  # given W, a mean of T independent rows; E_W Var(s² | W) ≤ Var s²
+        return nu_w + (kurt - 1) / tokens
+    # given W a U-statistic (above), averaged over W: E ζ₂ ≤ E Var(s² | W) = (κ - 1 - ν_W) V², and
+    # E ζ₁ ≤ Var_{x,W} E[g | x, W] - ν_W V², where E[g | x, W] averages two terms distributed as
+    # |x|² χ²_{d_k} χ²_{d_x} (x A Aᵀ xᵀ = |q W_kᵀ|² with q = x W_q ~ N(0, |x|² I)): at most
+    # the variance of one, V² ((E|x|⁴ / d_x²)(1 + 2/d_k)(1 + 2/d_x) - 1)
+    m4 = (x.kurtosis - 1.0) / dx + 1.0  # E|x|⁴ / d_x²
+    zeta1 = m4 * (1 + 2 / dk) * (1 + 2 / dx) - 1 - nu_w
+    zeta2 = kurt - 1 - nu_w
+    pairs = tokens * (tokens - 1)
+    return nu_w + (4 * (tokens - 2) * max(zeta1, 0.0) + 2 * max(zeta2, 0.0)) / pairs
+
+
+def minimum_blocks(
+    x: InputLaw,
+    tokens: int,
+    case: str,
+    weights: tuple[np.ndarray, np.ndarray] | None = None,
+    dims: tuple[int, int] = (0, 0),
+) -> float:
+    """The fewest blocks behind a valid interval: the budget rule of ``sweep`` in blocks.
+
+    :func:`varcheck.core.estimation.minimum_products` asks for n ≥ c (κ - 1) independent
+    products, i.e. a relative variance (κ - 1)/n of the variance estimate of at most 1/c, with
+    c = 250 (κ_e / 3)^1.5, times 30 when E[(q·k)^6] is infinite (E x⁶ for different tokens,
+    E x¹² for one token). With blocks of dependent products the same requirement reads
+    blocks ≥ c · :func:`block_relative_variance`. κ_e, the kurtosis of the entries q_j, k_j
+    of the dot product: they are linear combinations of the input entries, so at most
+    max(3, κ_x) for fixed weights; with fresh normal weights exactly 3 (1 + (κ_x - 1)/d_x).
+    ``inf`` when the estimator's variance is infinite, ``nan`` when scipy cannot give the
+    input's sixth and eighth moments (no rule is then applied).
+    """
+    kx = x.kurtosis
+    different = case == "different-tokens"
+    if not (x.estimable_different if different else x.estimable_same):
+        return math.inf
+    entry = max(3.0, kx) if weights is not None else 3.0 * (1 + (kx - 1) / dims[0])
+    per_unit = PRODUCTS_PER_KURTOSIS * (entry / 3.0) ** ENTRY_KURTOSIS_POWER
+    if x.dist.max_moment < (6 if different else 12):
+        per_unit *= SLOW_TAIL_FACTOR
+    return math.ceil(per_unit * block_relative_variance(x, tokens, case, weights, dims))
+
+
 # --- Monte Carlo -------------------------------------------------------------------------------
 
 
@@ -408,8 +607,10 @@ def _run_blocks(
     blocks: int | None,
     max_seconds: float | None,
     method: str = "hall",
+    least: int = 0,
 ) -> dict[str, MonteCarloVariance]:
-    """Draw chunks of blocks until every case reaches ``precision`` (or the fixed ``blocks``)."""
+    """Draw chunks of blocks until every case reaches ``precision`` (or the fixed ``blocks``),
+    and at least ``least`` blocks when chasing the precision (the budget rule)."""
     accs = {c: BlockAccumulator() for c in cases}
 
     def chunks(tasks: Iterator[tuple[int, int]]) -> Iterator[dict]:
@@ -439,6 +640,7 @@ def _run_blocks(
         fixed=None if blocks is None else "blocks",
         max_seconds=max_seconds,
         max_blocks=MAX_BLOCKS,
+        min_blocks=least if blocks is None else 0,
     )
     try:
         stop = draw_rounds(rule, blocks_per_chunk, chunks, absorb, widest).stop_reason
@@ -563,6 +765,10 @@ class ProjectionRow:
     p_value, p_adjusted : float
         Two-sided p-value of the predicted variance; Holm-adjusted over all rows.
     verdict : str
+    min_blocks : int or None
+        When the row's setting drew fewer blocks than a valid interval needs (a fixed
+        ``blocks``, or a run stopped by its time cap), the blocks it needs
+        (:func:`minimum_blocks`); the verdict is then ``unreliable``. ``None`` otherwise.
     """
 
     section: str
@@ -576,6 +782,14 @@ class ProjectionRow:
     p_value: float
     p_adjusted: float
     verdict: str
+    min_blocks: int | None = None
+
+    @property
+    def min_samples(self) -> int | None:
+        """The products :attr:`min_blocks` blocks hold (``None`` with it)."""
+        if self.min_blocks is None or self.estimate is None:
+            return None
+        return self.min_blocks * self.estimate.products_per_block
 
     @property
     def ratio(self) -> float:
@@ -887,8 +1101,9 @@ def project(
     check_feasible(options, constructed)
     weights = _fixed_weights(options, constructed)
     sections, preds = _predictions(options, weights)
-    estimates, interrupted = _estimate_sections(options, sections, weights, progress)
-    rows = _judge(preds, estimates, options.confidence)
+    minima = _minima(options, sections, weights)
+    estimates, interrupted = _estimate_sections(options, sections, weights, progress, minima)
+    rows = _judge(preds, estimates, options.confidence, minima)
     reached = {r.section for r in rows}
     return ProjectionResult(
         rows=tuple(rows),
@@ -975,11 +1190,26 @@ def _predictions(
     return sections, preds
 
 
+def _minima(
+    o: _Options, sections: list[ProjectionSection], weights: list[_Weights]
+) -> dict[tuple[str, str], float]:
+    """:func:`minimum_blocks` of every (section, case) whose estimator has a finite variance."""
+    out = {}
+    for index, sec in enumerate(sections):
+        w = None if sec.name == "random-weights" else weights[index - 1][2:]
+        for case in _per_block(o.tokens):
+            need = minimum_blocks(o.x, o.tokens, case, w, (o.dx, o.dk))  # type: ignore[arg-type]
+            if math.isfinite(need):
+                out[(sec.name, case)] = need
+    return out
+
+
 def _estimate_sections(
     o: _Options,
     sections: list[ProjectionSection],
     weights: list[_Weights],
     progress: Callable[[int, int, float], None] | None,
+    minima: dict[tuple[str, str], float],
 ) -> tuple[dict[tuple[str, str], MonteCarloVariance | None], bool]:
     """Monte Carlo for each weight setting: one estimate per (section, case), None if infinite.
 
@@ -1006,8 +1236,16 @@ def _estimate_sections(
             if cases:
                 draw, size = _section_draw(o, sec.name, weights, index)
                 per_chunk = max(1, min(4096, _CHUNK_ELEMENTS // size))
+                least = max((minima.get((sec.name, c), 0) for c in cases), default=0)
                 res = _run_blocks(
-                    draw, cases, per_chunk, seed=o.seed, stream=index, method=method, **budget
+                    draw,
+                    cases,
+                    per_chunk,
+                    seed=o.seed,
+                    stream=index,
+                    method=method,
+                    least=int(least),
+                    **budget,
                 )
         except _Interrupted as stopped:
             estimates.update({(sec.name, c): e for c, e in stopped.estimates.items()})
@@ -1046,20 +1284,37 @@ def _too_few_blocks(est: MonteCarloVariance | None) -> bool:
     return est is not None and est.stop_reason == "max-seconds" and est.blocks < MIN_BLOCKS
 
 
+def _shortfall(est: MonteCarloVariance | None, need: float | None) -> int | None:
+    """The blocks a valid interval needs when ``est`` has fewer (else None)."""
+    if est is None or need is None or not est.blocks < need:
+        return None
+    return int(need)
+
+
 def _judge(
     preds: list[_Prediction],
     estimates: dict[tuple[str, str], MonteCarloVariance | None],
     confidence: float,
+    minima: dict[tuple[str, str], float] | None = None,
 ) -> list[ProjectionRow]:
-    """One row per prediction: its p-value, Holm-adjusted over all rows, and its verdict."""
+    """One row per prediction: its p-value, Holm-adjusted over all rows, and its verdict
+    (``unreliable`` below the blocks :func:`minimum_blocks` asks for)."""
     # an interrupted run has no estimate for the cases it did not reach: no row for them
     preds = [pr for pr in preds if (pr.section, pr.case) in estimates]
     ests = [estimates[(pr.section, pr.case)] for pr in preds]
     finite = [
         est is not None and math.isfinite(pr.var) for pr, est in zip(preds, ests, strict=True)
     ]
+    minima = minima or {}
+    short = [
+        _shortfall(est, minima.get((pr.section, pr.case)))
+        for pr, est in zip(preds, ests, strict=True)
+    ]
     # a time limit may stop a setting after a handful of blocks: too few for a valid interval
-    valid = [pr.estimable and not _too_few_blocks(est) for pr, est in zip(preds, ests, strict=True)]
+    valid = [
+        pr.estimable and not _too_few_blocks(est) and need is None
+        for pr, est, need in zip(preds, ests, short, strict=True)
+    ]
     p_values = [
         est.p_value(pr.var) if f and v else math.nan  # type: ignore[union-attr]
         for pr, est, f, v in zip(preds, ests, finite, valid, strict=True)
@@ -1078,6 +1333,9 @@ def _judge(
             p_value=p,
             p_adjusted=padj,
             verdict=verdict,
+            min_blocks=need,
         )
-        for pr, est, p, padj, verdict in zip(preds, ests, p_values, adjusted, verdicts, strict=True)
+        for pr, est, p, padj, verdict, need in zip(
+            preds, ests, p_values, adjusted, verdicts, short, strict=True
+        )
     ]

@@ -152,6 +152,8 @@ def project_records(result: ProjectionResult) -> list[dict[str, Any]]:
     for row in result.rows:
         est = row.estimate
         lo, hi = est.confidence_interval if est else (math.nan, math.nan)
+        if row.verdict == "unreliable":  # an interval exists numerically but is not valid
+            lo = hi = math.nan
         mlo, mhi = est.mean_confidence_interval if est else (math.nan, math.nan)
         recs.append(
             {
@@ -177,6 +179,8 @@ def project_records(result: ProjectionResult) -> list[dict[str, Any]]:
                 "blocks": est.blocks if est else 0,
                 "precision_reached": est.precision if est else None,
                 "stop_reason": est.stop_reason if est else None,
+                "min_blocks": row.min_blocks,
+                "min_samples": row.min_samples,
             }
         )
     return recs
@@ -267,8 +271,10 @@ def project_cells(
     else:
         capped = _STOP_MARK.get(est.stop_reason, "")
         dagger = " †" if alpha is not None and row.marginal_only(alpha) else ""
+        # an unreliable row's interval exists numerically but is not valid: not shown
+        shown_ci = "" if row.verdict == "unreliable" else f" {interval(*est.confidence_interval)}"
         measured = (
-            f"{fmt(est.var)} {interval(*est.confidence_interval)}{capped}{dagger}",
+            f"{fmt(est.var)}{shown_ci}{capped}{dagger}",
             fmt(row.ratio, digits),
             fmt_p(row.p_adjusted),
         )
@@ -304,6 +310,23 @@ def _mean_cell(row: ProjectionRow) -> str:
     if est is None:
         return "—"
     return f"{fmt(est.mean, 3)} ± {fmt(est.mean_confidence_interval.high - est.mean, 1)}"
+
+
+def _shortfall_note(result: ProjectionResult) -> str | None:
+    """The note naming the blocks each setting short of the budget rule needs (None if none)."""
+    needs = {(r.section, r.case): r.min_blocks for r in result.rows if r.min_blocks is not None}
+    if not needs:
+        return None
+    said = ", ".join(
+        f"{_SECTION_SHORT.get(sec, sec)} · {_CASE_LABEL[case]}: {n:,}"
+        for (sec, case), n in needs.items()
+    )
+    return (
+        "[bold yellow]unreliable:[/] too few blocks for a valid interval where the logits' "
+        f"kurtosis is high; a valid interval needs at least {said} blocks "
+        f"(--blocks {max(needs.values())}, or --precision). Estimates are shown, intervals "  # type: ignore[type-var]
+        "and verdicts are not."
+    )
 
 
 def project_notes(result: ProjectionResult) -> list[str]:
@@ -350,10 +373,13 @@ def project_notes(result: ProjectionResult) -> list[str]:
             "[bold magenta]infinite:[/] the input law lacks the moment this variance needs "
             "(σ_X for any logit, μ₄ for the same-token one); nothing to estimate."
         )
-    if "unreliable" in verdicts:
+    short = _shortfall_note(result)
+    if short:
+        notes.append(short)
+    if any(r.verdict == "unreliable" and r.min_blocks is None for r in result.rows):
         notes.append(
             "[bold yellow]unreliable:[/] no verdict: the variance is finite but the estimator's "
-            "own variance is not (needs E[x⁴] for different tokens, E[x⁸] for one token), or "
+            "own variance is not (needs E\\[x⁴] for different tokens, E\\[x⁸] for one token), or "
             f"the time limit stopped the setting before {MIN_BLOCKS} blocks."
         )
     stops = {r.estimate.stop_reason for r in result.rows if r.estimate is not None}
