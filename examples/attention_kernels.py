@@ -90,6 +90,12 @@ def half_precision(q, k, v):  # noqa: ANN001, ANN201
     return (softmax(x) @ v).astype(np.float16)
 
 
+def half_precision_upcast(q, k, v):  # noqa: ANN001, ANN201
+    """Correct, computed in float16, returned as float32 (as a 16-bit tensor upcast for numpy):
+    probe it with ``--dtype float16``, the format it computes in."""
+    return half_precision(q, k, v).astype(np.float32)
+
+
 def noisy(q, k, v, noise: float = 0.05):  # noqa: ANN001, ANN201
     """Correct scale with random logit noise of sd ``noise`` (seeded by the inputs)."""
     rng = np.random.default_rng(zlib.crc32(np.ascontiguousarray(q).tobytes()))

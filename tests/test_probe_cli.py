@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,10 @@ def test_the_same_seed_gives_the_same_output(run_cli) -> None:  # noqa: ANN001
     a = run_cli("probe", f"{EXAMPLES}:noisy", *FAST, "--format", "json").stdout
     b = run_cli("probe", f"{EXAMPLES}:noisy", *FAST, "--format", "json").stdout
     assert a == b
+
+
+def test_a_16_bit_kernel_with_float32_output_needs_its_dtype(run_cli) -> None:  # noqa: ANN001
+    target = f"{EXAMPLES}:half_precision_upcast"
+    line = one_error_line(run_cli("probe", target, *FAST))
+    assert re.search(r"sums to \d\.\d{5} \(1 [+−] 0\.000\d+\)", line) and "give --dtype" in line
+    assert run_cli("probe", target, *FAST, "--dtype", "float16").exit_code == 0
