@@ -422,7 +422,7 @@ def _project_rows(doc: dict) -> set[tuple[str, str]]:
 def test_cli_project_rejected_findings_exit_0(run_cli) -> None:
     """Guards against rejected *findings* (the σ-based value for one fixed W) setting the exit
     status: the default run's findings are rejected and it exits 0."""
-    res = run_cli("project", "--dx", "8", "--dk", "4", "--blocks", "64", "--seed", "2",
+    res = run_cli("project", "--dx", "8", "--dk", "4", "--blocks", "400", "--seed", "2",
                   "--format", "json")  # fmt: skip
     rows = _project_rows(_json(res))
     assert ("finding", "rejected") in rows and ("check", "rejected") not in rows, res.output
@@ -431,9 +431,10 @@ def test_cli_project_rejected_findings_exit_0(run_cli) -> None:
 
 def test_cli_project_unreliable_rows_beside_rejected_findings_exit_4(run_cli) -> None:
     """Guards against rows without a valid test being ignored when the only rejections are
-    findings: t inputs with 4.5 degrees of freedom leave the same-token rows unreliable."""
-    res = run_cli("project", "--dx", "8", "--dk", "4", "--blocks", "64", "--seed", "2",
-                  "--x-dist", "t:df=4.5", "--format", "json")  # fmt: skip
+    findings: t inputs with 7 degrees of freedom and 500 blocks leave some rows unreliable (below
+    the budget rule)."""
+    res = run_cli("project", "--dx", "8", "--dk", "4", "--blocks", "500", "--seed", "1",
+                  "--x-dist", "t:df=7", "--format", "json")  # fmt: skip
     rows = _project_rows(_json(res))
     assert ("finding", "rejected") in rows and ("check", "unreliable") in rows, res.output
     assert ("check", "rejected") not in rows, res.output
@@ -444,14 +445,14 @@ def test_cli_project_rejected_check_beside_unreliable_rows_exit_1(run_cli) -> No
     """Guards against an unreliable row hiding a rejected check (exit 4 instead of 1). A rejected
     check is a chance event for a true prediction: at confidence 0.5 the first of a few seeds
     that shows one is taken (the Python API finds it, the command line is then judged)."""
-    settings = {"blocks": 64, "x_dist": "t:df=4.5", "confidence": 0.5, "constructed": False}
+    settings = {"blocks": 500, "x_dist": "t:df=7", "confidence": 0.5, "constructed": False}
 
     def rejected_check(seed: int) -> bool:
         rows = project(8, 4, seed=seed, **settings).rows
         return any(r.role == "check" and r.verdict == "rejected" for r in rows)
 
     seed = next(s for s in range(100) if rejected_check(s))
-    res = run_cli("project", "--dx", "8", "--dk", "4", "--blocks", "64", "--x-dist", "t:df=4.5",
+    res = run_cli("project", "--dx", "8", "--dk", "4", "--blocks", "500", "--x-dist", "t:df=7",
                   "--confidence", "0.5", "--no-constructed", "--seed", str(seed),
                   "--format", "json")  # fmt: skip
     doc = _json(res)

@@ -587,7 +587,7 @@ def test_derive_formats_agree(run_cli) -> None:
 
 # --- project --------------------------------------------------------------------------------------
 
-PROJECT = ("project", "--dx", "8", "--dk", "4", "--blocks", "64", "--seed", "2")
+PROJECT = ("project", "--dx", "8", "--dk", "4", "--blocks", "400", "--seed", "2")
 
 
 def _project_exit(rows: list[dict]) -> int:

@@ -80,7 +80,9 @@ def _subprocess_cases(f: dict[str, str]) -> dict[str, Case]:
         "check FIFO": Case(("check", f["fifo"]), 2, "a FIFO"),
         "check big file": Case(("check", f["big"]), 2, "above the limit of 1 MiB"),
         "check nested arrays": Case(("check", f["nested"]), 2, "nested too deeply"),
-        "sweep samples 1e15": Case(("sweep", "--dk", "4", "--samples", "1e15"), 2, "days even on a fast machine"),
+        "sweep samples 1e15": Case(
+            ("sweep", "--dk", "4", "--samples", "1e15"), 2, "days even on a fast machine"
+        ),
         "sweep samples 1e308": Case(("sweep", "--dk", "4", "--samples", "1e308"), 2, "samples"),
         "check samples 1e15": Case(("check", f["claims"], "--samples", "1e15"), 2, "limit of"),
         "sweep precision 1e-9": Case(("sweep", "--precision", "1e-9"), 2, "limit of 24 h"),

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 EXIT_CODES = (
     "Exit codes: 0 every check consistent (findings do not count), 1 a check rejected, 2 bad "
     "usage, or a run above the limits, 4 no valid test for some row (the input law lacks the "
-    "moment the variance or its estimator needs, or a time limit left fewer than 200 blocks), "
+    "moment the variance or its estimator needs, or a time limit left fewer than 200 blocks, "
+    "or fewer blocks than a valid interval needs), "
     "130 interrupted by Ctrl-C and 143 by SIGTERM "
     "(the rows reached so far are printed, marked interrupted), 141 output pipe closed "
     "(e.g. | head)."
