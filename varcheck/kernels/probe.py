@@ -256,7 +256,9 @@ def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
     nonlinear = any(h.curved for h in st)
     notes = []
     if mask != "none":
-        notes.append(f"mask: {mask} ({sum(h.masked for h in st)} weights exactly 0)")
+        steep = mask == "other" and bias != "none"
+        under = ": masked, or underflowed under the bias" if steep else ""
+        notes.append(f"mask: {mask} ({sum(h.masked for h in st)} weights exactly 0{under})")
     elif causal:
         notes.append("mask: none, but a causal mask was expected")
     if bias == "alibi":
