@@ -42,7 +42,7 @@ __all__ = [
 #: reported (rounding of float64 kernels is ~1e-15, of float16 ones ~1e-3 but random).
 BIAS_FLOOR = 1e-4
 CURVE_FLOOR = 1e-4
-#: Smallest weight read: below it a float64 weight is subnormal and keeps few bits.
+#: Smallest float64 weight read: below it a weight is subnormal and keeps few bits.
 TINY = float(np.finfo(np.float64).tiny)
 #: Fewest of the log-weights' variation that scale, bias and curvature must explain.
 EXPLAINED_MIN = 0.9
@@ -61,8 +61,11 @@ class HeadStructure:
     valid : numpy.ndarray
         (n, m) True where a key is attended (not masked).
     used : numpy.ndarray
-        (n, m) True where the weight was a positive normal number in every pilot call: the
-        places whose bias is known, the only ones that enter a call's slope.
+        (n, m) True where the weight was at least ``tiny`` in every pilot call: the places
+        whose bias is known, the only ones that enter a call's slope.
+    tiny : float
+        The output format's smallest normal number: a weight below it is subnormal (a few
+        bits, or 0) and is not read.
     mask : str
         ``none``, ``causal``, ``causal (bottom-right)`` or ``other``.
     masked : int
@@ -90,6 +93,7 @@ class HeadStructure:
 
     valid: np.ndarray
     used: np.ndarray
+    tiny: float
     mask: str
     masked: int
     bias: np.ndarray | None
@@ -208,16 +212,17 @@ def _toeplitz_fit(bias: np.ndarray, valid: np.ndarray, rounds: int = 50) -> floa
     return 1.0 - float(((target - fit) ** 2).sum()) / total if total > 0 else 1.0
 
 
-def pilot_structure(w: np.ndarray, x: np.ndarray, name: str) -> HeadStructure:
+def pilot_structure(w: np.ndarray, x: np.ndarray, name: str, tiny: float = TINY) -> HeadStructure:
     """Mask, bias and non-linearity of one head from P independent calls.
 
-    ``w`` and ``x`` are (P, n, m): the weights and the dot products of each call.
+    ``w`` and ``x`` are (P, n, m): the weights and the dot products of each call; ``tiny`` the
+    smallest normal number of the format the kernel returns.
     """
     calls = w.shape[0]
     zero = (w == 0).all(axis=0)
     valid = ~zero
     # places that underflowed (or were subnormal, a few bits) in some call are left out
-    used = valid & (w >= TINY).all(axis=0)
+    used = valid & (w >= tiny).all(axis=0)
     if not (used.sum(-1) >= 2).any():
         raise VarcheckError(
             f"kernel {name}: no query attends to two keys or more, so the weights say nothing "
@@ -252,6 +257,7 @@ def pilot_structure(w: np.ndarray, x: np.ndarray, name: str) -> HeadStructure:
     return HeadStructure(
         valid=valid,
         used=used,
+        tiny=tiny,
         mask=_mask_kind(zero),
         masked=int(zero.sum()),
         bias=bias if biased else None,
@@ -280,7 +286,7 @@ def call_slopes(
     estimated). A place near the underflow edge is positive only when its ``q·k`` happens to be
     large; entering it then, without its bias, would read a slope of that selection, not ``s``.
     """
-    ok = np.stack([h.used for h in heads]) & (w >= TINY)
+    ok = np.stack([h.used & (wh >= h.tiny) for h, wh in zip(heads, w, strict=True)])
     y = np.log(np.where(ok, w, 1.0))
     for i, h in enumerate(heads):
         if h.bias is not None:

@@ -24,6 +24,7 @@ from ..core.estimation import ConfidenceInterval, StopRule
 from ..errors import VarcheckError
 from .analysis import (
     EXPLAINED_MIN,
+    TINY,
     HeadStructure,
     call_slopes,
     check_convex,
@@ -128,6 +129,13 @@ def _low_tolerance(design: Design) -> float | None:
     return 8.0 * 2.0**-7
 
 
+def _smallest_normal(dtype: np.dtype, design: Design) -> float:
+    """Below this a weight is subnormal in the output format or in ``dtype``: not read."""
+    tiny = float(np.finfo(dtype).tiny) if dtype.kind == "f" else TINY
+    fmt = "float32" if design.dtype == "bfloat16" else design.dtype  # bfloat16: float32's range
+    return max(tiny, float(np.finfo(np.dtype(fmt)).tiny))
+
+
 def _resolution(dtype: np.dtype, design: Design) -> float:
     """The interval's floor: 4 eps of the coarser of the output format and the inputs' format.
 
@@ -188,7 +196,10 @@ def _pilot(kernel: Any, design: Design, expected: float, seed: int):  # noqa: AN
         ws.append(w)
         xs.append(x)
     wa, xa = np.stack(ws), np.stack(xs)
-    heads = tuple(pilot_structure(wa[:, h], xa[:, h], kernel.label) for h in range(design.heads))
+    tiny = _smallest_normal(dtype, design)
+    heads = tuple(
+        pilot_structure(wa[:, h], xa[:, h], kernel.label, tiny) for h in range(design.heads)
+    )
     worst = min(h.explained for h in heads)
     if worst < EXPLAINED_MIN:
         raise VarcheckError(
