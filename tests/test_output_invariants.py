@@ -214,7 +214,7 @@ def test_sweep_values(run_cli, args) -> None:
         assert_in_interval(r["scaled_ci_low"], r["scaled_var"], r["scaled_ci_high"], f"d_k={dk}")
         for key in ("var", "ci_low", "ci_high"):
             assert close(r[f"scaled_{key}"], r[key] / dk), key
-        assert close(r["ratio"], r["var"] / r["theory_var"])
+        assert close(r["ratio"], r["var"] / (r["claim_value"] or r["theory_var"]))  # to the claim
         assert close(r["precision_reached"], (r["ci_high"] - r["ci_low"]) / (2 * r["var"]))
         if r["stop_reason"] == "precision":
             assert r["precision_reached"] <= doc["precision"]

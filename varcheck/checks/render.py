@@ -94,7 +94,10 @@ def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
                 "var": est.var if est else None,
                 "ci_low": lo,
                 "ci_high": hi,
-                "ratio": _ratio(est, th.var if th else row.claim_value),
+                "ratio": _ratio(
+                    est,
+                    row.claim_value if row.claim_value is not None else (th.var if th else None),
+                ),
                 "scaled_var": row.scaled_var,
                 "scaled_ci_low": slo,
                 "scaled_ci_high": shi,
@@ -116,7 +119,7 @@ def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
 
 
 def _ratio(est: Any, reference: float | None) -> float | None:
-    """The estimate over the theory, or over the claim where there is no theory (a sampler)."""
+    """The estimate over the claimed value (the theory's when the claim is the theory)."""
     if est is None or reference is None or not math.isfinite(reference) or not reference:
         return None
     return est.var / reference
@@ -149,31 +152,30 @@ def _interval(lo: float, hi: float, *, valid: bool = True) -> str:
     return interval(lo, hi) if valid else "(no valid CI)"
 
 
-def _row_cells(row: SweepRow, confidence: float) -> list[str]:
+def _claimed_column(result: SweepResult) -> bool:
+    """Whether the sweep shows a claimed value beside the theory (a claim that is not it)."""
+    return result.sampler is None and result.claim != "theory"
+
+
+def _row_cells(row: SweepRow, confidence: float, claimed: bool = False) -> list[str]:
+    """d_k, theory (or, for a sampler, the claim), [claimed,] estimate [CI], ratio (to what
+    the verdict judges: the claim), scaled Var [CI], p (Holm), verdict, products."""
     est = row.estimate
     verdict = styled(row.verdict)
-    # with a user's sampler there is no theory: the column holds the claim, the ratio is to it
-    reference = row.claim_value if row.theory is None else row.theory.var
-    reference = math.nan if reference is None else reference
+    # with a user's sampler there is no theory: the column holds the claim
+    shown = row.claim_value if row.theory is None else row.theory.var
+    shown = math.nan if shown is None else shown
+    reference = row.claim_value if row.claim_value is not None else shown
+    head = [str(row.dk), fmt(shown)] + ([fmt(row.claim_value)] if claimed else [])
     if est is None:
-        return [
-            str(row.dk),
-            fmt(reference),
-            "no estimate: Var is infinite",
-            "",
-            "",
-            "—",
-            verdict,
-            "0",
-        ]
+        return [*head, "no estimate: Var is infinite", "", "", "—", verdict, "0"]
     lo, hi = est.confidence_interval
     slo, shi = row.scaled_confidence_interval
     valid = row.verdict != "unreliable"  # an interval exists numerically but is not valid
     ratio = est.var / reference if math.isfinite(reference) and reference else math.nan
     capped = " [yellow](time cap)[/]" if est.stop_reason == "max-seconds" else ""
     return [
-        str(row.dk),
-        fmt(reference),
+        *head,
         f"{fmt(est.var)} {_interval(lo, hi, valid=valid)}{capped}"
         + (" †" if row.marginal_only(1.0 - confidence) else ""),
         fmt(ratio),
@@ -207,32 +209,46 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
     )
     if result.precision is None and result.sampler is not None:
         target = "at least " + target  # whole calls: the last one may overshoot
-    if result.sampler is not None:
+    if result.sampler is not None or _claimed_column(result):
         target += " · ratio = estimate / claim"
-    table = Table(
-        title=f"{sweep_title(result)} · seed {result.seed} · {conf} intervals",
-        caption=(
-            f"seed {result.seed} · {conf} intervals · {target} · verdicts Holm-adjusted over "
-            f"{len(result.rows)} {'row' if len(result.rows) == 1 else 'rows'} "
-            f"(family-wise error ≤ {result.alpha:.3g}) · varcheck "
-            f"{result.version}"
-        ),
-        caption_justify="left",
+    caption = (
+        f"seed {result.seed} · {conf} intervals · {target} · verdicts Holm-adjusted over "
+        f"{len(result.rows)} {'row' if len(result.rows) == 1 else 'rows'} "
+        f"(family-wise error ≤ {result.alpha:.3g}) · varcheck "
+        f"{result.version}"
     )
-    for name, justify in [
-        ("d_k", "right"),
-        ("theory Var" if result.sampler is None else "claim Var", "right"),
-        (f"estimate [{conf} CI]", "right"),
-        ("ratio", "right"),
-        ("scaled Var [CI]", "right"),
-        ("p (Holm)", "right"),
-        ("verdict", "left"),
-        (unit, "right"),
-    ]:
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    for row in result.rows:
-        table.add_row(*_row_cells(row, result.confidence))
+    claimed = _claimed_column(result)
+    # (header, justify, priority): 0 is never left out, else the lowest goes first
+    columns = [
+        ("d_k", "right", 0),
+        ("theory Var" if result.sampler is None else "claim Var", "right", 3 if claimed else 0),
+        *([("claimed", "right", 0)] if claimed else []),
+        (f"estimate [{conf} CI]", "right", 0),
+        ("ratio", "right", 5),
+        ("scaled Var [CI]", "right", 2),
+        ("p (Holm)", "right", 4),
+        ("verdict", "left", 0),
+        (unit, "right", 1),
+    ]
+    cells = [_row_cells(row, result.confidence, claimed) for row in result.rows]
+
+    def build(keep: list[int]) -> Table:
+        table = Table(
+            title=f"{sweep_title(result)} · seed {result.seed} · {conf} intervals",
+            caption=caption,
+            caption_justify="left",
+        )
+        for i in keep:
+            name, justify, _ = columns[i]
+            table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        for row in cells:
+            table.add_row(*(row[i] for i in keep))
+        return table
+
+    table, dropped = formats.fit_columns(console, build, [c[2] for c in columns])
     console.print(table)
+    if dropped:
+        console.print(formats.dropped_note([columns[i][0] for i in dropped], console.width))
     fit = result.fit
     if fit is not None:
         lo, hi = fit.confidence_interval
@@ -244,8 +260,26 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
         console.print(note)
 
 
+#: Under a sampler's result run with a fixed budget or a precision coarser than the default:
+#: there is no budget rule for a user's values (docs/own-code.md, "Values with heavy tails").
+SAMPLER_TAILS_NOTE = (
+    "[yellow]caution:[/] a sampler has no budget rule for heavy-tailed values: with a fixed "
+    "budget or a precision coarser than 0.01, skewed values (lognormal) covered 87–94% and t "
+    "with 5 df 92–94% instead of 95%; at the default --precision 0.01 the cases measured "
+    "covered 95% (docs/own-code.md, 'Values with heavy tails')."
+)
+
+
+def sampler_tails_caution(sampler: Any, precision: float | None) -> bool:
+    """Whether a sampler's result needs :data:`SAMPLER_TAILS_NOTE` (a fixed budget, or a
+    precision coarser than the default at which heavy-tailed values were measured to cover)."""
+    return sampler is not None and (precision is None or precision > 0.01)
+
+
 def sweep_notes(result: SweepResult) -> list[str]:
     notes = []
+    if sampler_tails_caution(result.sampler, result.precision):
+        notes.append(SAMPLER_TAILS_NOTE)
     verdicts = {r.verdict for r in result.rows}
     if "infinite" in verdicts:
         notes.append(
@@ -475,8 +509,8 @@ def _print_verify(result: VerifyResult, console: Console) -> None:
     head, *rest = verify_paragraph(result).splitlines()
     console.print(f"[{style}]{head}[/]" if style else head, highlight=False)
     for line in rest:
-        # soft_wrap: a long reproduce command stays one line to copy, whatever the width
-        console.print(line, highlight=False, soft_wrap=True)
+        # a long reproduce command stays one line to copy, whatever the width
+        console.print(line, highlight=False, soft_wrap=line.startswith("  reproduce: "))
     if result.outcome in ("unreliable", "infinite"):
         console.print(
             "  (no verdict: no interval for this variance can be trusted, for the reason "
@@ -484,6 +518,8 @@ def _print_verify(result: VerifyResult, console: Console) -> None:
         )
     if _time_limited([result.raw]):
         console.print("  " + TIME_LIMITED_NOTE)
+    if sampler_tails_caution(result.sampler, result.precision):
+        console.print("  " + SAMPLER_TAILS_NOTE)
     console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
 
 
@@ -542,38 +578,50 @@ def check_title(result: CheckResult) -> str:
 def render_check_table(result: CheckResult, console: Console) -> None:
     from rich.table import Table
 
-    table = Table(
-        title=check_title(result),
-        caption=(
-            f"seed {result.seed} · {confidence_label(result.confidence)} intervals · Holm over "
-            f"{result.family_size} tests (family-wise error ≤ {1 - result.confidence:.3g}) · "
-            f"varcheck {result.version}"
-        ),
-        caption_justify="left",
+    caption = (
+        f"seed {result.seed} · {confidence_label(result.confidence)} intervals · Holm over "
+        f"{result.family_size} tests (family-wise error ≤ {1 - result.confidence:.3g}) · "
+        f"varcheck {result.version}"
     )
-    table.add_column("claim", no_wrap=True)
-    table.add_column("asserts", max_width=36, overflow="fold")
     tolerances = any(co.spec.tolerance is not None for co in result.claims)
-    for name in ("d_k", "claimed", "estimate [CI]", "p" if tolerances else "p (Holm)"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("outcome", no_wrap=True)
-    for co in result.claims:
-        for i, r in enumerate(co.results):
-            lo, hi = r.confidence_interval
-            first = i == 0
-            table.add_row(
-                co.spec.name if first else "",
-                _asserts(co.spec, r) if first else "",
-                str(r.dk),
-                fmt(r.claim_value),
-                f"{fmt(r.estimate)} {_interval(lo, hi, valid=r.outcome != 'unreliable')}"
-                + (" †" if check_marginal(r) else ""),
-                fmt_p(
-                    r.p_equality if r.tolerance is not None and r.outcome == "fail" else r.p_value
-                ),
-                styled(r.outcome),
-            )
+    # (header, priority: 0 never left out), in order; claim names and the claim fold
+    columns = [("claim", 0), ("asserts", 2), ("d_k", 0), ("claimed", 0), ("estimate [CI]", 0),
+               ("p" if tolerances else "p (Holm)", 1), ("outcome", 0)]  # fmt: skip
+    cells = [
+        [
+            co.spec.name if i == 0 else "",
+            _asserts(co.spec, r) if i == 0 else "",
+            str(r.dk),
+            fmt(r.claim_value),
+            f"{fmt(r.estimate)} "
+            f"{_interval(*r.confidence_interval, valid=r.outcome != 'unreliable')}"
+            + (" †" if check_marginal(r) else ""),
+            fmt_p(r.p_equality if r.tolerance is not None and r.outcome == "fail" else r.p_value),
+            styled(r.outcome),
+        ]
+        for co in result.claims
+        for i, r in enumerate(co.results)
+    ]
+
+    def build(keep: list[int]) -> Table:
+        table = Table(title=check_title(result), caption=caption, caption_justify="left")
+        for i in keep:
+            name = columns[i][0]
+            if name == "claim":
+                table.add_column(name, overflow="fold", max_width=24)
+            elif name == "asserts":
+                table.add_column(name, max_width=36, overflow="fold")
+            else:
+                justify = "left" if name == "outcome" else "right"
+                table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        for row in cells:
+            table.add_row(*(row[i] for i in keep))
+        return table
+
+    table, dropped = formats.fit_columns(console, build, [c[1] for c in columns])
     console.print(table)
+    if dropped:
+        console.print(formats.dropped_note([columns[i][0] for i in dropped], console.width))
     counts: dict[str, int] = {}
     for co in result.claims:
         counts[co.outcome] = counts.get(co.outcome, 0) + 1
@@ -581,6 +629,9 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     console.print(f"{len(result.claims)} claims: {summary} → {styled(result.outcome)}")
     if any(check_marginal(r) for co in result.claims for r in co.results):
         console.print(formats.MARGINAL_NOTE)
+    samplers = [r for co in result.claims for r in co.results if r.sampler is not None]
+    if any(sampler_tails_caution(r.sampler, r.precision) for r in samplers):
+        console.print(SAMPLER_TAILS_NOTE)
     if tolerances:
         console.print(
             "p: Holm-adjusted for a claim without a tolerance; for one with a tolerance, its "

@@ -23,6 +23,8 @@ __all__ = [
     "confidence_label",
     "fmt",
     "fmt_p",
+    "fit_columns",
+    "dropped_note",
     "interval",
     "plain_table",
     "json_clean",
@@ -197,6 +199,36 @@ def plain_table(
         else:
             table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     return table
+
+
+def fit_columns(
+    console: Console, build: Callable[[list[int]], Any], priorities: Sequence[int]
+) -> tuple[Any, list[int]]:
+    """The table ``build(kept column indices)`` within the console's width, and the indices of
+    the columns left out to fit it.
+
+    Columns of priority 0 (d_k and other ids, estimates with their intervals, verdict words) are
+    always kept; the others go lowest priority first until the table fits, so no kept cell is
+    cut (a table that does not fit even then is printed as it is).
+    """
+    keep = list(range(len(priorities)))
+    while True:
+        table = build(keep)
+        droppable = [i for i in keep if priorities[i] > 0]
+        wide = console.options.update(width=1 << 16, max_width=1 << 16)
+        if console.measure(table, options=wide).maximum <= console.width or not droppable:
+            return table, [i for i in range(len(priorities)) if i not in keep]
+        keep.remove(min(droppable, key=lambda i: priorities[i]))
+
+
+def dropped_note(names: Sequence[str], width: int) -> str:
+    """The line under a table that had to leave columns out, or ``""``."""
+    if not names:
+        return ""
+    return (
+        f"not shown at {width} columns: {', '.join(names)} (--format json, or a wider terminal, "
+        "shows them)"
+    )
 
 
 def write(
