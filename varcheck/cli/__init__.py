@@ -99,7 +99,7 @@ Examples:
 """
     + EXIT_CODES_HELP,
 )
-@click.version_option(__version__, prog_name="varcheck")
+@click.version_option(__version__, "-V", "--version", prog_name="varcheck")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors (for bug reports).")
 def cli(debug: bool) -> None:
     """varcheck: Monte-Carlo verification of Var(q·k) = d_k and its generalisations.

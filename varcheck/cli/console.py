@@ -41,8 +41,11 @@ class ProgressReporter:
         self.start = time.perf_counter()
         self._progress: Any = None
         self._task: Any = None
+        self.done = 0.0
 
     def __call__(self, index: int, total: int, fraction: float) -> None:
+        # never backwards: an adaptive round that grows lowers the fraction of the current one
+        self.done = max(self.done, index + min(fraction, 1.0))
         if not self.enabled:
             return
         if self._progress is None:
@@ -62,8 +65,8 @@ class ProgressReporter:
             self._task = self._progress.add_task(self.label, total=total)
         self._progress.update(
             self._task,
-            completed=index + min(fraction, 1.0),
-            description=f"{self.label} {index + 1}/{total}",
+            completed=self.done,
+            description=f"{self.label} {min(index + 1, total)}/{total}",
         )
 
     def close(self) -> None:
