@@ -49,6 +49,7 @@ from ..core.ranges import resolve_dks
 from ..core.user_code import UserSampler, load_sampler
 from ..core.verdicts import OUTCOME_RANK, PASS, exit_code
 from ..errors import VarcheckError
+from ..output.display import Displayable
 from .claims import Claim, parse_claim, sampler_claim
 from .verify import ClaimTest, VerifyResult, run_claim_tests
 
@@ -117,8 +118,8 @@ class ClaimOutcome:
         return max((r.outcome for r in self.results), key=OUTCOME_RANK.__getitem__)
 
 
-@dataclass(frozen=True)
-class CheckResult:
+@dataclass(frozen=True, repr=False)
+class CheckResult(Displayable):
     """The result of :func:`check`.
 
     Attributes
@@ -155,6 +156,11 @@ class CheckResult:
     def exit_code(self) -> int:
         """The worst outcome: 1 fail, 4 no valid test, 3 inconclusive, 0 pass; 130 interrupted."""
         return exit_code([self.outcome], interrupted=self.interrupted)
+
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import check_dict, render_check
+
+        return render_check, check_dict
 
 
 def _claim_lines(text: str) -> list[int]:

@@ -32,6 +32,7 @@ from ..core.verdicts import (
     judge,
     marginal_only,
 )
+from ..output.display import Displayable
 from .claims import Claim, claimed_value, parse_claim, sampler_claim, sampler_claimed_value
 from .settings import ProgressCallback, SamplerSetting, estimate_settings
 
@@ -104,8 +105,8 @@ class SweepRow:
         return self.estimate.scaled(1.0 / self.dk)[1]
 
 
-@dataclass(frozen=True)
-class SweepResult:
+@dataclass(frozen=True, repr=False)
+class SweepResult(Displayable):
     """The result of :func:`sweep`.
 
     Attributes
@@ -156,6 +157,11 @@ class SweepResult:
     def exit_code(self) -> int:
         """0 all consistent, 1 a row rejected, 4 a row without a valid test, 130 interrupted."""
         return exit_code((r.verdict for r in self.rows), interrupted=self.interrupted)
+
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import render_sweep, sweep_dict
+
+        return render_sweep, sweep_dict
 
 
 def sweep(

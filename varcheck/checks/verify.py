@@ -33,6 +33,7 @@ from ..core.verdicts import (
     holm_adjust,
 )
 from ..errors import VarcheckError
+from ..output.display import Displayable
 from .claims import Claim, claimed_value, parse_claim, sampler_claim, sampler_claimed_value
 from .settings import ProgressCallback, SamplerSetting, estimate_settings
 
@@ -42,8 +43,8 @@ __all__ = ["VerifyResult", "ClaimTest", "verify", "run_claim_tests"]
 # --- single claims ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class VerifyResult:
+@dataclass(frozen=True, repr=False)
+class VerifyResult(Displayable):
     """The result of :func:`verify`: one claim about Var(q·k) (or its scaled version) at one d_k.
 
     Attributes
@@ -128,6 +129,11 @@ class VerifyResult:
     def exit_code(self) -> int:
         """0 pass, 1 fail, 3 inconclusive, 4 no valid test (infinite moments)."""
         return exit_code([self.outcome])
+
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import render_verify, verify_dict
+
+        return render_verify, verify_dict
 
 
 @dataclass(frozen=True)

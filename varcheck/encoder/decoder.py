@@ -51,6 +51,7 @@ from ..core.logit_variance import (
 )
 from ..core.options import valid_confidence, valid_count
 from ..errors import VarcheckError
+from ..output.display import Displayable
 from . import bert, heads, llama
 from .heads import LayerSummary, parse_layers
 
@@ -213,8 +214,8 @@ class DecoderHeadAudit:
         return 1.0 / math.sqrt(self.dk)
 
 
-@dataclass(frozen=True)
-class DecoderAuditResult:
+@dataclass(frozen=True, repr=False)
+class DecoderAuditResult(Displayable):
     """The result of :func:`audit_decoder`.
 
     Attributes
@@ -292,6 +293,11 @@ class DecoderAuditResult:
     def has_intervals(self) -> bool:
         """Whether there are enough sequences (:data:`MIN_SEQUENCES`) for intervals."""
         return self.sequences >= self.min_sequences
+
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import decoder_dict, render_decoder
+
+        return render_decoder, decoder_dict
 
 
 def _layer_bands(rows: Sequence[DecoderHeadAudit], layers: Sequence[int]) -> list[tuple]:

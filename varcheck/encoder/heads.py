@@ -57,6 +57,7 @@ from ..core.logit_variance import (
 )
 from ..core.options import valid_confidence, valid_count
 from ..errors import VarcheckError
+from ..output.display import Displayable
 from . import bert
 
 if TYPE_CHECKING:
@@ -233,8 +234,8 @@ class LayerSummary:
     entropy_mean: float
 
 
-@dataclass(frozen=True)
-class AuditResult:
+@dataclass(frozen=True, repr=False)
+class AuditResult(Displayable):
     """The result of :func:`audit`.
 
     Attributes
@@ -308,6 +309,11 @@ class AuditResult:
     def has_intervals(self) -> bool:
         """Whether there are enough sequences (:data:`MIN_SEQUENCES`) for intervals."""
         return self.sequences >= self.min_sequences
+
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import audit_dict, render_audit
+
+        return render_audit, audit_dict
 
 
 def _geo_ratio(pred: Sequence[float], meas: Sequence[float]) -> float:
