@@ -105,10 +105,13 @@ def test_long_streaming_run_has_bounded_memory(args: tuple[str, ...]) -> None:
 @pytest.fixture
 def listener():
     """A local TCP server that accepts and then says ``greeting`` (nothing when None)."""
+    import contextlib
     import socket
     import threading
 
     servers: list[socket.socket] = []
+    conns: list[socket.socket] = []
+    threads: list[threading.Thread] = []
 
     def start(greeting: bytes | None) -> str:
         server = socket.create_server(("127.0.0.1", 0))
@@ -119,16 +122,23 @@ def listener():
                 conn, _ = server.accept()
             except OSError:
                 return
+            conns.append(conn)  # kept open (silent) until the test ends
             if greeting is not None:
-                conn.sendall(greeting)
-            servers.append(conn)  # kept open (silent) until the test ends
+                with contextlib.suppress(OSError):  # the client may be gone already
+                    conn.sendall(greeting)
 
-        threading.Thread(target=serve, daemon=True).start()
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        threads.append(thread)
         return f"tcp://127.0.0.1:{server.getsockname()[1]}"
 
     yield start
-    for s in servers:
+    for s in servers:  # an accept still waiting returns at once
         s.close()
+    for thread in threads:  # so no connection is accepted after the teardown closed them
+        thread.join(timeout=5)
+    for c in conns:
+        c.close()
 
 
 def test_a_silent_listener_times_out(listener) -> None:
