@@ -33,7 +33,7 @@ __all__ = ["Sampler", "call_sampler", "sampler_chunk", "estimate_sampler", "PILO
 #: ``fn(rng, dk)`` returning the values of one independent run (any shape).
 Sampler = Callable[[np.random.Generator, int], Any]
 
-#: Spawn key of the one pilot call that checks the sampler and fixes the centring shift.
+#: Spawn key of the two pilot calls that check the sampler and fix its standardisation.
 PILOT_STREAM = 2**31 - 1
 
 #: The largest spread (sd) of a sampler's values: the squared standard error of their variance,
