@@ -66,3 +66,15 @@ def test_repr_html_draws_the_table(case) -> None:
     assert html.startswith("<pre") and html.rstrip().endswith("</pre>")
     text = unescape(re.sub(r"<[^>]+>", "", html))
     assert re.search(r"seed[\s:=]+[12]\b", text), text[-300:]
+
+
+def test_every_json_says_its_exit_code(case, run_cli) -> None:
+    """Top-level ``exit_code`` in every command's JSON (and ``outcome`` where the run has one):
+    a CI script reads the verdict without parsing rows."""
+    name, _, argv = case
+    res = run_cli(*argv, "--format", "json")
+    doc = json.loads(res.stdout)
+    assert doc["exit_code"] == res.exit_code
+    if name in ("sweep", "assert", "check"):
+        assert doc["outcome"] in ("consistent", "rejected", "pass", "fail", "inconclusive",
+                                  "unreliable", "infinite")  # fmt: skip

@@ -25,7 +25,9 @@ from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.user_code import UserSampler
 from ..core.verdicts import (
     CONSISTENT,
+    INFINITE,
     REJECTED,
+    UNRELIABLE,
     GrowthFit,
     exit_code,
     fit_growth,
@@ -157,6 +159,15 @@ class SweepResult(Displayable):
     def exit_code(self) -> int:
         """0 all consistent, 1 a row rejected, 4 a row without a valid test, 130 interrupted."""
         return exit_code((r.verdict for r in self.rows), interrupted=self.interrupted)
+
+    @property
+    def outcome(self) -> str:
+        """The worst row's verdict (``rejected`` over no valid test over ``consistent``), or
+        ``interrupted``: what the exit code says, in a word."""
+        if self.interrupted:
+            return "interrupted"
+        rank = {REJECTED: 3, UNRELIABLE: 2, INFINITE: 2}
+        return max((r.verdict for r in self.rows), key=lambda v: rank.get(v, 0), default=CONSISTENT)
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
         from .render import render_sweep, sweep_dict

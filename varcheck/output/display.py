@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .formats import to_json
+from .formats import json_document, to_json
 
 __all__ = ["Displayable", "HTML_WIDTH"]
 
@@ -43,7 +43,7 @@ class Displayable:
     def to_dict(self) -> dict[str, Any]:
         """What ``--format json`` prints, as a dict of plain Python values."""
         _, data = self._renderer()
-        return json.loads(to_json(data(self)))
+        return json.loads(to_json(json_document(self, data)))
 
     def __repr__(self) -> str:
         doc = self.to_dict()

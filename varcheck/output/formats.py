@@ -24,6 +24,7 @@ __all__ = [
     "fmt",
     "fmt_p",
     "fit_columns",
+    "json_document",
     "dropped_note",
     "interval",
     "plain_table",
@@ -231,6 +232,22 @@ def dropped_note(names: Sequence[str], width: int) -> str:
     )
 
 
+def json_document(result: Any, data: Callable[[Any], Any]) -> Any:
+    """``data(result)`` with the run's ``outcome`` and ``exit_code`` at the top, where the
+    result has them and the document does not say them yet (every command's JSON then does)."""
+    doc = data(result)
+    if not isinstance(doc, dict):
+        return doc
+    extra: dict[str, Any] = {}
+    outcome = getattr(result, "outcome", None)
+    if "outcome" not in doc and isinstance(outcome, str):
+        extra["outcome"] = outcome
+    code = getattr(result, "exit_code", None)
+    if "exit_code" not in doc and isinstance(code, int) and not isinstance(code, bool):
+        extra["exit_code"] = code
+    return {**doc, **extra}
+
+
 def write(
     fmt_name: str,
     console: Console,
@@ -255,7 +272,7 @@ def write(
     if fmt_name not in FORMATS:
         raise ValueError(f"unknown format {fmt_name!r}; accepted: {', '.join(FORMATS)}")
     if fmt_name == "json":
-        text = to_json(data(result))
+        text = to_json(json_document(result, data))
     elif fmt_name == "csv" and records and meta:
         text = records_to_csv(records(result), meta(result))
     elif fmt_name == "markdown" and markdown:
