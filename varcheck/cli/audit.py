@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from . import exit_codes_help
-from .options import confidence_option, format_option, int_option, path_option
+from .options import confidence_option, int_option, output_options, path_option
 from .run import run
 
 
@@ -53,12 +55,13 @@ far, marked partial.
     "Tokens per sequence ([CLS] and [SEP], or a decoder's BOS, included); longer lines are cut.",
 )
 @confidence_option(0.95, "Level of the interval (over sequences) on each head's scaled variance.")
-@format_option()
-@path_option(
-    "--plot",
-    text="Also write a layer × head heatmap (PNG) of the scaled variance and the attention "
-    "entropy, for a decoder with the scale by distance below it (needs varcheck[plot]).",
-    writable=True,
+@output_options(
+    plot=path_option(
+        "--plot",
+        text="Also write a layer × head heatmap (PNG) of the scaled variance and the attention "
+        "entropy, for a decoder with the scale by distance below it (needs varcheck[plot]).",
+        writable=True,
+    )
 )
 def command(
     model: str,
@@ -66,8 +69,7 @@ def command(
     layers: str,
     max_length: int,
     confidence: float,
-    fmt: str,
-    plot: str | None,
+    output: dict[str, Any],
 ) -> int:
     """Measure the attention logit scale of every head of a trained checkpoint.
 
@@ -109,8 +111,7 @@ def command(
             progress=progress,
         ),
         render,
-        fmt=fmt,
-        plot=plot,
+        **output,
         figure=figure,
         progress=label,
     )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..paper.beta import WEIGHTS_FORMAT
-from .options import format_option, positive_option
+from .options import output_options, positive_option
 from .run import run
 
 #: beta tests nothing and draws nothing (its --seed, kept for scripts, is ignored)
@@ -38,8 +40,8 @@ Examples:
     "Standard deviation of the input entries (overrides the file's sigma_x; default 1).",
 )
 @click.option("--seed", type=int, default=None, hidden=True, help="Ignored: beta draws nothing.")
-@format_option()
-def command(weights: str, sigma_x: float | None, seed: int | None, fmt: str) -> int:
+@output_options()
+def command(weights: str, sigma_x: float | None, seed: int | None, output: dict[str, Any]) -> int:
     """Recommend β per head from projection weights W_q, W_k.
 
     For each head: the paper's β = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k] with σ_W the
@@ -53,5 +55,5 @@ def command(weights: str, sigma_x: float | None, seed: int | None, fmt: str) -> 
     from ..paper.beta import beta_report
     from ..paper.render import render_beta
 
-    run(lambda: beta_report(weights, sigma_x=sigma_x), render_beta, fmt=fmt)
+    run(lambda: beta_report(weights, sigma_x=sigma_x), render_beta, **output)
     return 0

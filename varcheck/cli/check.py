@@ -10,8 +10,8 @@ from . import EXIT_CODES_HELP
 from .options import (
     confidence_option,
     exclusive,
-    format_option,
     grouped,
+    output_options,
     parallel_options,
     path_option,
     positive_option,
@@ -78,7 +78,7 @@ that a file of true claims fails at most 1 - confidence. The exit code is the wo
 @click.argument("file", type=click.Path(dir_okay=False))
 @file_overrides
 @parallel_options
-@format_option()
+@output_options()
 @path_option(
     "--junit-xml",
     "junit",
@@ -88,7 +88,7 @@ def command(
     file: str,
     overrides: dict[str, Any],
     parallel: dict[str, Any],
-    fmt: str,
+    output: dict[str, Any],
     junit: str | None,
 ) -> int:
     """Check every claim of a TOML claim file, as a CI gate."""
@@ -107,7 +107,7 @@ def command(
     result = run(
         lambda progress: check(spec, **overrides, **parallel, progress=progress),
         render_check,
-        fmt=fmt,
+        **output,
         progress="check",
     )
     if junit is not None:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from . import exit_codes_help
-from .options import dist_options, format_option, int_option, plot_option, sampling_options
+from .options import dist_options, int_option, output_options, sampling_options
 from .run import run
 
 
@@ -37,14 +37,12 @@ the machine's speed, not only on the seed.
 @int_option("--dk", 1, 1_000_000, 64, "Length d_k of q and k.")
 @dist_options
 @sampling_options
-@format_option()
-@plot_option("each step: exact value, textbook value and Monte-Carlo interval")
+@output_options("each step: exact value, textbook value and Monte-Carlo interval")
 def command(
     dk: int,
     laws: dict[str, Any],
     sampling: dict[str, Any],
-    fmt: str,
-    plot: str | None,
+    output: dict[str, Any],
 ) -> int:
     """Walk through Var(q·k) = d_k step by step, with a Monte-Carlo check beside each step.
 
@@ -60,8 +58,7 @@ def command(
     result = run(
         lambda: derive(dk, **laws, **sampling),
         render_derive,
-        fmt=fmt,
-        plot=plot,
+        **output,
         figure=plot_derive,
     )
     return result.exit_code

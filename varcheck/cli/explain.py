@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import exit_codes_help
-from .options import confidence_option, dist_option, format_option, plot_option, seed_option
+from .options import confidence_option, dist_option, output_options, seed_option
 from .run import run
 from .types import OBSERVED, SHAPE, CountType
 
@@ -69,8 +69,7 @@ reject it.
 )
 @confidence_option(0.95, "A reading is rejected when its p-value is below 1 - confidence.")
 @seed_option()
-@format_option()
-@plot_option("the distribution of np.var")
+@output_options("the distribution of np.var")
 def command(
     shape: Any,
     observed: float | str | None,
@@ -81,8 +80,7 @@ def command(
     replicates: int | None,
     confidence: float,
     seed: int | None,
-    fmt: str,
-    plot: str | None,
+    output: dict[str, Any],
 ) -> int:
     """Explain an observed np.var(A @ B): its exact mean and spread, and how unusual it is.
 
@@ -112,8 +110,7 @@ def command(
             seed=seed,
         ),
         render_explain,
-        fmt=fmt,
-        plot=plot,
+        **output,
         figure=plot_explain,
     )
     return result.exit_code

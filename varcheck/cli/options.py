@@ -4,9 +4,10 @@ Every option shows its default in the help unless the default is None (nothing t
 Options whose help differs between commands take the help text as an argument: the help pages
 are part of the interface (golden files).
 
-Three groups of options reach the command as one argument each, the keyword arguments of the
-API functions they configure: `dist_options` as ``laws``, `sampling_options` as ``sampling``,
-`parallel_options` as ``parallel``; a command passes them on with ``**laws`` and so on.
+Four groups of options reach the command as one argument each, the keyword arguments of the
+functions they configure: `dist_options` as ``laws``, `sampling_options` as ``sampling``,
+`parallel_options` as ``parallel`` (the API's), `output_options` as ``output`` (those of
+:func:`varcheck.cli.run.run`); a command passes them on with ``**laws`` and so on.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "grouped",
     "int_option",
     "option",
+    "output_options",
     "path_option",
     "parallel_options",
     "plot_option",
@@ -221,6 +223,32 @@ def format_option(choices: tuple[str, ...] = ("table", "json", "csv", "markdown"
         default="table",
         text="Output format (table on a terminal; others for machines).",
     )
+
+
+def output_options(
+    what: str | None = None,
+    *,
+    plot: Decorator | None = None,
+    formats: tuple[str, ...] = ("table", "json", "csv", "markdown"),
+) -> Decorator:
+    """--format and, for a command that draws, --plot: handed over as ``output``.
+
+    ``output`` holds the keywords ``fmt`` and ``plot`` of :func:`varcheck.cli.run.run`, which
+    the command passes on with ``**output``.
+
+    Parameters
+    ----------
+    what : str, optional
+        What the figure shows (the help of :func:`plot_option`).
+    plot : decorator, optional
+        A --plot option of the command's own, instead of ``what``'s.
+    formats : tuple of str
+        The --format choices.
+    """
+    if plot is None and what is not None:
+        plot = plot_option(what)
+    options = format_option(formats) if plot is None else stack(format_option(formats), plot)
+    return grouped("output", options)
 
 
 def _given(ctx: click.Context, name: str) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -10,9 +10,8 @@ from .options import (
     confidence_option,
     dist_option,
     exclusive,
-    format_option,
     int_option,
-    plot_option,
+    output_options,
     positive_option,
     precision_option,
     seed_option,
@@ -101,8 +100,7 @@ estimate; --max-seconds bounds a run (its output then says it was time-limited).
 )
 @confidence_option()
 @seed_option()
-@format_option()
-@plot_option("Monte Carlo over prediction per row")
+@output_options("Monte Carlo over prediction per row")
 def command(
     dx: int,
     dk: int,
@@ -116,8 +114,7 @@ def command(
     max_seconds: float | None,
     confidence: float,
     seed: int | None,
-    fmt: str,
-    plot: str | None,
+    output: dict[str, Any],
 ) -> int:
     """Check Var(q·k) for q = x W_q, k = x' W_k: relaxed formula, same token, fixed weights.
 
@@ -164,8 +161,7 @@ def command(
             progress=progress,
         ),
         render_project,
-        fmt=fmt,
-        plot=plot,
+        **output,
         figure=plot_project,
         progress="project setting",
     )

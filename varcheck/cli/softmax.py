@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -10,9 +10,8 @@ from . import exit_codes_help
 from .options import (
     dist_option,
     dk_range_option,
-    format_option,
     int_option,
-    plot_option,
+    output_options,
     seed_option,
 )
 from .run import run
@@ -52,8 +51,7 @@ Examples:
 @dist_option("--q-dist", "Entry distribution of q only.")
 @dist_option("--k-dist", "Entry distribution of k only.")
 @seed_option()
-@format_option()
-@plot_option("entropy, max weight and Jacobian against d_k")
+@output_options("entropy, max weight and Jacobian against d_k")
 def command(
     dks: list[int],
     keys: int,
@@ -62,8 +60,7 @@ def command(
     q_dist: Distribution | None,
     k_dist: Distribution | None,
     seed: int | None,
-    fmt: str,
-    plot: str | None,
+    output: dict[str, Any],
 ) -> int:
     """Show what the softmax does to q·k with and without the 1/√d_k scale.
 
@@ -81,8 +78,7 @@ def command(
             dks, keys=keys, queries=queries, dist=dist, q_dist=q_dist, k_dist=k_dist, seed=seed
         ),
         render_softmax,
-        fmt=fmt,
-        plot=plot,
+        **output,
         figure=plot_softmax,
     )
     return result.exit_code

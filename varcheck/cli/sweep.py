@@ -10,10 +10,9 @@ from ..checks.claims import Claim
 from . import exit_codes_help
 from .options import (
     dk_range_option,
-    format_option,
     given,
+    output_options,
     parallel_options,
-    plot_option,
     sampling_options,
     source_options,
 )
@@ -48,16 +47,14 @@ Examples:
 )
 @sampling_options
 @parallel_options
-@format_option()
-@plot_option("estimate and interval against d_k")
+@output_options("estimate and interval against d_k")
 def command(
     dks: list[int],
     laws: dict[str, Any],
     claim: Claim,
     sampling: dict[str, Any],
     parallel: dict[str, Any],
-    fmt: str,
-    plot: str | None,
+    output: dict[str, Any],
 ) -> int:
     """Check Var(q·k) = claim for each d_k with calibrated intervals.
 
@@ -80,8 +77,7 @@ def command(
             progress=progress,
         ),
         render_sweep,
-        fmt=fmt,
-        plot=plot,
+        **output,
         figure=plot_sweep,
         progress="sweep d_k",
     )

@@ -8,9 +8,8 @@ import click
 
 from .options import (
     confidence_option,
-    format_option,
     int_option,
-    plot_option,
+    output_options,
     positive_option,
     seed_option,
 )
@@ -111,8 +110,7 @@ work, with the estimate.
 )
 @confidence_option(text="Confidence level of the measured variance's interval.")
 @seed_option()
-@format_option()
-@plot_option("σ_W, logit variance with its interval, entropy and accuracy over steps")
+@output_options("σ_W, logit variance with its interval, entropy and accuracy over steps")
 def command(
     steps: int,
     lr: float,
@@ -130,8 +128,7 @@ def command(
     max_seconds: float | None,
     confidence: float,
     seed: int | None,
-    fmt: str,
-    plot: str | None,
+    output: dict[str, Any],
 ) -> int:
     """Train one attention head on a key-value lookup with fixed and adaptive β.
 
@@ -166,4 +163,4 @@ def command(
         )
         return train(config, schemes=schemes, seed=seed)
 
-    return run(compute, render_train, fmt=fmt, plot=plot, figure=plot_train).exit_code
+    return run(compute, render_train, **output, figure=plot_train).exit_code
