@@ -17,9 +17,9 @@ import pytest
 from scipy import stats
 
 import varcheck
+from varcheck.core.probe.weights import rounded
 from varcheck.errors import VarcheckError
 from varcheck.kernels.laws import nearest_law, parse_expectation
-from varcheck.kernels.weights import rounded
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))

@@ -69,6 +69,13 @@ interval. Masks, position biases (ALiBi) and non-linearities (soft-capping)
 are reported; outputs that are not softmax attention are refused (exit 2).
 With several d_k, s ∝ d_k^p is fitted. See docs/probe.md.
 
+\b
+Without --tolerance: a consistency test, fail when the interval excludes
+the expected scale. With --tolerance T: an equivalence test, as in assert
+(two one-sided tests at alpha = 1 - confidence): pass only when the whole
+(1 − 2α) interval (90% by default) lies inside expected × (1 ± T); fail
+when the (1 − α) interval excludes the expected scale; else inconclusive.
+
 """
     + exit_codes_help(0, 1, 2, 3),
 )
@@ -99,7 +106,7 @@ With several d_k, s ∝ d_k^p is fitted. See docs/probe.md.
     text="KEY=VALUE passed to the kernel on every call (a Python literal; repeatable).",
 )
 @option("--tolerance", kind=FiniteFloat(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
-        default=None, text="Relative tolerance for an equivalence test.")  # fmt: skip
+        default=None, text="Relative tolerance: an equivalence test (see below).")  # fmt: skip
 @effort_options
 @format_option()
 @plot_option("the effective scale against d_k with the expected law")

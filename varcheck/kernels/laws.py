@@ -1,107 +1,17 @@
-"""The scale a kernel is expected to apply, and the simple law nearest to the one it applies.
+"""The simple law nearest to the scale a kernel applies, and the exponent a law implies.
 
-An expectation is an arithmetic expression in ``dk`` (one head's width) and ``h`` (heads, 1
-unless given), e.g. ``1/sqrt(dk)``, ``1/dk``, ``0.5/sqrt(dk)``: numbers, ``+ - * / **``,
-parentheses and ``sqrt, exp, log, abs``; the syntax tree is walked, nothing is passed to
-``eval``.
+Expectations (``expect``) are parsed by :mod:`varcheck.core.probe.expectation`.
 """
 
 from __future__ import annotations
 
-import ast
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.expressions import BINARY_OPERATORS, UNARY_OPERATORS, apply_binary
-from ..errors import VarcheckError
+from ..core.probe.expectation import Expectation, parse_expectation
 
 __all__ = ["Expectation", "parse_expectation", "Reading", "nearest_law", "LAWS", "law_exponent"]
-
-_NAMES = ("dk", "h")
-_FUNCS: dict[str, Callable[[float], float]] = {
-    "sqrt": math.sqrt,
-    "exp": math.exp,
-    "log": math.log,
-    "abs": abs,
-}
-_ACCEPTED = "a number or an expression in dk and h with + - * / ** and sqrt, exp, log, abs"
-
-
-def _eval(node: ast.AST, ctx: dict[str, float]) -> float:
-    if isinstance(node, ast.Constant):
-        return float(node.value)
-    if isinstance(node, ast.Name):
-        return ctx[node.id]
-    if isinstance(node, ast.BinOp):
-        return apply_binary(node.op, _eval(node.left, ctx), _eval(node.right, ctx))
-    if isinstance(node, ast.UnaryOp):
-        return UNARY_OPERATORS[type(node.op)](_eval(node.operand, ctx))
-    return _FUNCS[node.func.id](_eval(node.args[0], ctx))  # type: ignore[attr-defined]
-
-
-def _check(node: ast.AST, text: str) -> None:
-    if isinstance(node, ast.Constant):
-        if isinstance(node.value, bool) or not isinstance(node.value, int | float):
-            raise VarcheckError(f"expect {text!r}: {node.value!r} is not a number; {_ACCEPTED}")
-    elif isinstance(node, ast.Name):
-        if node.id not in _NAMES:
-            raise VarcheckError(f"expect {text!r}: unknown name {node.id!r}; {_ACCEPTED}")
-    elif isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPERATORS:
-        _check(node.left, text)
-        _check(node.right, text)
-    elif isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPERATORS:
-        _check(node.operand, text)
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        if node.func.id not in _FUNCS:
-            raise VarcheckError(
-                f"expect {text!r}: function {node.func.id!r} is not allowed; {_ACCEPTED}"
-            )
-        if node.keywords or len(node.args) != 1:
-            raise VarcheckError(f"expect {text!r}: {node.func.id}() takes one argument")
-        _check(node.args[0], text)
-    else:
-        raise VarcheckError(f"expect {text!r}: {type(node).__name__} is not allowed; {_ACCEPTED}")
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """A parsed expected scale; :meth:`value` evaluates it."""
-
-    text: str
-    _tree: ast.Expression
-
-    def value(self, dk: int, h: int = 1) -> float:
-        """The expected scale at ``dk`` with ``h`` heads; it must be finite and non-zero."""
-        try:
-            out = float(_eval(self._tree.body, {"dk": float(dk), "h": float(h)}))
-        except (ArithmeticError, ValueError, TypeError) as exc:
-            raise VarcheckError(f"expect {self.text!r} cannot be evaluated: {exc}") from None
-        if not math.isfinite(out) or out == 0:
-            raise VarcheckError(
-                f"expect {self.text!r} is {out!r} at d_k={dk}; give a finite non-zero scale"
-            )
-        return out
-
-
-def parse_expectation(text: object) -> Expectation:
-    """Parse ``1/sqrt(dk)``, ``1/dk``, ``0.125``... (numbers are accepted as they are)."""
-    if isinstance(text, Expectation):
-        return text
-    if isinstance(text, bool):
-        raise VarcheckError(f"expect must be a number or an expression, got {text!r}")
-    if isinstance(text, int | float):
-        text = repr(float(text))
-    if not isinstance(text, str) or not text.strip():
-        raise VarcheckError(f"expect must be a non-empty expression; {_ACCEPTED}")
-    if len(text) > 200:
-        raise VarcheckError("expect is longer than 200 characters")
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
-        raise VarcheckError(f"expect {text!r} is not a valid expression; {_ACCEPTED}") from None
-    _check(tree.body, text)
-    return Expectation(text.strip(), tree)
 
 
 def law_exponent(expect: Expectation, dks: list[int], h: int) -> float:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._version import __version__
-from ..core import estimation as est
 from ..core.estimation import ConfidenceInterval
 from ..core.options import (
     resolve_seed,
@@ -22,21 +21,15 @@ from ..core.options import (
     valid_count,
     valid_tolerance,
 )
+from ..core.probe import judge
+from ..core.probe.measure import Measurement, measure
+from ..core.probe.target import KernelTarget, as_kernel
+from ..core.probe.weights import Design
 from ..core.ranges import resolve_dks
-from ..core.verdicts import (
-    FAIL,
-    OUTCOME_RANK,
-    GrowthFit,
-    decide,
-    exit_code,
-    fit_growth,
-    holm_adjust,
-)
+from ..core.verdicts import OUTCOME_RANK, GrowthFit, exit_code, fit_growth, holm_adjust
 from ..errors import VarcheckError
+from ..output.display import Displayable
 from .laws import Expectation, Reading, law_exponent, nearest_law, parse_expectation
-from .measure import Measurement, measure
-from .target import KernelTarget, as_kernel
-from .weights import DTYPES, LAYOUTS, Design
 
 __all__ = [
     "Diagnostics",
@@ -53,8 +46,6 @@ __all__ = [
 MIN_CALLS = 20
 #: Largest d_k probed (an n × d_k input per head).
 MAX_PROBE_DK = 65536
-_DTYPE_NAMES = {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "single": "float32",
-                "fp32": "float32", "double": "float64", "fp64": "float64"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -102,8 +93,9 @@ class Diagnostics:
 class HeadScale:
     """One head's scale, its test and verdict.
 
-    ``p_value`` is Holm-adjusted over every head (and d_k) of the run; ``raw_p_value`` is the
-    head's own, for a caller that adjusts over a larger family (a claim file).
+    ``p_value`` (two-sided) is Holm-adjusted over every head (and d_k) of the run;
+    ``raw_p_value`` is the head's own, for a caller that adjusts over a larger family (a claim
+    file); ``p_equivalence``, with a tolerance, is the head's TOST p-value (not adjusted).
     """
 
     head: int
@@ -112,10 +104,11 @@ class HeadScale:
     p_value: float
     outcome: str
     raw_p_value: float = float("nan")
+    p_equivalence: float | None = None
 
 
-@dataclass(frozen=True)
-class ProbeResult:
+@dataclass(frozen=True, repr=False)
+class ProbeResult(Displayable):
     """The effective scale of one kernel at one d_k (see :func:`probe`).
 
     Attributes
@@ -142,7 +135,13 @@ class ProbeResult:
     more_calls : int or None
         For ``inconclusive``: about how many more calls would settle it.
     p_value : float
-        Of the expected scale (Holm-adjusted over heads: the smallest).
+        Two-sided, of the expected scale (Holm-adjusted over heads: the deciding head's).
+    tolerance : float or None
+        With a tolerance the verdict is an equivalence test, as in ``assert``: two one-sided
+        tests at size ``1 - confidence``; a pass needs the whole ``equivalence_interval`` (the
+        ``2 confidence - 1`` interval: 90% at 95%) inside expected × (1 ± tolerance), and
+        ``p_equivalence`` is that test's p-value (its largest over heads); a fail needs
+        ``p_value`` below ``1 - confidence``.
     per_head : tuple of HeadScale
     diagnostics : Diagnostics
     calls : int
@@ -182,6 +181,8 @@ class ProbeResult:
     precision: float
     input_sd: float
     seed: int
+    equivalence_interval: ConfidenceInterval | None = None
+    p_equivalence: float | None = None
     version: str = field(default=__version__)
 
     @property
@@ -189,9 +190,14 @@ class ProbeResult:
         """0 pass, 1 fail, 3 inconclusive (core.verdicts.exit_code)."""
         return exit_code([self.outcome])
 
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import probe_row_dict, render_probe_row
 
-@dataclass(frozen=True)
-class ProbeSweepResult:
+        return render_probe_row, probe_row_dict
+
+
+@dataclass(frozen=True, repr=False)
+class ProbeSweepResult(Displayable):
     """A probe at several d_k and the power law ``s ∝ d_k^p`` fitted to them.
 
     Attributes
@@ -222,34 +228,15 @@ class ProbeSweepResult:
     def exit_code(self) -> int:
         return exit_code([r.outcome for r in self.rows], interrupted=self.interrupted)
 
+    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
+        from .render import probe_sweep_dict, render_probe
 
-def _dtype(dtype: Any) -> str:
-    if dtype is None:
-        return "float64"
-    name = getattr(dtype, "name", None) or str(dtype).split(".")[-1].strip("'>")
-    name = _DTYPE_NAMES.get(name, name)
-    if name not in DTYPES:
-        raise VarcheckError(f"dtype {str(dtype)[:60]!r} is not one of {', '.join(DTYPES)}")
-    return name
-
-
-def _design(dk: int, queries: int, keys: int, heads: int | None, dv: int | None, layout: str,
-            dtype: Any) -> Design:  # fmt: skip
-    if layout not in LAYOUTS:
-        raise VarcheckError(f"layout {str(layout)[:60]!r} is not one of {', '.join(LAYOUTS)}")
-    if heads is not None:
-        heads = valid_count("heads", heads, 1, 1024)
-    h = 1 if layout == "nd" else (2 if heads is None else heads)
-    queries = valid_count("queries", queries, 2, 4096)
-    keys = valid_count("keys", keys, 2, 4096)
-    dv = keys if dv is None else valid_count("dv", dv, 1, 65536)
-    return Design(dk, queries, keys, h, dv, layout, _dtype(dtype))
+        return render_probe, probe_sweep_dict
 
 
 def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
     st = m.structure
-    masks = {h.mask for h in st}
-    mask = masks.pop() if len(masks) == 1 else "mixed"
+    mask = judge.mask_of(m)
     kinds = {h.bias_kind for h in st}
     bias = kinds.pop() if len(kinds) == 1 else "mixed"
     slopes = tuple(h.alibi_slope for h in st) if bias == "alibi" else ()
@@ -297,23 +284,21 @@ def _judge(measurements: list[Measurement], expected: list[float], *, confidence
            tolerance: float | None) -> list[tuple[list[HeadScale], Any]]:  # fmt: skip
     """Each head's verdict, Holm over every head of every measurement; the worst per row."""
     alpha = 1.0 - confidence
-    raw = [
-        est.t_two_sided_p(h.t_statistic(e, m.blocks), m.blocks - 1)
-        for m, e in zip(measurements, expected, strict=True)
-        for h in m.heads
+    tests = [
+        judge.head_p_values(m, e, tolerance) for m, e in zip(measurements, expected, strict=True)
     ]
+    raw = [p for row in tests for p, _ in row]
     adjusted, own = iter(holm_adjust(raw)), iter(raw)
     out = []
-    for m, e in zip(measurements, expected, strict=True):
+    for m, e, row in zip(measurements, expected, tests, strict=True):
         heads, decisions = [], []
-        for i, h in enumerate(m.heads):
+        for i, (h, (_, tost)) in enumerate(zip(m.heads, row, strict=True)):
             p = next(adjusted)
-            d = decide(h.scale, h.confidence_interval, e, p_value=p, alpha=alpha,
-                       tolerance=tolerance, samples=m.blocks)  # fmt: skip
-            heads.append(HeadScale(i, h.scale, h.confidence_interval, p, d.outcome, next(own)))
+            d = judge.decide_head(h, e, p, tost, alpha=alpha, tolerance=tolerance)
+            heads.append(HeadScale(i, h.scale, h.confidence_interval, p, d.outcome, next(own),
+                                   tost))  # fmt: skip
             decisions.append((d, p))
-        worst = max(decisions, key=lambda dp: (OUTCOME_RANK[dp[0].outcome], -dp[1]))
-        out.append((heads, worst))
+        out.append((heads, judge.worst(decisions)))
     return out
 
 
@@ -326,8 +311,8 @@ def _result(kernel: KernelTarget, m: Measurement, judged: Any, *, expect: Expect
     if len(heads) > 1 and outcome != "pass":
         bad = next(h for h in heads if h.outcome == outcome)
         reason = f"head {bad.head}: {reason}"
-    if causal and diag.mask not in ("causal", "causal (bottom-right)"):
-        outcome, reason = FAIL, f"a causal mask was expected; the weights show mask {diag.mask}"
+    if (wrong := judge.causal_failure(m, causal)) is not None:
+        outcome, reason = wrong.outcome, wrong.reason
     d, lo_hi = m.design, m.pooled.confidence_interval
     ratio_iv = sorted((lo_hi.low / expected, lo_hi.high / expected))
     return ProbeResult(
@@ -342,7 +327,18 @@ def _result(kernel: KernelTarget, m: Measurement, judged: Any, *, expect: Expect
         p_value=p, tolerance=tolerance, confidence=confidence, per_head=tuple(heads),
         diagnostics=diag, calls=m.blocks, kernel_calls=m.kernel_calls,
         stop_reason=m.stop_reason, precision=m.precision, input_sd=m.input_sd, seed=seed,
+        **_equivalence(m, heads, tolerance, confidence),
     )  # fmt: skip
+
+
+def _equivalence(m: Measurement, heads: list[HeadScale], tolerance: float | None,
+                 confidence: float) -> dict[str, Any]:  # fmt: skip
+    """The ``1 - 2 alpha`` interval of the mean scale and the largest head TOST p-value."""
+    if tolerance is None:
+        return {}
+    inner = m.pooled.interval_at(max(2.0 * confidence - 1.0, 0.0))
+    return {"equivalence_interval": inner,
+            "p_equivalence": max(h.p_equivalence for h in heads)}  # type: ignore[type-var]  # fmt: skip
 
 
 def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads: int | None,
@@ -364,7 +360,7 @@ def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads
     if not isinstance(causal, bool):
         raise VarcheckError(f"causal must be True or False, got {causal!r}")
     seed = resolve_seed(seed)
-    designs = [_design(dk, queries, keys, heads, dv, layout, dtype) for dk in dks]
+    designs = [judge.design(dk, queries, keys, heads, dv, layout, dtype) for dk in dks]
     law_h = heads or designs[0].heads
     expected = [expectation.value(dk, law_h) for dk in dks]
     measured: list[Measurement] = []
@@ -447,7 +443,10 @@ def probe(
     confidence : float
         Of the interval (the test's level is 1 − confidence).
     tolerance : float, optional
-        Equivalence test: pass only when the interval lies in expected × (1 ± tolerance).
+        Equivalence test, as in ``assert``: two one-sided tests at size 1 − confidence; pass
+        only when the whole ``2·confidence − 1`` interval (90% at the default) lies in
+        expected × (1 ± tolerance), fail when the two-sided test rejects the expected scale,
+        inconclusive otherwise.
     seed : int, optional
         Root seed (drawn when omitted; ``result.seed`` reports it).
     args : dict, optional

@@ -22,8 +22,11 @@ if TYPE_CHECKING:
 __all__ = [
     "probe_paragraph",
     "probe_dict",
+    "probe_row_dict",
+    "probe_sweep_dict",
     "probe_records",
     "render_probe",
+    "render_probe_row",
     "reproduce_command",
 ]
 
@@ -89,8 +92,10 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
         *_wrap(
             f"expected {fmt(result.expected, 6)}; effective scale {fmt(result.scale, 6)}, "
             f"{confidence_label(result.confidence)} interval [{fmt(lo, 6)}, {fmt(hi, 6)}] "
-            f"from {result.calls:,} calls; p = {fmt_p(result.p_value)}"
+            f"from {result.calls:,} calls; {'two-sided ' if result.tolerance else ''}"
+            f"p = {fmt_p(result.p_value)}"
         ),
+        *_equivalence_lines(result),
         *_wrap(
             f"ratio to expected {fmt(result.ratio, 6)}; nearest law {law.law}"
             + ("" if law.factor_label in ("1", "—") else f" × {law.factor_label}")
@@ -111,113 +116,101 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def _equivalence_lines(result: ProbeResult) -> list[str]:
+    """What a pass under a tolerance needs (TOST, as in ``assert``), or nothing without one."""
+    if result.equivalence_interval is None or result.tolerance is None:
+        return []
+    band = sorted(result.expected * (1 + s * result.tolerance) for s in (-1, 1))
+    level = confidence_label(max(2 * result.confidence - 1, 0.0))
+    return _wrap(
+        f"equivalence (two one-sided tests): a pass needs the whole {level} interval "
+        f"{interval(*result.equivalence_interval, 6)} inside {interval(*band, 6)}; "
+        f"p = {fmt_p(result.p_equivalence)}"  # type: ignore[arg-type]
+    )
+
+
+def _fields(obj: Any, names: str) -> dict[str, Any]:
+    """``{name: obj.name}`` for the space-separated ``names``."""
+    return {name: getattr(obj, name) for name in names.split()}
+
+
+def _ci(iv: Any, prefix: str = "ci") -> dict[str, Any]:
+    """An interval as ``{prefix}_low`` and ``{prefix}_high`` (both None for no interval)."""
+    low, high = (None, None) if iv is None else iv
+    return {f"{prefix}_low": low, f"{prefix}_high": high}
+
+
 def _head_dict(h: Any) -> dict[str, Any]:
     return {
-        "head": h.head,
-        "scale": h.scale,
-        "ci_low": h.confidence_interval.low,
-        "ci_high": h.confidence_interval.high,
-        "p_value": h.p_value,
-        "raw_p_value": h.raw_p_value,
-        "outcome": h.outcome,
+        **_fields(h, "head scale"),
+        **_ci(h.confidence_interval),
+        **_fields(h, "p_value raw_p_value p_equivalence outcome"),
     }
 
 
 def probe_dict(result: ProbeResult) -> dict[str, Any]:
-    """Everything about one probe, for JSON."""
-    d = result.diagnostics
+    """Everything about one probe, for JSON (a row of a sweep's document)."""
+    d, law = result.diagnostics, result.law
     return {
         "kernel": result.kernel.as_dict(),
-        "dk": result.dk,
-        "layout": result.layout,
-        "heads": result.heads,
-        "law_heads": result.law_heads,
-        "queries": result.queries,
-        "keys": result.keys,
-        "dv": result.dv,
-        "dtype": result.dtype,
-        "reading": result.reading,
-        "expect": result.expect,
-        "expected": result.expected,
-        "scale": result.scale,
-        "ci_low": result.confidence_interval.low,
-        "ci_high": result.confidence_interval.high,
-        "se": result.se,
-        "ratio": result.ratio,
-        "ratio_low": result.ratio_interval.low,
-        "ratio_high": result.ratio_interval.high,
-        "law": result.law.law,
-        "factor": result.law.factor,
-        "factor_label": result.law.factor_label,
-        "meaning": result.law.meaning,
-        "outcome": result.outcome,
-        "reason": result.reason,
-        "more_calls": result.more_calls,
-        "p_value": result.p_value,
-        "tolerance": result.tolerance,
-        "causal": result.causal,
+        **_fields(result, "dk layout heads law_heads queries keys dv dtype reading expect "
+                          "expected scale"),
+        **_ci(result.confidence_interval),
+        **_fields(result, "se ratio"),
+        **_ci(result.ratio_interval, "ratio"),
+        "law": law.law,
+        "factor": law.factor,
+        "factor_label": law.factor_label,
+        "meaning": law.meaning,
+        **_fields(result, "outcome reason more_calls p_value tolerance"),
+        **_ci(result.equivalence_interval, "equivalence"),
+        **_fields(result, "p_equivalence causal"),
         "per_head": [_head_dict(h) for h in result.per_head],
         "diagnostics": {
-            "mask": d.mask,
-            "masked": d.masked,
-            "bias": d.bias,
-            "bias_size": d.bias_size,
+            **_fields(d, "mask masked bias bias_size"),
             "alibi_slopes": list(d.alibi_slopes),
-            "nonlinear": d.nonlinear,
-            "curvature": d.curvature,
-            "linearity_residual": d.linearity_residual,
-            "explained": d.explained,
+            **_fields(d, "nonlinear curvature linearity_residual explained"),
             "notes": list(d.notes),
         },
-        "calls": result.calls,
-        "kernel_calls": result.kernel_calls,
-        "stop_reason": result.stop_reason,
-        "precision": result.precision,
-        "input_sd": result.input_sd,
-    }
+        **_fields(result, "calls kernel_calls stop_reason precision input_sd"),
+    }  # fmt: skip
 
 
-def _sweep_dict(result: ProbeSweepResult) -> dict[str, Any]:
+def _exponent_dict(result: ProbeSweepResult) -> dict[str, Any] | None:
     fit = result.exponent
+    if fit is None:
+        return None
+    return {"p": fit.slope, **_ci(fit.confidence_interval), "expected": fit.expected,
+            "verdict": fit.verdict}  # fmt: skip
+
+
+def probe_sweep_dict(result: ProbeSweepResult) -> dict[str, Any]:
+    """The JSON document of ``varcheck probe`` (one d_k or several)."""
     return {
         "command": "probe",
-        "version": result.version,
-        "seed": result.seed,
-        "confidence": result.confidence,
-        "expect": result.expect,
-        "outcome": result.outcome,
-        "interrupted": result.interrupted,
-        "exponent": None
-        if fit is None
-        else {
-            "p": fit.slope,
-            "ci_low": fit.confidence_interval.low,
-            "ci_high": fit.confidence_interval.high,
-            "expected": fit.expected,
-            "verdict": fit.verdict,
-        },
+        **_fields(result, "version seed confidence expect outcome interrupted"),
+        "exponent": _exponent_dict(result),
         "rows": [probe_dict(r) for r in result.rows],
     }
+
+
+def probe_row_dict(result: ProbeResult) -> dict[str, Any]:
+    """The JSON document of one :func:`~varcheck.kernels.probe.probe` (a Python result)."""
+    return {"command": "probe", **_fields(result, "version seed confidence"),
+            **probe_dict(result)}  # fmt: skip
 
 
 def probe_records(result: ProbeSweepResult) -> list[dict[str, Any]]:
     """One flat record per d_k (CSV, Markdown)."""
     return [
         {
-            "dk": r.dk,
-            "scale": r.scale,
-            "ci_low": r.confidence_interval.low,
-            "ci_high": r.confidence_interval.high,
-            "expected": r.expected,
-            "ratio": r.ratio,
+            **_fields(r, "dk scale"),
+            **_ci(r.confidence_interval),
+            **_fields(r, "expected ratio"),
             "law": r.law.law,
             "factor": r.law.factor_label,
-            "mask": r.diagnostics.mask,
-            "bias": r.diagnostics.bias,
-            "nonlinear": r.diagnostics.nonlinear,
-            "calls": r.calls,
-            "p_value": r.p_value,
-            "outcome": r.outcome,
+            **_fields(r.diagnostics, "mask bias nonlinear"),
+            **_fields(r, "calls p_value outcome"),
         }
         for r in result.rows
     ]
@@ -228,13 +221,9 @@ def _meta(result: ProbeSweepResult) -> dict[str, Any]:
     return {
         "command": "probe",
         "kernel": r.kernel.label,
-        "expect": result.expect,
-        "layout": r.layout,
-        "dtype": r.dtype,
-        "seed": result.seed,
-        "confidence": result.confidence,
-        "interrupted": result.interrupted,
-        "version": result.version,
+        **_fields(result, "expect"),
+        **_fields(r, "layout dtype"),
+        **_fields(result, "seed confidence interrupted version"),
     }
 
 
@@ -308,8 +297,19 @@ def render_probe(result: ProbeSweepResult, fmt_name: str, console: Console) -> N
         console,
         result,
         table=_print,
-        data=_sweep_dict,
+        data=probe_sweep_dict,
         records=probe_records,
         meta=_meta,
         title=lambda r: f"varcheck probe {r.rows[0].kernel.label}",
     )
+
+
+def render_probe_row(result: ProbeResult, fmt_name: str, console: Console) -> None:
+    """One probe (a Python result) as ``varcheck probe`` shows a single d_k."""
+    from .probe import ProbeSweepResult
+
+    sweep = ProbeSweepResult((result,), None, result.expect, result.seed, result.confidence)
+    formats.write(fmt_name, console, result, table=lambda r, c: _print(sweep, c),
+                  data=probe_row_dict, records=lambda r: probe_records(sweep),
+                  meta=lambda r: _meta(sweep),
+                  title=lambda r: f"varcheck probe {r.kernel.label}")  # fmt: skip

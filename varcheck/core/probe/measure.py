@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core import estimation as est
-from ..core.estimation import ConfidenceInterval, StopRule
-from ..errors import VarcheckError
+from ...errors import VarcheckError
+from .. import estimation as est
+from ..estimation import ConfidenceInterval, StopRule
 from .analysis import (
     EXPLAINED_MIN,
     TINY,
@@ -44,8 +44,12 @@ LOGIT_SD = 1.0
 
 
 @dataclass(frozen=True)
-class HeadEstimate:
+class HeadEstimate(est.IntervalTest):
     """One head's (or all heads' mean) scale from the blocks.
+
+    Its tests are :class:`~varcheck.core.estimation.IntervalTest`'s, the ones ``assert`` uses:
+    ``p_value(claim)`` (two-sided), ``equivalence_p_value(low, high)`` (TOST) and
+    ``interval_at(confidence)``, all inverting the same interval.
 
     Attributes
     ----------
@@ -55,19 +59,21 @@ class HeadEstimate:
     confidence_interval : ConfidenceInterval
     skewness : float
         Of the per-call scales (Hall's correction).
+    blocks : int
+        The independent calls the scale is the mean of.
     """
 
     scale: float
     se: float
     confidence_interval: ConfidenceInterval
     skewness: float
+    blocks: int
+    interval_method: str = "hall"
 
-    def t_statistic(self, claim: float, blocks: int) -> float:
-        """The studentised distance of ``claim`` that the interval inverts."""
-        if self.se == 0:
-            return 0.0 if self.scale == claim else math.copysign(math.inf, self.scale - claim)
-        t = (self.scale - claim) / self.se
-        return t if abs(t) > 1e50 else est.hall_transform(t, self.skewness, blocks)
+    @property
+    def var(self) -> float:
+        """The estimate, under the name :class:`~varcheck.core.estimation.IntervalTest` reads."""
+        return self.scale
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,7 @@ def _estimate(
     if se_stat > se_floor and sd > 0 and n > 2:
         skew = float(((values - mean) ** 3).mean() / values.std() ** 3)
     se = max(se_stat, se_floor)
-    return HeadEstimate(mean, se, est.hall_interval(mean, se, skew, n, tq), skew)
+    return HeadEstimate(mean, se, est.hall_interval(mean, se, skew, n, tq), skew, n)
 
 
 def _read(kernel: Any, design: Design, rng: np.random.Generator, sd: float):  # noqa: ANN202

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import VarcheckError
+from ...errors import VarcheckError
 
 __all__ = [
     "HeadStructure",

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.user_code import call_user
-from ..errors import VarcheckError
+from ...errors import VarcheckError
+from ..user_code import call_user
 
 __all__ = ["LAYOUTS", "DTYPES", "Design", "call_kernel", "read_weights", "draw_qk", "rounded"]
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..core.user_code import Kind, UserFunction, as_function
+from ..user_code import Kind, UserFunction, as_function
 
 __all__ = ["KernelTarget", "as_kernel", "KERNEL", "PASSED"]
 

@@ -1,0 +1,94 @@
+"""A probe's design and verdicts: one shape check, one test of each head's scale.
+
+Each head's scale is tested as ``assert`` tests a variance
+(:class:`~varcheck.core.estimation.IntervalTest`, :func:`~varcheck.core.verdicts.decide`):
+without a tolerance, a consistency test on the two-sided p-value; with one, two one-sided tests
+(TOST) at exact size alpha, which pass when the whole ``1 - 2 alpha`` interval lies in
+expected × (1 ± tolerance). The two-sided p-values are those a caller Holm-adjusts (over the
+heads of a probe, or over a claim file).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import VarcheckError
+from ..options import valid_count
+from ..verdicts import FAIL, OUTCOME_RANK, Decision, decide
+from .measure import HeadEstimate, Measurement
+from .weights import DTYPES, LAYOUTS, Design
+
+__all__ = ["design", "dtype_name", "head_p_values", "decide_head", "worst", "mask_of",
+           "causal_failure", "CAUSAL_MASKS"]  # fmt: skip
+
+CAUSAL_MASKS = ("causal", "causal (bottom-right)")
+_DTYPE_NAMES = {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "single": "float32",
+                "fp32": "float32", "double": "float64", "fp64": "float64"}  # fmt: skip
+
+
+def dtype_name(dtype: Any) -> str:
+    """The input format's name (``float64`` for None; numpy and torch dtypes and aliases)."""
+    if dtype is None:
+        return "float64"
+    name = getattr(dtype, "name", None) or str(dtype).split(".")[-1].strip("'>")
+    name = _DTYPE_NAMES.get(name, name)
+    if name not in DTYPES:
+        raise VarcheckError(f"dtype {str(dtype)[:60]!r} is not one of {', '.join(DTYPES)}")
+    return name
+
+
+def design(dk: int, queries: int, keys: int, heads: int | None, dv: int | None, layout: str,
+           dtype: Any) -> Design:  # fmt: skip
+    """The checked shapes and formats of one probe at ``dk``."""
+    if layout not in LAYOUTS:
+        raise VarcheckError(f"layout {str(layout)[:60]!r} is not one of {', '.join(LAYOUTS)}")
+    if heads is not None:
+        heads = valid_count("heads", heads, 1, 1024)
+    h = 1 if layout == "nd" else (2 if heads is None else heads)
+    queries = valid_count("queries", queries, 2, 4096)
+    keys = valid_count("keys", keys, 2, 4096)
+    dv = keys if dv is None else valid_count("dv", dv, 1, 65536)
+    return Design(dk, queries, keys, h, dv, layout, dtype_name(dtype))
+
+
+def _band(expected: float, tolerance: float) -> tuple[float, float]:
+    ends = (expected * (1 - tolerance), expected * (1 + tolerance))
+    return min(ends), max(ends)
+
+
+def head_p_values(
+    m: Measurement, expected: float, tolerance: float | None
+) -> list[tuple[float, float | None]]:
+    """Each head's two-sided p-value of ``expected`` and, with a tolerance, its TOST p-value."""
+    return [
+        (h.p_value(expected), None if tolerance is None else h.equivalence_p_value(
+            *_band(expected, tolerance)))
+        for h in m.heads
+    ]  # fmt: skip
+
+
+def decide_head(h: HeadEstimate, expected: float, p_value: float, tost_p: float | None, *,
+                alpha: float, tolerance: float | None) -> Decision:  # fmt: skip
+    """One head's verdict from its (adjusted) two-sided p-value and its TOST p-value."""
+    inner = h.confidence_interval if tolerance is None else h.interval_at(max(1 - 2 * alpha, 0))
+    return decide(h.scale, inner, expected, p_value=p_value, alpha=alpha, tolerance=tolerance,
+                  samples=h.blocks, tost_p=tost_p, fail_interval=h.confidence_interval)  # fmt: skip
+
+
+def worst(decisions: list[tuple[Decision, float]]) -> tuple[Decision, float]:
+    """The worst of (decision, p-value) pairs: highest outcome rank, then smallest p."""
+    return max(decisions, key=lambda dp: (OUTCOME_RANK[dp[0].outcome], -dp[1]))
+
+
+def mask_of(m: Measurement) -> str:
+    """The heads' mask (``mixed`` when they differ)."""
+    masks = {h.mask for h in m.structure}
+    return masks.pop() if len(masks) == 1 else "mixed"
+
+
+def causal_failure(m: Measurement, causal: bool) -> Decision | None:
+    """A fail when a causal mask was expected and the weights show another (else None)."""
+    mask = mask_of(m)
+    if causal and mask not in CAUSAL_MASKS:
+        return Decision(FAIL, f"a causal mask was expected; the weights show mask {mask}")
+    return None
