@@ -249,25 +249,18 @@ class VarcheckFixture:
         return self._call(verify, dk, **kwargs)
 
     def assert_variance(self, dk: int, **kwargs: Any) -> VerifyResult:
-        """Raise ``AssertionError`` unless the claim passes; see :meth:`verify`.
+        """:func:`varcheck.testing.assert_variance` with this test's next seed and the session's
+        alpha (see :meth:`verify`).
 
-        Returns
-        -------
-        VerifyResult
-            When the claim passes.
-
-        Raises
-        ------
-        AssertionError
-            When it fails, is inconclusive, or cannot be tested (``unreliable``,
-            ``infinite``): the claim, estimate, interval, p-value, verdict, and how to
-            reproduce the test.
+        An inconclusive claim fails too (the message says how to settle it); the message
+        reproduces the test with pytest.
         """
         __tracebackhide__ = True
+        from .testing import passed
+
         result = self.verify(dk, **kwargs)
-        if result.outcome != "pass":
-            raise AssertionError(self._message(result, by_name=_named(kwargs.get("sampler"))))
-        return result
+        by_name = _named(kwargs.get("sampler"))
+        return passed(result, lambda failed: self._message(failed, by_name=by_name))
 
     def probe(self, fn: Any, dk: int, **kwargs: Any) -> ProbeResult:
         """:func:`varcheck.probe` with this test's next seed and the session's alpha.
@@ -313,26 +306,32 @@ class VarcheckFixture:
             the nearest law with the factor left over, the diagnostics, and how to reproduce.
         """
         __tracebackhide__ = True
-        result = self.probe(fn, dk, expect=expect, **kwargs)
-        if result.outcome != "pass":
-            from .kernels.render import probe_paragraph, reproduce_command
+        from .testing import passed
 
-            rerun = f"pytest {_quoted(self.nodeid)} --varcheck-seed {self.session_seed}"
-            if self.alpha != DEFAULT_ALPHA:
-                rerun += f" --varcheck-alpha {self.alpha!r}"
-            direct = reproduce_command(result)
-            if direct:
-                rerun += f"\n         or: {direct}"
-            raise AssertionError(probe_paragraph(result, reproduce=rerun))
-        return result
+        return passed(self.probe(fn, dk, expect=expect, **kwargs), self._scale_message)
+
+    def _rerun(self) -> str:
+        """The pytest command that reruns this test with the same seeds and alpha."""
+        rerun = f"pytest {_quoted(self.nodeid)} --varcheck-seed {self.session_seed}"
+        if self.alpha != DEFAULT_ALPHA:
+            rerun += f" --varcheck-alpha {self.alpha!r}"
+        return rerun
+
+    def _scale_message(self, result: ProbeResult) -> str:
+        """probe_paragraph's account with a pytest command to reproduce the test."""
+        from .kernels.render import probe_paragraph, reproduce_command
+
+        rerun = self._rerun()
+        direct = reproduce_command(result)
+        if direct:
+            rerun += f"\n         or: {direct}"
+        return probe_paragraph(result, reproduce=rerun)
 
     def _message(self, result: VerifyResult, by_name: bool) -> str:
         """verify_paragraph's account with a pytest command to reproduce the test."""
         from .checks.render import reproduce_command, verify_paragraph
 
-        rerun = f"pytest {_quoted(self.nodeid)} --varcheck-seed {self.session_seed}"
-        if self.alpha != DEFAULT_ALPHA:
-            rerun += f" --varcheck-alpha {self.alpha!r}"
+        rerun = self._rerun()
         if by_name:
             rerun += f"\n         or: {reproduce_command(result)}"
         text = verify_paragraph(result, reproduce=rerun)
