@@ -106,7 +106,7 @@ when the (1 − α) interval excludes the expected scale; else inconclusive.
     text="KEY=VALUE passed to the kernel on every call (a Python literal; repeatable).",
 )
 @option("--tolerance", kind=FiniteFloat(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
-        default=None, text="Relative tolerance for an equivalence test (below).")  # fmt: skip
+        default=None, text="Relative tolerance for an equivalence test.")  # fmt: skip
 @effort_options
 @format_option()
 @plot_option("the effective scale against d_k with the expected law")
