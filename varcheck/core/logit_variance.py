@@ -17,6 +17,7 @@ no bound holds (docs/paper.md).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,6 +31,8 @@ __all__ = [
     "beta_for",
     "weight_sigma",
     "SIGMA_W_KIND",
+    "HeadPrediction",
+    "head_prediction",
 ]
 
 #: Which σ of a weight matrix :func:`weight_sigma` measures (shown in tables and JSON).
@@ -92,3 +95,39 @@ def weight_sigma(w: np.ndarray) -> float:
     """
     w = np.asarray(w, dtype=float)
     return float(np.sqrt(np.mean(w * w)))
+
+
+class HeadPrediction(NamedTuple):
+    """One head's measured σ_W and the two predictions of Var(q·k) from its weights.
+
+    Attributes
+    ----------
+    sigma_wq, sigma_wk : float
+        :func:`weight_sigma` of W_q and W_k.
+    var_paper : float
+        :func:`paper_logit_variance` with those σ_W.
+    var_exact : float
+        :func:`exact_logit_variance` of the weights themselves.
+    """
+
+    sigma_wq: float
+    sigma_wk: float
+    var_paper: float
+    var_exact: float
+
+
+def head_prediction(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float) -> HeadPrediction:
+    """σ_W of each matrix and both predictions for one head, W_q and W_k of shape (d_x, d_k).
+
+    What the paper family (``beta``) and the encoder audits report per head, in one place.
+    """
+    w_q = np.asarray(w_q, dtype=float)
+    w_k = np.asarray(w_k, dtype=float)
+    dx, dk = w_q.shape
+    sq, sk = weight_sigma(w_q), weight_sigma(w_k)
+    return HeadPrediction(
+        sq,
+        sk,
+        paper_logit_variance(sigma_x, sq, sk, dx, dk),
+        exact_logit_variance(w_q, w_k, sigma_x),
+    )

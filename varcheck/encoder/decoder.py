@@ -41,19 +41,13 @@ from typing import NamedTuple
 import numpy as np
 
 from .._version import __version__
+from ..core import logit_variance as lv
 from ..core.estimation import ConfidenceInterval, hall_interval, t_quantile
-from ..core.logit_variance import (
-    SIGMA_W_KIND,
-    beta_for,
-    exact_logit_variance,
-    paper_logit_variance,
-    weight_sigma,
-)
 from ..core.options import valid_confidence, valid_count
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import bert, heads, llama
-from .heads import LayerSummary, parse_layers
+from .heads import HeadScale, LayeredAudit, LayerSummary, parse_layers
 
 __all__ = [
     "DistanceBand",
@@ -131,7 +125,7 @@ class DistanceBand:
 
 
 @dataclass(frozen=True)
-class DecoderHeadAudit:
+class DecoderHeadAudit(HeadScale):
     """One query head of a decoder: weights, predictions, measurements, distance profile.
 
     The fields shared with :class:`varcheck.encoder.heads.HeadAudit` mean the same, over causal
@@ -185,37 +179,9 @@ class DecoderHeadAudit:
     scaled_var_ci: ConfidenceInterval
     distance: tuple[DistanceBand, ...]
 
-    @property
-    def measured_scaled_var(self) -> float:
-        """Var(q·k/√d_k): 1 if 1/√d_k gives unit-scale logits."""
-        return self.measured_var / self.dk
-
-    @property
-    def scale_check(self) -> str:
-        """``holds``, ``below``, ``above`` (the interval against 1) or :data:`TOO_FEW`."""
-        lo, hi = self.scaled_var_ci
-        if math.isnan(lo):
-            return TOO_FEW
-        if lo <= 1.0 <= hi:
-            return "holds"
-        return "below" if hi < 1.0 else "above"
-
-    @property
-    def row_scaled_var(self) -> float:
-        return self.row_var / self.dk
-
-    @property
-    def beta_unit(self) -> float:
-        """The β with Var(β q·k) = 1."""
-        return beta_for(self.measured_var)
-
-    @property
-    def beta_default(self) -> float:
-        return 1.0 / math.sqrt(self.dk)
-
 
 @dataclass(frozen=True, repr=False)
-class DecoderAuditResult(Displayable):
+class DecoderAuditResult(LayeredAudit, Displayable):
     """The result of :func:`audit_decoder`.
 
     Attributes
@@ -271,7 +237,7 @@ class DecoderAuditResult(Displayable):
     interrupted: bool = False
     stopped_by: BaseException | None = field(default=None, repr=False, compare=False)
     version: str = __version__
-    sigma_w_kind: str = SIGMA_W_KIND
+    sigma_w_kind: str = lv.SIGMA_W_KIND
     min_sequences: int = MIN_SEQUENCES
     summaries: tuple[LayerSummary, ...] = field(init=False)
     layer_distance: tuple[tuple[DistanceBand, ...], ...] = field(init=False)
@@ -279,20 +245,6 @@ class DecoderAuditResult(Displayable):
     def __post_init__(self) -> None:
         object.__setattr__(self, "summaries", tuple(heads.summarise_layers(self.rows, self.layers)))
         object.__setattr__(self, "layer_distance", tuple(_layer_bands(self.rows, self.layers)))
-
-    @property
-    def beta_default(self) -> float:
-        return 1.0 / math.sqrt(self.dk)
-
-    @property
-    def finished_layers(self) -> tuple[int, ...]:
-        """The layers with rows: all of ``layers`` unless ``interrupted``."""
-        return tuple(layer for layer in self.layers if any(r.layer == layer for r in self.rows))
-
-    @property
-    def has_intervals(self) -> bool:
-        """Whether there are enough sequences (:data:`MIN_SEQUENCES`) for intervals."""
-        return self.sequences >= self.min_sequences
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
         from .render import decoder_dict, render_decoder
@@ -662,6 +614,7 @@ def _layer_rows(ctx: _LayerContext, sums: _LayerSums) -> list[DecoderHeadAudit]:
         off = total_pairs - tokens
         mean_off = (s1[1:].sum() / off) if off else math.nan
         lo, hi = cis[h]
+        pred = lv.head_prediction(wq[qs].T, wk[ks].T, sigma_x)
         rows.append(
             DecoderHeadAudit(
                 layer=ctx.layer,
@@ -669,12 +622,10 @@ def _layer_rows(ctx: _LayerContext, sums: _LayerSums) -> list[DecoderHeadAudit]:
                 kv_head=g,
                 dk=dk,
                 sigma_x=sigma_x,
-                sigma_wq=weight_sigma(wq[qs]),
-                sigma_wk=weight_sigma(wk[ks]),
-                predicted_var_paper=paper_logit_variance(
-                    sigma_x, weight_sigma(wq[qs]), weight_sigma(wk[ks]), d, dk
-                ),
-                predicted_var_exact=exact_logit_variance(wq[qs].T, wk[ks].T, sigma_x),
+                sigma_wq=pred.sigma_wq,
+                sigma_wk=pred.sigma_wk,
+                predicted_var_paper=pred.var_paper,
+                predicted_var_exact=pred.var_exact,
                 predicted_var_cov=float(np.sum(m_q * m_k) - (mean_q @ mean_k) ** 2),
                 predicted_var_centred=float(np.sum(c_q * c_k)),
                 predicted_var_rope=_pooled(s0_tot, *rope),
@@ -759,16 +710,7 @@ def plan_decoder(
         f"the audit of {len(ids):,} sequences ({tokens:,.0f} tokens, up to {width} each) "
         f"through {depth} block{'s' if depth > 1 else ''}"
     )
-    fix = "accepted: a shorter --text, a smaller --max-length or fewer --layers"
-    if memory > MAX_MEMORY_BYTES:
-        raise VarcheckError(
-            f"{what} needs about {memory / 2**30:.3g} GiB of memory (limit "
-            f"{MAX_MEMORY_BYTES / 2**30:.3g} GiB); {fix}"
-        )
-    if seconds > MAX_SECONDS:
-        raise VarcheckError(
-            f"{what} would take about {seconds:,.0f} s (limit {MAX_SECONDS:,.0f} s); {fix}"
-        )
+    heads.refuse_beyond(what, memory, seconds, MAX_MEMORY_BYTES, MAX_SECONDS)
     return DecoderPlan(batch, memory, seconds)
 
 

@@ -47,14 +47,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from .._version import __version__
+from ..core import logit_variance as lv
 from ..core.estimation import ConfidenceInterval, t_quantile
-from ..core.logit_variance import (
-    SIGMA_W_KIND,
-    beta_for,
-    exact_logit_variance,
-    paper_logit_variance,
-    weight_sigma,
-)
 from ..core.options import valid_confidence, valid_count
 from ..errors import VarcheckError
 from ..output.display import Displayable
@@ -78,6 +72,9 @@ __all__ = [
     "TOO_FEW",
     "AuditPlan",
     "plan_audit",
+    "refuse_beyond",
+    "HeadScale",
+    "LayeredAudit",
     "jackknife_intervals",
 ]
 
@@ -107,8 +104,84 @@ _FLOPS_PER_SECOND = 2e9
 _BATCH_BYTES = 256 << 20
 
 
+class HeadScale:
+    """Mixin: what a head's measured logits say about its scale (an encoder's or a decoder's).
+
+    The head's dataclass holds ``dk``, ``measured_var``, ``row_var`` and ``scaled_var_ci``.
+    """
+
+    dk: int
+    measured_var: float
+    row_var: float
+    scaled_var_ci: ConfidenceInterval
+
+    @property
+    def measured_scaled_var(self) -> float:
+        """Variance of the logits as the model uses them, q·k/√d_k (1 if 1/√d_k were right)."""
+        return self.measured_var / self.dk
+
+    @property
+    def scale_check(self) -> str:
+        """Does the interval for ``measured_scaled_var`` hold 1 (1/√d_k right)?
+
+        ``"holds"`` when it does, ``"below"`` or ``"above"`` when it lies wholly on one side of
+        1, :data:`TOO_FEW` when there is no interval (fewer than :data:`MIN_SEQUENCES`
+        sequences).
+        """
+        lo, hi = self.scaled_var_ci
+        if math.isnan(lo):
+            return TOO_FEW
+        if lo <= 1.0 <= hi:
+            return "holds"
+        return "below" if hi < 1.0 else "above"
+
+    @property
+    def row_scaled_var(self) -> float:
+        """Within-query variance of q·k/√d_k."""
+        return self.row_var / self.dk
+
+    @property
+    def beta_unit(self) -> float:
+        """The β with Var(β q·k) = 1: 1 / sd(q·k)."""
+        return lv.beta_for(self.measured_var)
+
+    @property
+    def beta_default(self) -> float:
+        """1/√d_k."""
+        return 1.0 / math.sqrt(self.dk)
+
+
+class LayeredAudit:
+    """Mixin: an audit's layers and intervals (an encoder's or a decoder's result).
+
+    The result's dataclass holds ``dk``, ``layers``, ``rows`` (each with a ``layer``),
+    ``sequences`` and ``min_sequences``.
+    """
+
+    dk: int
+    layers: tuple[int, ...]
+    rows: tuple
+    sequences: int
+    min_sequences: int
+
+    @property
+    def beta_default(self) -> float:
+        """1/√d_k."""
+        return 1.0 / math.sqrt(self.dk)
+
+    @property
+    def finished_layers(self) -> tuple[int, ...]:
+        """The layers with rows: all of ``layers`` unless ``interrupted``."""
+        return tuple(layer for layer in self.layers if any(r.layer == layer for r in self.rows))
+
+    @property
+    def has_intervals(self) -> bool:
+        """Whether there are enough sequences (:data:`MIN_SEQUENCES`) for intervals."""
+        return self.sequences >= self.min_sequences
+
+
 @dataclass(frozen=True)
-class HeadAudit:
+class HeadAudit(HeadScale):
     """Weights, predictions and measurements for one attention head.
 
     Attributes
@@ -169,41 +242,6 @@ class HeadAudit:
     entropy: float
     scaled_var_ci: ConfidenceInterval
 
-    @property
-    def measured_scaled_var(self) -> float:
-        """Variance of the logits as the model uses them, q·k/√d_k (1 if 1/√d_k were right)."""
-        return self.measured_var / self.dk
-
-    @property
-    def scale_check(self) -> str:
-        """Does the interval for ``measured_scaled_var`` hold 1 (1/√d_k right)?
-
-        ``"holds"`` when it does, ``"below"`` or ``"above"`` when it lies wholly on one side of
-        1, :data:`TOO_FEW` when there is no interval (fewer than :data:`MIN_SEQUENCES`
-        sequences).
-        """
-        lo, hi = self.scaled_var_ci
-        if math.isnan(lo):
-            return TOO_FEW
-        if lo <= 1.0 <= hi:
-            return "holds"
-        return "below" if hi < 1.0 else "above"
-
-    @property
-    def row_scaled_var(self) -> float:
-        """Within-query variance of q·k/√d_k."""
-        return self.row_var / self.dk
-
-    @property
-    def beta_unit(self) -> float:
-        """The β with Var(β q·k) = 1: 1 / sd(q·k)."""
-        return beta_for(self.measured_var)
-
-    @property
-    def beta_default(self) -> float:
-        """1/√d_k."""
-        return 1.0 / math.sqrt(self.dk)
-
 
 @dataclass(frozen=True)
 class LayerSummary:
@@ -235,7 +273,7 @@ class LayerSummary:
 
 
 @dataclass(frozen=True, repr=False)
-class AuditResult(Displayable):
+class AuditResult(LayeredAudit, Displayable):
     """The result of :func:`audit`.
 
     Attributes
@@ -289,26 +327,12 @@ class AuditResult(Displayable):
     truncated: int = 0
     interrupted: bool = False
     version: str = __version__
-    sigma_w_kind: str = SIGMA_W_KIND
+    sigma_w_kind: str = lv.SIGMA_W_KIND
     min_sequences: int = MIN_SEQUENCES
     summaries: tuple[LayerSummary, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "summaries", tuple(summarise_layers(self.rows, self.layers)))
-
-    @property
-    def beta_default(self) -> float:
-        return 1.0 / math.sqrt(self.dk)
-
-    @property
-    def finished_layers(self) -> tuple[int, ...]:
-        """The layers with rows: all of ``layers`` unless ``interrupted``."""
-        return tuple(layer for layer in self.layers if any(r.layer == layer for r in self.rows))
-
-    @property
-    def has_intervals(self) -> bool:
-        """Whether there are enough sequences (:data:`MIN_SEQUENCES`) for intervals."""
-        return self.sequences >= self.min_sequences
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
         from .render import audit_dict, render_audit
@@ -751,17 +775,27 @@ def plan_audit(
         f"the audit of {len(ids):,} sequences ({tokens:,.0f} tokens, up to {width} each) "
         f"through {depth} layer{'s' if depth > 1 else ''}"
     )
+    refuse_beyond(what, memory, seconds, bert.MAX_MEMORY_BYTES, MAX_SECONDS)
+    return AuditPlan(batch, memory, seconds)
+
+
+def refuse_beyond(
+    what: str, memory: float, seconds: float, max_memory: float, max_seconds: float
+) -> None:
+    """Refuse an audit (one line, with the estimate) whose planned memory or time is too large.
+
+    ``what`` names the work, e.g. "the audit of 12 sequences (…) through 3 layers".
+    """
     fix = "accepted: a shorter --text, a smaller --max-length or fewer --layers"
-    if memory > bert.MAX_MEMORY_BYTES:
+    if memory > max_memory:
         raise VarcheckError(
             f"{what} needs about {memory / 2**30:.3g} GiB of memory (limit "
-            f"{bert.MAX_MEMORY_BYTES / 2**30:.3g} GiB); {fix}"
+            f"{max_memory / 2**30:.3g} GiB); {fix}"
         )
-    if seconds > MAX_SECONDS:
+    if seconds > max_seconds:
         raise VarcheckError(
-            f"{what} would take about {seconds:,.0f} s (limit {MAX_SECONDS:,.0f} s); {fix}"
+            f"{what} would take about {seconds:,.0f} s (limit {max_seconds:,.0f} s); {fix}"
         )
-    return AuditPlan(batch, memory, seconds)
 
 
 def _projections(
@@ -839,7 +873,6 @@ def _heads(
     """One layer's heads: weights, predictions from the input's moments, measured logits."""
     wq_all, bq_all, wk_all, bk_all = projections[layer]
     moments, acc, confidence = run.moments[layer], run.sums[layer], args.confidence
-    d = wq_all.shape[1]
     heads = acc.s1_all.shape[1]
     dk = wq_all.shape[0] // heads
     sigma_x = moments.sigma()
@@ -862,20 +895,19 @@ def _heads(
         var_off = (s2 - d2) / off_pairs - mean_off**2 if off_pairs else math.nan
         mq, mk = mq_all[rs], mk_all[rs]
         cq, ck = cq_all[rs, rs], ck_all[rs, rs]
+        pred = lv.head_prediction(wq.T, wk.T, sigma_x)
         rows.append(
             HeadAudit(
                 layer=layer,
                 head=h,
                 dk=dk,
                 sigma_x=sigma_x,
-                sigma_wq=weight_sigma(wq),
-                sigma_wk=weight_sigma(wk),
+                sigma_wq=pred.sigma_wq,
+                sigma_wk=pred.sigma_wk,
                 sigma_bq=float(bq.std()),
                 sigma_bk=float(bk.std()),
-                predicted_var_paper=paper_logit_variance(
-                    sigma_x, weight_sigma(wq), weight_sigma(wk), d, dk
-                ),
-                predicted_var_exact=exact_logit_variance(wq.T, wk.T, sigma_x),
+                predicted_var_paper=pred.var_paper,
+                predicted_var_exact=pred.var_exact,
                 predicted_var_cov=float(np.sum(cq * ck) + mk @ cq @ mk + mq @ ck @ mq),
                 predicted_var_centred=float(np.sum(cq * ck)),
                 predicted_mean_diff=float(mq @ mk),

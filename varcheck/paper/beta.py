@@ -32,13 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.logit_variance import (
-    SIGMA_W_KIND,
-    beta_for,
-    exact_logit_variance,
-    paper_logit_variance,
-    weight_sigma,
-)
+from ..core import logit_variance as lv
 from ..core.options import valid_positive
 from ..errors import VarcheckError
 from ..output.display import Displayable
@@ -153,12 +147,11 @@ def head_betas(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> tuple[
     for h in range(heads):
         # entries near the float range overflow the squares; say so instead of printing inf
         with np.errstate(over="ignore", invalid="ignore"):
-            sq, sk = weight_sigma(wq[h]), weight_sigma(wk[h])
             try:
-                vp = paper_logit_variance(sigma_x, sq, sk, dx, dk)
-                ve = exact_logit_variance(wq[h], wk[h], sigma_x)
+                pred = lv.head_prediction(wq[h], wk[h], sigma_x)
             except OverflowError:  # a Python float's power beyond float64
-                vp = ve = math.inf
+                pred = lv.HeadPrediction(math.nan, math.nan, math.inf, math.inf)
+        vp, ve = pred.var_paper, pred.var_exact
         if not (math.isfinite(vp) and math.isfinite(ve)):
             big = max(float(np.max(np.abs(wq[h]))), float(np.max(np.abs(wk[h]))))
             raise VarcheckError(
@@ -180,12 +173,9 @@ def head_betas(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> tuple[
                 head=h,
                 dx=dx,
                 dk=dk,
-                sigma_wq=sq,
-                sigma_wk=sk,
-                var_paper=vp,
-                var_exact=ve,
-                beta_paper=beta_for(vp),
-                beta_exact=beta_for(ve),
+                **pred._asdict(),
+                beta_paper=lv.beta_for(vp),
+                beta_exact=lv.beta_for(ve),
                 beta_default=1.0 / math.sqrt(dk),
             )
         )
@@ -387,7 +377,7 @@ class BetaReport(Displayable):
     sigma_x: float
     sigma_x_source: str
     version: str
-    sigma_w_kind: str = SIGMA_W_KIND
+    sigma_w_kind: str = lv.SIGMA_W_KIND
 
     @property
     def exit_code(self) -> int:
