@@ -43,7 +43,6 @@ import numpy as np
 from .._version import __version__
 from ..core import logit_variance as lv
 from ..core.estimation import ConfidenceInterval, hall_interval, t_quantile
-from ..core.options import valid_confidence, valid_count
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import bert, heads, llama
@@ -646,44 +645,15 @@ def _layer_rows(ctx: _LayerContext, sums: _LayerSums) -> list[DecoderHeadAudit]:
 # --- the audit ------------------------------------------------------------------------------------
 
 
-class _DecoderArgs(NamedTuple):
-    sequences: list[str]
-    text_name: str
-    max_length: int
-    confidence: float
+class DecoderPlan(heads.AuditPlan):
+    """What a decoder audit will cost (:class:`~varcheck.encoder.heads.AuditPlan`'s fields).
 
-
-def _decoder_iv(
-    text_file: str | os.PathLike[str] | None,
-    sentences: Sequence[str] | None,
-    max_length: int,
-    confidence: float,
-) -> _DecoderArgs:
-    """Validate :func:`audit_decoder`'s arguments once, before the model is looked for."""
-    if text_file is not None and sentences is not None:
-        raise VarcheckError("give text_file or sentences, not both")
-    max_length = valid_count("max_length", max_length, 2)
-    confidence = valid_confidence(confidence)
-    return _DecoderArgs(*heads.audit_sequences(text_file, sentences), max_length, confidence)
-
-
-class DecoderPlan(NamedTuple):
-    """What a decoder audit will cost, estimated from the token counts before any forward pass.
-
-    Attributes
-    ----------
-    batch_size : int
-        Sequences per forward pass.
-    memory_bytes : float
-        One block's float32 weights, the embedding rows in use, every token's hidden state, one
-        batch's attention and feed-forward arrays, the per-sequence sums.
-    seconds : float
-        Floating-point work at a deliberately low 2 GFLOP/s.
+    ``batch_size`` is set by the longest sequence (:data:`_LOGITS_PER_BATCH`); ``memory_bytes``
+    counts one block's float32 weights, the embedding rows in use, every token's hidden state,
+    one batch's attention and feed-forward arrays and the per-sequence sums.
     """
 
-    batch_size: int
-    memory_bytes: float
-    seconds: float
+    __slots__ = ()
 
 
 def plan_decoder(
@@ -789,7 +759,7 @@ def audit_decoder(
     starts (:func:`plan_decoder`); on Ctrl-C the layers finished are returned, marked
     ``interrupted``.
     """
-    args = _decoder_iv(text_file, sentences, max_length, confidence)
+    args = heads.audit_args(text_file, sentences, max_length, 1, confidence, shortest=2)
     path, display = resolve_decoder(model)
     start = time.perf_counter()
     mdl = llama.load_llama(path)
@@ -819,7 +789,7 @@ def audit_decoder(
 def _result(
     mdl: llama.LlamaModel,
     rows: list[DecoderHeadAudit],
-    args: _DecoderArgs,
+    args: heads.AuditArgs,
     name: str,
     ids: list[list[int]],
     chosen: tuple[int, ...],

@@ -72,6 +72,8 @@ __all__ = [
     "TOO_FEW",
     "AuditPlan",
     "plan_audit",
+    "AuditArgs",
+    "audit_args",
     "refuse_beyond",
     "HeadScale",
     "LayeredAudit",
@@ -461,8 +463,8 @@ def default_sentences() -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-class _AuditArgs(NamedTuple):
-    """:func:`audit`'s arguments, checked: the sequences, how their text is named, the sizes."""
+class AuditArgs(NamedTuple):
+    """An audit's arguments, checked: the sequences, how their text is named, the sizes."""
 
     sequences: list[str]
     text_name: str
@@ -471,20 +473,26 @@ class _AuditArgs(NamedTuple):
     confidence: float
 
 
-def _audit_iv(
+def audit_args(
     text_file: str | os.PathLike[str] | None,
     sentences: Sequence[str] | None,
     max_length: int,
     batch_size: int,
     confidence: float,
-) -> _AuditArgs:
-    """Validate :func:`audit`'s arguments once, before the checkpoint is looked for."""
+    *,
+    shortest: int,
+) -> AuditArgs:
+    """Validate an audit's arguments once, before the model is looked for.
+
+    ``shortest`` is the fewest tokens ``max_length`` may keep: 3 for an encoder (``[CLS]`` and
+    ``[SEP]`` around one token), 2 for a decoder (a causal pair).
+    """
     if text_file is not None and sentences is not None:
         raise VarcheckError("give text_file or sentences, not both")
-    max_length = valid_count("max_length", max_length, 3)
+    max_length = valid_count("max_length", max_length, shortest)
     batch_size = valid_count("batch_size", batch_size, 1)
     confidence = valid_confidence(confidence)
-    return _AuditArgs(*audit_sequences(text_file, sentences), max_length, batch_size, confidence)
+    return AuditArgs(*audit_sequences(text_file, sentences), max_length, batch_size, confidence)
 
 
 def audit_sequences(
@@ -673,7 +681,7 @@ def audit(
     """
     if _decoder_named(model):
         return _audit_decoder(model, text_file, sentences, layers, max_length, confidence, progress)
-    args = _audit_iv(text_file, sentences, max_length, batch_size, confidence)
+    args = audit_args(text_file, sentences, max_length, batch_size, confidence, shortest=3)
     ckpt = bert.load_checkpoint(model)
     cfg = ckpt.config
     chosen = parse_layers(layers, cfg.num_layers)
@@ -868,7 +876,7 @@ def _heads(
     projections: dict[int, tuple[np.ndarray, ...]],
     run: _Run,
     counts: np.ndarray,
-    args: _AuditArgs,
+    args: AuditArgs,
 ) -> list[HeadAudit]:
     """One layer's heads: weights, predictions from the input's moments, measured logits."""
     wq_all, bq_all, wk_all, bk_all = projections[layer]
