@@ -250,17 +250,17 @@ class VarcheckFixture:
 
     def assert_variance(self, dk: int, **kwargs: Any) -> VerifyResult:
         """:func:`varcheck.testing.assert_variance` with this test's next seed and the session's
-        alpha (see :meth:`verify`).
+        alpha (see :meth:`verify`): the result when the claim passes, else ``AssertionError``.
 
-        An inconclusive claim fails too (the message says how to settle it); the message
-        reproduces the test with pytest.
+        An inconclusive claim fails too (the message says how to settle it). The message's
+        reproduce line is the pytest command, and the ``varcheck assert`` one when the
+        sampler is given by name.
         """
         __tracebackhide__ = True
-        from .testing import passed
-
         result = self.verify(dk, **kwargs)
-        by_name = _named(kwargs.get("sampler"))
-        return passed(result, lambda failed: self._message(failed, by_name=by_name))
+        if result.outcome != "pass":
+            raise AssertionError(self._message(result, by_name=_named(kwargs.get("sampler"))))
+        return result
 
     def probe(self, fn: Any, dk: int, **kwargs: Any) -> ProbeResult:
         """:func:`varcheck.probe` with this test's next seed and the session's alpha.
@@ -306,9 +306,10 @@ class VarcheckFixture:
             the nearest law with the factor left over, the diagnostics, and how to reproduce.
         """
         __tracebackhide__ = True
-        from .testing import passed
-
-        return passed(self.probe(fn, dk, expect=expect, **kwargs), self._scale_message)
+        result = self.probe(fn, dk, expect=expect, **kwargs)
+        if result.outcome != "pass":
+            raise AssertionError(self._scale_message(result))
+        return result
 
     def _rerun(self) -> str:
         """The pytest command that reruns this test with the same seeds and alpha."""

@@ -8,22 +8,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from .checks.render import verify_paragraph
 from .checks.verify import VerifyResult, verify
 
 __all__ = ["assert_variance"]
-
-
-class _Tested(Protocol):
-    @property
-    def outcome(self) -> str: ...
-
-
-#: a finished test (VerifyResult, ProbeResult)
-R = TypeVar("R", bound=_Tested)
 
 
 def assert_variance(
@@ -65,32 +55,7 @@ def assert_variance(
         (infinite moments).
     """
     result = verify(dk, claim=claim, **options)
-    return passed(result, verify_paragraph, allow_inconclusive=allow_inconclusive)
-
-
-def passed(result: R, message: Callable[[R], str], *, allow_inconclusive: bool = False) -> R:
-    """The gate of every assertion helper (this module's and the pytest fixture's).
-
-    Parameters
-    ----------
-    result : VerifyResult or ProbeResult
-        A finished test.
-    message : callable
-        The failure message, from the result.
-    allow_inconclusive : bool
-        Accept an inconclusive test.
-
-    Returns
-    -------
-    The result, when its outcome is pass (or inconclusive, where accepted).
-
-    Raises
-    ------
-    AssertionError
-        With ``message(result)`` otherwise.
-    """
-    __tracebackhide__ = True
-    accepted = ("pass", "inconclusive") if allow_inconclusive else ("pass",)
-    if result.outcome not in accepted:
-        raise AssertionError(message(result))
+    ok = result.outcome == "pass" or (allow_inconclusive and result.outcome == "inconclusive")
+    if not ok:
+        raise AssertionError(verify_paragraph(result))
     return result
