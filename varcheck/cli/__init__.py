@@ -37,9 +37,14 @@ EXIT_MEANINGS = {
 }
 
 
-def exit_codes_help(*codes: int) -> str:
-    """The help's closing line: the exit statuses a command can return (130 stands for 143)."""
-    return "Exit codes: " + ", ".join(EXIT_MEANINGS[c] for c in (*codes, 130, 141)) + "."
+def exit_codes_help(*codes: int, meanings: dict[int, str] | None = None) -> str:
+    """The help's closing line: the exit statuses a command can return (130 stands for 143).
+
+    ``meanings`` replaces :data:`EXIT_MEANINGS`' words for a command whose statuses say more
+    (project's 1 is a check row rejected, train's 0 that it tests nothing).
+    """
+    words = EXIT_MEANINGS | (meanings or {})
+    return "Exit codes: " + ", ".join(words[c] for c in (*codes, 130, 141)) + "."
 
 
 EXIT_CODES_HELP = exit_codes_help(0, 1, 2, 3, 4)

@@ -7,14 +7,20 @@ from typing import Any
 import click
 
 from ..paper.beta import WEIGHTS_FORMAT
+from . import exit_codes_help
 from .options import output_options, positive_option
 from .run import run
 
 #: beta tests nothing and draws nothing (its --seed, kept for scripts, is ignored)
-EXIT_CODES = (
-    "Exit codes: 0 done (beta tests nothing and draws nothing), 2 bad usage, or a weights file "
-    "that is unreadable, malformed, not a regular file or too large, 130 interrupted by Ctrl-C "
-    "and 143 by SIGTERM, 141 output pipe closed (e.g. | head)."
+EXIT_CODES = exit_codes_help(
+    0,
+    2,
+    meanings={
+        0: "0 done (beta tests nothing and draws nothing)",
+        2: "2 bad usage, or a weights file that is unreadable, malformed, not a regular file or "
+        "too large",
+        130: "130 interrupted by Ctrl-C and 143 by SIGTERM",
+    },
 )
 
 

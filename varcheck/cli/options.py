@@ -25,6 +25,7 @@ __all__ = [
     "confidence_option",
     "dist_option",
     "dist_options",
+    "distinct_keys",
     "dk_range_option",
     "exclusive",
     "format_option",
@@ -302,6 +303,21 @@ _law_options = stack(
 dist_options = grouped("laws", _law_options)
 
 
+def distinct_keys(flag: str, pairs: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    """The KEY=VALUE pairs of a repeatable option (``--sampler-arg``, ``--arg``) as keywords.
+
+    Raises
+    ------
+    click.UsageError
+        "FLAG KEY is given twice", naming the first such key in alphabetical order.
+    """
+    keys = [key for key, _ in pairs]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise click.UsageError(f"{flag} {twice[0]} is given twice")
+    return dict(pairs)
+
+
 def _source(sampler: str | None, sampler_args: tuple[tuple[str, Any], ...], **laws: Any) -> Any:
     """The entry laws, or a user's sampler (loaded now, so a bad one fails before any work)."""
     if sampler is None:
@@ -310,13 +326,9 @@ def _source(sampler: str | None, sampler_args: tuple[tuple[str, Any], ...], **la
         return laws
     for name in laws:
         exclusive(name, "sampler", "the values come from the sampler")
-    keys = [key for key, _ in sampler_args]
-    twice = sorted({key for key in keys if keys.count(key) > 1})
-    if twice:
-        raise click.UsageError(f"--sampler-arg {twice[0]} is given twice")
     from ..core.user_code import load_sampler
 
-    return {"sampler": load_sampler(sampler, dict(sampler_args))}
+    return {"sampler": load_sampler(sampler, distinct_keys("--sampler-arg", sampler_args))}
 
 
 #: the entry laws (dist_options) or --sampler TARGET with --sampler-arg KEY=VALUE, as ``laws``

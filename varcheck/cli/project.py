@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from . import exit_codes_help
 from .options import (
     confidence_option,
     dist_option,
@@ -24,14 +25,21 @@ if TYPE_CHECKING:
 
 
 #: the exit statuses project can return (it has no inconclusive outcome)
-EXIT_CODES = (
-    "Exit codes: 0 every check consistent (findings do not count), 1 a check rejected, 2 bad "
-    "usage, or a run above the limits, 4 no valid test for some row (the input law lacks the "
-    "moment the variance or its estimator needs, or a time limit left fewer than 200 blocks, "
-    "or fewer blocks than a valid interval needs), "
-    "130 interrupted by Ctrl-C and 143 by SIGTERM "
-    "(the rows reached so far are printed, marked interrupted), 141 output pipe closed "
-    "(e.g. | head)."
+EXIT_CODES = exit_codes_help(
+    0,
+    1,
+    2,
+    4,
+    meanings={
+        0: "0 every check consistent (findings do not count)",
+        1: "1 a check rejected",
+        2: "2 bad usage, or a run above the limits",
+        4: "4 no valid test for some row (the input law lacks the moment the variance or its "
+        "estimator needs, or a time limit left fewer than 200 blocks, or fewer blocks than a "
+        "valid interval needs)",
+        130: "130 interrupted by Ctrl-C and 143 by SIGTERM (the rows reached so far are "
+        "printed, marked interrupted)",
+    },
 )
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from . import exit_codes_help
 from .options import (
     confidence_option,
     int_option,
@@ -17,10 +18,15 @@ from .run import run
 from .types import INIT, FiniteFloat
 
 #: train tests nothing: it exits 0 unless stopped
-EXIT_CODES = (
-    "Exit codes: 0 done (train tests nothing), 2 bad usage or a run above the memory or time "
-    "limit, 130 interrupted by Ctrl-C and 143 by SIGTERM (the steps recorded so far are "
-    "printed, marked interrupted), 141 output pipe closed (e.g. | head)."
+EXIT_CODES = exit_codes_help(
+    0,
+    2,
+    meanings={
+        0: "0 done (train tests nothing)",
+        2: "2 bad usage or a run above the memory or time limit",
+        130: "130 interrupted by Ctrl-C and 143 by SIGTERM (the steps recorded so far are "
+        "printed, marked interrupted)",
+    },
 )
 
 
