@@ -17,13 +17,12 @@ import pytest
 from rich.console import Console
 
 import varcheck.paper.figures as figures_module
-from varcheck.output.formats import fmt
+from varcheck.output.formats import Column, fmt
 from varcheck.paper.beta import beta_report
 from varcheck.paper.figures import PALETTE, plot_project, plot_train
 from varcheck.paper.projection import project
 from varcheck.paper.render import (
-    Column,
-    fitted_columns,
+    print_fitted,
     project_cells,
     render_beta,
     render_project,
@@ -75,7 +74,7 @@ def test_project_table_fits(projected, width: int) -> None:
         line = next(ln for ln in text.splitlines() if re.match(pattern + r"\s", ln))
         assert cells.estimate in line and re.search(rf"\b{cells.verdict}\b", line), line
     if width == 80:
-        assert "Not shown at 80 columns: ratio, p (Holm)" in text and "--format json" in text
+        assert "not shown at 80 columns: ratio, p (Holm)" in text and "--format json" in text
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -87,7 +86,7 @@ def test_train_table_fits(trained, width: int) -> None:
             cells = train_step_cells(step)
             line = next(ln for ln in text.splitlines() if ln.split()[:2] == [cells[0], cells[1]])
             assert cells[6] in line  # the measured variance with its interval
-    assert ("Not shown at 80 columns" in text) == (width == 80)
+    assert ("not shown at 80 columns" in text) == (width == 80)
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -98,15 +97,29 @@ def test_beta_table_fits(weights: Path, width: int) -> None:
     for h in report.heads:
         line = next(ln for ln in text.splitlines() if ln.split()[:1] == [str(h.head)])
         assert fmt(h.beta_paper) in line and fmt(h.beta_exact) in line
-    assert "Not shown" not in text or "--format json" in text
+    assert "not shown" not in text or "--format json" in text
 
 
 def test_columns_go_in_their_order_and_the_kept_never_go() -> None:
-    columns = [Column("id", drop=0), Column("a", drop=2), Column("b", drop=1), Column("v")]
+    columns = [Column("id"), Column("a", priority=2), Column("b", priority=1), Column("v")]
     rows = [["x" * 10, "y" * 10, "z" * 10, "w" * 10]]
-    assert fitted_columns(columns, rows, 100) == [0, 1, 2, 3]
-    assert fitted_columns(columns, rows, 35) == [0, 1, 3]
-    assert fitted_columns(columns, rows, 5) == [0, 3]  # too narrow: identifiers stay anyway
+
+    def dropped(width: int) -> list[str]:
+        console = Console(file=io.StringIO(), width=width, no_color=True)
+        return print_fitted(console, "", None, columns, rows)
+
+    assert dropped(100) == []
+    assert dropped(35) == ["b"]
+    assert dropped(5) == ["a", "b"]  # too narrow: identifiers stay anyway
+
+
+def test_a_header_wraps_before_its_column_goes() -> None:
+    columns = [Column("id"), Column("a long header", priority=1)]
+    out = io.StringIO()
+    console = Console(file=out, width=18, no_color=True)
+    assert print_fitted(console, "", None, columns, [["x" * 6, "y" * 6]]) == []
+    lines = out.getvalue().splitlines()
+    assert all(len(line) <= 18 for line in lines) and any("yyyyyy" in line for line in lines)
 
 
 def test_numbers_round_before_their_decimals_are_chosen() -> None:

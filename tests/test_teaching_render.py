@@ -104,7 +104,7 @@ def test_a_dropped_column_is_named_with_where_to_find_it(results, case: str, wid
     assert "not shown" not in wide  # at 200 columns everything fits
     if "not shown" in text:
         assert f"not shown at {width} columns:" in text
-        assert "--format json or a wider terminal shows them" in text
+        assert "--format json, or a wider terminal, shows them" in text
 
 
 def test_footnotes_wrap_to_the_width(results) -> None:

@@ -8,7 +8,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..output import formats
-from ..output.formats import confidence_label, fmt, plain_table, records_to_markdown
+from ..output.formats import Column as Col
+from ..output.formats import confidence_label, fmt, records_to_markdown
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -34,7 +35,6 @@ __all__ = [
     "render_audit",
     "SCALE_STYLE",
     "LEGEND",
-    "fit_table",
     "decoder_meta",
     "decoder_records",
     "decoder_dict",
@@ -212,39 +212,16 @@ def layer_cells(summary: LayerSummary) -> list[str]:
 Column = tuple[str, int]
 
 
-def fit_table(
+def _fit(
     console: Console,
     title: str,
     caption: str,
     columns: Sequence[Column],
     rows: Sequence[Sequence[str]],
 ) -> tuple[Table, list[str]]:
-    """A right-aligned table within the console's width, and the headers dropped to fit it.
-
-    Columns of priority 0 (ids, estimates, intervals, verdict words) are always kept; the
-    others go lowest priority first until the table fits, so no kept cell is ever cut.
-    """
-    keep = list(range(len(columns)))
-    while True:
-        table = plain_table(title, caption, [(columns[i][0], "right") for i in keep])
-        for row in rows:
-            table.add_row(*(row[i] for i in keep))
-        droppable = [i for i in keep if columns[i][1] > 0]
-        wide = console.options.update(width=1 << 16, max_width=1 << 16)
-        if console.measure(table, options=wide).maximum <= console.width or not droppable:
-            break
-        keep.remove(min(droppable, key=lambda i: columns[i][1]))
-    dropped = [name for i, (name, _) in enumerate(columns) if i not in keep]
-    return table, dropped
-
-
-def _dropped_note(dropped: Sequence[str], width: int) -> str:
-    if not dropped:
-        return ""
-    return (
-        f"not shown at {width} columns: {', '.join(dropped)} (--format json or a wider "
-        "terminal shows them)"
-    )
+    """A right-aligned table within the console's width, and the headers dropped to fit it
+    (:func:`~varcheck.output.formats.fit_rows`: no id, estimate, interval or verdict is cut)."""
+    return formats.fit_rows(console, title, caption, [Col(n, "right", p) for n, p in columns], rows)
 
 
 def _colour_words(console: Console) -> bool:
@@ -274,7 +251,7 @@ def _layer_table(result: AnyResult, console: Console) -> tuple[Table, list[str]]
         "prediction tracks the measurement) · β_unit, entropy: median and mean over heads"
     )
     rows = [layer_cells(summary) for summary in result.summaries]
-    return fit_table(console, title, caption, columns, rows)
+    return _fit(console, title, caption, columns, rows)
 
 
 def _scale_table(result: AuditResult, console: Console) -> tuple[Table, list[str]]:
@@ -313,7 +290,7 @@ def _scale_table(result: AuditResult, console: Console) -> tuple[Table, list[str
         ]
         for row in result.rows
     ]
-    return fit_table(console, "", caption, columns, rows)
+    return _fit(console, "", caption, columns, rows)
 
 
 def _weights_table(result: AuditResult, console: Console) -> tuple[Table, list[str]]:
@@ -345,7 +322,7 @@ def _weights_table(result: AuditResult, console: Console) -> tuple[Table, list[s
         ]
         for row in result.rows
     ]
-    return fit_table(console, "", caption, columns, rows)
+    return _fit(console, "", caption, columns, rows)
 
 
 def render_audit_table(result: AuditResult, console: Console) -> None:
@@ -360,9 +337,7 @@ def render_audit_table(result: AuditResult, console: Console) -> None:
     for build in (_layer_table, _scale_table, _weights_table):
         table, dropped = build(result, console)
         console.print(table)
-        note = _dropped_note(dropped, console.width)
-        if note:
-            console.print(note, markup=False)
+        formats.print_dropped(console, dropped)
     console.print(LEGEND, markup=False)
     for line in filter(None, notes):
         console.print(line, markup=False)
@@ -566,7 +541,7 @@ def _decoder_scale_table(result: DecoderAuditResult, console: Console) -> tuple[
         ]
         for row in result.rows
     ]
-    return fit_table(console, "", caption, columns, rows)
+    return _fit(console, "", caption, columns, rows)
 
 
 def _decoder_weights_table(result: DecoderAuditResult, console: Console) -> tuple[Table, list[str]]:
@@ -594,7 +569,7 @@ def _decoder_weights_table(result: DecoderAuditResult, console: Console) -> tupl
         ]
         for row in result.rows
     ]
-    return fit_table(console, "", caption, columns, rows)
+    return _fit(console, "", caption, columns, rows)
 
 
 def _band_name(low: int, high: int) -> str:
@@ -618,7 +593,7 @@ def _distance_table(result: DecoderAuditResult, console: Console) -> tuple[Table
     for layer, profile in zip(result.finished_layers, result.layer_distance, strict=True):
         rows.append([str(layer), "meas.", *(fmt(b.scaled_var, 3) for b in profile)])
         rows.append(["", "rope", *(fmt(b.predicted_scaled_var, 3) for b in profile)])
-    return fit_table(console, "", caption, columns, rows)
+    return _fit(console, "", caption, columns, rows)
 
 
 def _decoder_layer_table(result: DecoderAuditResult, console: Console) -> tuple[Table, list[str]]:
@@ -643,7 +618,7 @@ def _decoder_layer_table(result: DecoderAuditResult, console: Console) -> tuple[
         "mean over heads · β_unit, entropy: median and mean over heads"
     )
     rows = [layer_cells(summary) for summary in result.summaries]
-    return fit_table(console, title, caption, columns, rows)
+    return _fit(console, title, caption, columns, rows)
 
 
 def render_decoder_table(result: DecoderAuditResult, console: Console) -> None:
@@ -655,9 +630,7 @@ def render_decoder_table(result: DecoderAuditResult, console: Console) -> None:
     for build in builds:
         table, dropped = build(result, console)
         console.print(table)
-        note = _dropped_note(dropped, console.width)
-        if note:
-            console.print(note, markup=False)
+        formats.print_dropped(console, dropped)
     console.print(kv_note(result), markup=False)
     console.print(DECODER_LEGEND, markup=False)
     for line in filter(None, notes):

@@ -11,7 +11,7 @@ import io
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -19,11 +19,15 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMATS",
     "MARGINAL_NOTE",
+    "Column",
     "VERDICT_STYLE",
     "confidence_label",
     "fmt",
     "fmt_p",
     "fit_columns",
+    "fit_rows",
+    "natural_width",
+    "print_dropped",
     "json_document",
     "dropped_note",
     "interval",
@@ -202,34 +206,109 @@ def plain_table(
     return table
 
 
+class Column(NamedTuple):
+    """A table column: its header, its alignment and its priority on a narrow terminal
+    (0: never left out; otherwise columns go lowest priority first, see :func:`fit_columns`)."""
+
+    name: str
+    justify: str = "right"
+    priority: int = 0
+
+
+def _measure(console: Console, renderable: Any) -> Any:
+    """``renderable``'s (narrowest, natural) width when the console puts no limit on it."""
+    wide = console.options.update(width=1 << 16, max_width=1 << 16)
+    return console.measure(renderable, options=wide)
+
+
+def natural_width(console: Console, renderable: Any) -> int:
+    """Columns ``renderable`` takes when nothing in it is wrapped or cut."""
+    return int(_measure(console, renderable).maximum)
+
+
 def fit_columns(
-    console: Console, build: Callable[[list[int]], Any], priorities: Sequence[int]
+    console: Console,
+    build: Callable[[list[int]], Any],
+    priorities: Sequence[int],
+    *,
+    wrap_headers: bool = False,
 ) -> tuple[Any, list[int]]:
     """The table ``build(kept column indices)`` within the console's width, and the indices of
     the columns left out to fit it.
 
     Columns of priority 0 (d_k and other ids, estimates with their intervals, verdict words) are
     always kept; the others go lowest priority first until the table fits, so no kept cell is
-    cut (a table that does not fit even then is printed as it is).
+    cut (a table that does not fit even then is printed as it is). With ``wrap_headers`` a
+    header may wrap at its spaces: every column is at least as wide as its widest cell, the
+    table fits when it does at those widths, and a table too narrow for whole headers gets
+    each column exactly at its narrowest (a folded number misleads, a wrapped header does not).
     """
     keep = list(range(len(priorities)))
     while True:
         table = build(keep)
+        if wrap_headers:
+            for col in table.columns:
+                col.min_width = max((_cell_width(c) for c in col.cells), default=1)
         droppable = [i for i in keep if priorities[i] > 0]
-        wide = console.options.update(width=1 << 16, max_width=1 << 16)
-        if console.measure(table, options=wide).maximum <= console.width or not droppable:
-            return table, [i for i in range(len(priorities)) if i not in keep]
+        size = _measure(console, table)
+        needed = size.minimum if wrap_headers else size.maximum
+        if needed <= console.width or not droppable:
+            break
         keep.remove(min(droppable, key=lambda i: priorities[i]))
+    if wrap_headers and size.maximum > console.width:
+        for col in table.columns:
+            words = (_cell_width(w, markup=False) for w in str(col.header).split())
+            col.width = max([col.min_width, *words])
+    return table, [i for i in range(len(priorities)) if i not in keep]
+
+
+def _cell_width(cell: Any, markup: bool = True) -> int:
+    from rich.text import Text
+
+    return (Text.from_markup(str(cell)) if markup else Text(str(cell))).cell_len
+
+
+def fit_rows(
+    console: Console,
+    title: str,
+    caption: str | None,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    *,
+    wrap_headers: bool = False,
+    **style: Any,
+) -> tuple[Any, list[str]]:
+    """A :func:`plain_table` (``style``: its keywords) of the cells ``rows``, fitted to the
+    console by :func:`fit_columns`, and the names of the columns left out."""
+
+    def build(keep: list[int]) -> Any:
+        chosen = [(columns[i].name, columns[i].justify) for i in keep]
+        table = plain_table(title, caption, chosen, **style)
+        for row in rows:
+            table.add_row(*(row[i] for i in keep))
+        return table
+
+    priorities = [c.priority for c in columns]
+    table, dropped = fit_columns(console, build, priorities, wrap_headers=wrap_headers)
+    return table, [columns[i].name for i in dropped]
 
 
 def dropped_note(names: Sequence[str], width: int) -> str:
-    """The line under a table that had to leave columns out, or ``""``."""
+    """The line under a table that had to leave columns out, or ``""`` (each name once)."""
     if not names:
         return ""
     return (
-        f"not shown at {width} columns: {', '.join(names)} (--format json, or a wider terminal, "
-        "shows them)"
+        f"not shown at {width} columns: {', '.join(dict.fromkeys(names))} (--format json, or a "
+        "wider terminal, shows them)"
     )
+
+
+def print_dropped(console: Console, names: Sequence[str]) -> None:
+    """Print :func:`dropped_note` (dimmed, as it is: names are not markup), if any column was
+    left out."""
+    note = dropped_note(names, console.width)
+    if note:
+        console.print(note, style="dim", markup=False, highlight=False)
 
 
 def json_document(result: Any, data: Callable[[Any], Any]) -> Any:

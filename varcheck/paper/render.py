@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.estimation import MIN_BLOCKS
 from ..output import formats
-from ..output.formats import confidence_label, fmt, fmt_p, interval, plain_table, styled
+from ..output.formats import Column, confidence_label, fmt, fmt_p, interval, styled
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -43,50 +43,6 @@ __all__ = [
 _KIND = {"rms": "RMS"}
 
 
-class Column(NamedTuple):
-    """A table column: its header, alignment, and when it may be left out on a narrow terminal
-    (``drop`` 0: never; otherwise columns go in increasing order of ``drop``)."""
-
-    name: str
-    justify: str = "right"
-    drop: int = 0
-
-
-def _widths(columns: list[Column], rows: list[list[str]]) -> list[tuple[int, int]]:
-    """(narrowest, natural) width of each column: its widest cell, and its header's longest
-    word (the header may wrap there) or whole header."""
-    from rich.text import Text
-
-    out = []
-    for i, col in enumerate(columns):
-        cells = max((Text.from_markup(r[i]).cell_len for r in rows), default=1)
-        words = max(Text(w).cell_len for w in col.name.split())
-        out.append((max(cells, words), max(cells, Text(col.name).cell_len)))
-    return out
-
-
-def _table_width(widths: list[int]) -> int:
-    # one space of padding and one divider between columns
-    return sum(widths) + 2 * (len(widths) - 1)
-
-
-def fitted_columns(columns: list[Column], rows: list[list[str]], width: int) -> list[int]:
-    """Indices of the columns kept so that the table fits ``width`` terminal columns.
-
-    Every kept column is at least as wide as its widest cell (a header may wrap at its
-    spaces); columns with ``drop`` > 0 are left out, lowest ``drop`` first, until the table
-    fits. Columns with ``drop`` 0 (identifiers, the estimate with its interval, the verdict)
-    always stay.
-    """
-    narrow = [w for w, _ in _widths(columns, rows)]
-    keep = list(range(len(columns)))
-    for i in sorted((i for i, c in enumerate(columns) if c.drop), key=lambda i: columns[i].drop):
-        if _table_width([narrow[j] for j in keep]) <= width:
-            break
-        keep.remove(i)
-    return keep
-
-
 def print_fitted(
     console: Console,
     title: str,
@@ -94,31 +50,22 @@ def print_fitted(
     columns: list[Column],
     rows: list[list[str]],
 ) -> list[str]:
-    """Print a table that fits the console (:func:`fitted_columns`); return the headers left
-    out, for :func:`dropped_note`."""
-    keep = fitted_columns(columns, rows, console.width)
-    widths = [_widths(columns, rows)[i] for i in keep]
-    table = _table(title, caption, [(columns[i].name, columns[i].justify) for i in keep])
-    for row in rows:
-        table.add_row(*(row[i] for i in keep))
-    if _table_width([natural for _, natural in widths]) <= console.width:
-        _print_table(table, console)
-    else:
-        # too narrow for whole headers: each column exactly its narrowest, headers wrap
-        for col, (narrow, _) in zip(table.columns, widths, strict=True):
-            col.width = narrow
-        console.print(table)
-    return [c.name for i, c in enumerate(columns) if i not in keep]
-
-
-def dropped_note(console: Console, dropped: list[str]) -> None:
-    """Say which columns a narrow terminal left out, and where to see them."""
-    names = list(dict.fromkeys(dropped))
-    if names:
-        console.print(
-            f"[dim]Not shown at {console.width} columns: {', '.join(names)}; --format json "
-            "(or csv, markdown) or a wider terminal shows them.[/]"
-        )
+    """Print a table that fits the console, headers wrapping at their spaces before a column
+    goes (:func:`~varcheck.output.formats.fit_columns`); return the headers left out, for
+    :func:`~varcheck.output.formats.print_dropped`."""
+    table, dropped = formats.fit_rows(
+        console,
+        title,
+        caption,
+        columns,
+        rows,
+        wrap_headers=True,
+        padding=(0, 0, 0, 1),
+        show_edge=False,
+        fold=True,
+    )
+    console.print(table)
+    return dropped
 
 
 # --- project -----------------------------------------------------------------------------------
@@ -402,33 +349,15 @@ def project_notes(result: ProjectionResult) -> list[str]:
     return notes
 
 
-def _table(title: str, caption: str | None, columns: list[tuple[str, str]]) -> Any:
-    return plain_table(title, caption, columns, padding=(0, 0, 0, 1), show_edge=False, fold=True)
-
-
-def _right_aligned(*names: str) -> list[tuple[str, str]]:
-    return [(name, "right") for name in names]
-
-
-def _print_table(table: Any, console: Console) -> None:
-    """Print with every column at least as wide as its widest cell (headers may wrap): a
-    folded number misleads, a wrapped header does not."""
-    from rich.text import Text
-
-    for col in table.columns:
-        col.min_width = max((Text.from_markup(str(c)).cell_len for c in col.cells), default=1)
-    console.print(table)
-
-
 _PROJECT_COLUMNS = [
     Column("weights", "left"),
     Column("case", "left"),
     Column("prediction", "left"),
-    Column("role", "left", drop=3),
-    Column("pred. Var", drop=4),
+    Column("role", "left", priority=3),
+    Column("pred. Var", priority=4),
     Column("MC Var [CI]"),
-    Column("ratio", drop=2),
-    Column("p (Holm)", drop=1),
+    Column("ratio", priority=2),
+    Column("p (Holm)", priority=1),
     Column("verdict", "left"),
 ]
 
@@ -471,9 +400,9 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
             Column("case", "left"),
             Column("prediction", "left"),
             Column("β"),
-            Column("MC Var(βq·k)", drop=3),
-            Column("pred. mean", drop=1),
-            Column(f"MC mean ± {conf}", drop=2),
+            Column("MC Var(βq·k)", priority=3),
+            Column("pred. mean", priority=1),
+            Column(f"MC mean ± {conf}", priority=2),
         ],
         beta_rows,
     )
@@ -487,7 +416,7 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
         console.print(f"[bold]{sec.name}[/]: {sec.description}; {sigmas}{extra}")
     for note in project_notes(result):
         console.print(note)
-    dropped_note(console, dropped)
+    formats.print_dropped(console, dropped)
 
 
 def render_project(result: ProjectionResult, fmt_name: str, console: Console) -> None:
@@ -598,18 +527,18 @@ def render_beta_table(report: BetaReport, console: Console) -> None:
         ),
         [
             Column("head"),
-            Column(f"σ_Wq ({kind})", drop=3),
-            Column(f"σ_Wk ({kind})", drop=2),
-            Column("Var σ-based", drop=5),
-            Column("Var exact", drop=6),
-            Column("exact/σ-based", drop=4),
-            Column("1/√d_k", drop=1),
+            Column(f"σ_Wq ({kind})", priority=3),
+            Column(f"σ_Wk ({kind})", priority=2),
+            Column("Var σ-based", priority=5),
+            Column("Var exact", priority=6),
+            Column("exact/σ-based", priority=4),
+            Column("1/√d_k", priority=1),
             Column("β paper"),
             Column("β exact"),
         ],
         rows,
     )
-    dropped_note(console, dropped)
+    formats.print_dropped(console, dropped)
 
 
 # --- train -------------------------------------------------------------------------------------
@@ -773,12 +702,13 @@ def train_headers(result: TrainResult) -> list[str]:
     ]
 
 
-_TRAIN_DROP = (0, 0, 2, 1, 5, 6, 0, 4, 3, 7, 8)
+_TRAIN_PRIORITY = (0, 0, 2, 1, 5, 6, 0, 4, 3, 7, 8)
 
 
 def render_train_tables(result: TrainResult, console: Console) -> None:
     console.print(f"[bold]{train_title(result)}[/]")
-    columns = [Column(h, drop=d) for h, d in zip(train_headers(result), _TRAIN_DROP, strict=True)]
+    headers = zip(train_headers(result), _TRAIN_PRIORITY, strict=True)
+    columns = [Column(h, priority=p) for h, p in headers]
     dropped: list[str] = []
     for run in result.runs:
         dropped += print_fitted(
@@ -812,4 +742,4 @@ def render_train_tables(result: TrainResult, console: Console) -> None:
             f"[bold yellow]Interrupted (partial):[/] stopped {reached} of "
             f"{result.config.steps:,}; the rows above are the steps recorded so far."
         )
-    dropped_note(console, dropped)
+    formats.print_dropped(console, dropped)

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.verdicts import REJECTED, UNRELIABLE
 from ..output import formats
-from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
+from ..output.formats import (
+    Column,
+    confidence_label,
+    fmt,
+    fmt_p,
+    interval,
+    records_to_markdown,
+    styled,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,36 +49,6 @@ def _pm(value: float, se: float, digits: int = 4) -> str:
     if math.isnan(se) or se == 0:
         return fmt(value, digits)
     return f"{fmt(value, digits)} ± {fmt(se, 2)}"
-
-
-def _natural_width(console: Console, table: Table) -> int:
-    """Columns ``table`` takes when nothing is wrapped or cut."""
-    from rich.measure import Measurement
-
-    return Measurement.get(console, console.options.update_width(10_000), table).maximum
-
-
-def _fit(console: Console, build: Any, droppable: tuple[str, ...]) -> tuple[Table, list[str]]:
-    """``build(hidden)`` with the fewest of ``droppable`` (in that order) hidden so that the table
-    fits the console's width unwrapped; the columns not in ``droppable`` are never dropped."""
-    hidden: list[str] = []
-    table = build(frozenset())
-    for name in droppable:
-        if _natural_width(console, table) <= console.width:
-            break
-        hidden.append(name)
-        table = build(frozenset(hidden))
-    return table, hidden
-
-
-def _print_dropped(console: Console, hidden: list[str]) -> None:
-    """The note under a table some of whose columns did not fit."""
-    if hidden:
-        console.print(
-            f"[dim]not shown at {console.width} columns: {', '.join(hidden)} (--format json or "
-            "a wider terminal shows them)[/]",
-            highlight=False,
-        )
 
 
 # --- explain -----------------------------------------------------------------------------------
@@ -299,17 +277,11 @@ def _render_explain_table(result: ExplainResult, console: Console) -> None:
 
     _print_explain_header(result, console)
     readings = _readings_table(result)
-    if _natural_width(console, readings) > console.width:
+    if formats.natural_width(console, readings) > console.width:
         readings = _readings_table(result, split=True)
     console.print(readings)
     if result.growing:
-        grow, hidden = _fit(
-            console,
-            lambda h: _growing_table(result, h),
-            ("kurtosis", "entry var", "entries", "scaled sd", "scaled E"),
-        )
-        console.print(grow)
-        _print_dropped(console, hidden)
+        _print_fitted(console, lambda keep: _growing_table(result, keep), _GROWING_COLUMNS)
     console.print()
     console.print("[bold]Why[/]")
     for para in explain_account(result):
@@ -427,35 +399,48 @@ def _readings_table(result: ExplainResult, split: bool = False) -> Table:
     return table
 
 
+#: The growing shapes' columns; a narrow terminal drops kurtosis first, then entry var, ...
 _GROWING_COLUMNS = (
-    "shape",
-    "entries",
-    "entry var",
-    "E[np.var]",
-    "sd",
-    "sd / E",
-    "scaled E",
-    "scaled sd",
-    "kurtosis",
+    Column("shape", "left"),
+    Column("entries", priority=3),
+    Column("entry var", priority=2),
+    Column("E[np.var]"),
+    Column("sd"),
+    Column("sd / E"),
+    Column("scaled E", priority=5),
+    Column("scaled sd", priority=4),
+    Column("kurtosis", priority=1),
 )
 
 
-def _growing_table(result: ExplainResult, hidden: frozenset[str] = frozenset()) -> Table:
-    """Exact mean and spread of np.var over the growing shapes (without the ``hidden`` columns)."""
+def _print_fitted(console: Console, build: Any, columns: tuple[Column, ...]) -> None:
+    """Print ``build(kept indices)`` fitted to the console, and a note naming what it left out."""
+    table, dropped = formats.fit_columns(console, build, [c.priority for c in columns])
+    console.print(table)
+    formats.print_dropped(console, [columns[i].name for i in dropped])
+
+
+def _kept(columns: tuple[Column, ...], keep: list[int] | None) -> list[Column]:
+    return list(columns) if keep is None else [columns[i] for i in keep]
+
+
+def _growing_table(result: ExplainResult, keep: list[int] | None = None) -> Table:
+    """Exact mean and spread of np.var over the growing shapes (the ``keep`` columns; all)."""
     from rich.box import SIMPLE_HEAD
     from rich.markup import escape
     from rich.table import Table
 
+    columns = _kept(_GROWING_COLUMNS, keep)
+    names = [c.name for c in columns]
     grow = Table(
         box=SIMPLE_HEAD,
         title="how the spread shrinks with the shape (exact)",
         caption="scaled = after dividing A @ B by √D"
-        + ("" if "kurtosis" in hidden else "; kurtosis of one entry (normal: 3)"),
+        + ("; kurtosis of one entry (normal: 3)" if "kurtosis" in names else ""),
         caption_justify="left",
     )
-    names = [n for n in _GROWING_COLUMNS if n not in hidden]
-    for name in names:
-        grow.add_column(escape(name), justify="left" if name == "shape" else "right", no_wrap=True)
+    for col in columns:
+        grow.add_column(escape(col.name), justify=col.justify, no_wrap=True)  # type: ignore[arg-type]
     for rec in _growing_records(result):
         cells = {
             "shape": rec["shape"],
@@ -598,20 +583,21 @@ def softmax_summary(result: SoftmaxResult) -> str:
     )
 
 
+#: The study's columns; a narrow terminal drops the entropy in nats first, then the logits' sd.
 _SOFTMAX_COLUMNS = (
-    ("d_k", "right"),
-    ("logits", "left"),
-    ("sd", "right"),
-    ("entropy (nats)", "right"),
-    ("entropy / log L", "right"),
-    ("max weight", "right"),
-    ("‖J‖", "right"),
+    Column("d_k"),
+    Column("logits", "left"),
+    Column("sd", priority=2),
+    Column("entropy (nats)", priority=1),
+    Column("entropy / log L"),
+    Column("max weight"),
+    Column("‖J‖"),
 )
 
 
-def _softmax_table(result: SoftmaxResult, hidden: frozenset[str] = frozenset()) -> Table:
-    """The study's table without the ``hidden`` columns; a row an interruption cut short says
-    ``partial`` under its d_k."""
+def _softmax_table(result: SoftmaxResult, keep: list[int] | None = None) -> Table:
+    """The study's table with the ``keep`` columns (all by default); a row an interruption cut
+    short says ``partial`` under its d_k."""
     from rich.table import Table
 
     q, k = result.q_dist.spec, result.k_dist.spec
@@ -626,9 +612,9 @@ def _softmax_table(result: SoftmaxResult, hidden: frozenset[str] = frozenset()) 
         ),
         caption_justify="left",
     )
-    columns = [(n, j) for n, j in _SOFTMAX_COLUMNS if n not in hidden]
-    for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    columns = _kept(_SOFTMAX_COLUMNS, keep)
+    for col in columns:
+        table.add_column(col.name, justify=col.justify, no_wrap=True)  # type: ignore[arg-type]
     for r in result.rows:
         partial = r.blocks < result.blocks
         for label, sd, s, last in (
@@ -644,7 +630,7 @@ def _softmax_table(result: SoftmaxResult, hidden: frozenset[str] = frozenset()) 
                 "max weight": _pm(s.max_weight, s.max_weight_se),
                 "‖J‖": _pm(s.jacobian_norm, s.jacobian_norm_se),
             }
-            table.add_row(*(cells[n] for n, _ in columns), end_section=last)
+            table.add_row(*(cells[c.name] for c in columns), end_section=last)
     return table
 
 
@@ -665,9 +651,7 @@ def softmax_interrupted_note(result: SoftmaxResult) -> str:
 
 
 def _render_softmax_table(result: SoftmaxResult, console: Console) -> None:
-    table, hidden = _fit(console, lambda h: _softmax_table(result, h), ("entropy (nats)", "sd"))
-    console.print(table)
-    _print_dropped(console, hidden)
+    _print_fitted(console, lambda keep: _softmax_table(result, keep), _SOFTMAX_COLUMNS)
     summary = softmax_summary(result)
     if summary:
         console.print(summary, highlight=False)
@@ -852,14 +836,22 @@ def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
     return notes
 
 
-#: The derivation table's columns; a narrow terminal drops the last ones of _DERIVE_DROPPABLE
-#: first (step, status, value, Monte-Carlo and check are never dropped).
-_DERIVE_COLUMNS = ("step", "status", "formula", "value", "textbook", "Monte-Carlo", "p", "check")
-_DERIVE_DROPPABLE = ("formula", "textbook", "p")
+#: The derivation table's columns; a narrow terminal drops the formula first, then the
+#: textbook's step, then p (step, status, value, Monte-Carlo and check are never dropped).
+_DERIVE_COLUMNS = (
+    Column("step", "left"),
+    Column("status", "left"),
+    Column("formula", "left", priority=1),
+    Column("value"),
+    Column("textbook", "left", priority=2),
+    Column("Monte-Carlo"),
+    Column("p", priority=3),
+    Column("check", "left"),
+)
 
 
-def _derive_table(result: DeriveResult, hidden: frozenset[str] = frozenset()) -> Table:
-    """The steps without the ``hidden`` columns."""
+def _derive_table(result: DeriveResult, keep: list[int] | None = None) -> Table:
+    """The steps, with the ``keep`` columns (all by default)."""
     from rich.box import SIMPLE_HEAD
     from rich.markup import escape
     from rich.table import Table
@@ -869,6 +861,8 @@ def _derive_table(result: DeriveResult, hidden: frozenset[str] = frozenset()) ->
     if result.rho:
         dists += f", corr(X, Y) = {result.rho:g}"
     conf = confidence_label(result.confidence)
+    columns = _kept(_DERIVE_COLUMNS, keep)
+    names = [c.name for c in columns]
     table = Table(
         box=SIMPLE_HEAD,
         title=escape(f"Var(q·k) = d_k, step by step, for d_k = {result.dk} ({dists})"),
@@ -876,29 +870,17 @@ def _derive_table(result: DeriveResult, hidden: frozenset[str] = frozenset()) ->
             "status: whether the textbook's step holds for these distributions; value: exact; "
             f"Monte-Carlo: estimate and {conf} interval"
             + (
-                ""
-                if "p" in hidden
-                else "; p: of the value, Holm-adjusted over steps 1–3 (step 4 "
-                "reuses step 3's draws)"
+                "; p: of the value, Holm-adjusted over steps 1–3 (step 4 reuses step 3's draws)"
+                if "p" in names
+                else ""
             )
             + f" · seed {result.seed} · varcheck {result.version}"
         ),
         caption_justify="left",
     )
-    heads = {
-        "step": ("step", "left"),
-        "status": ("status", "left"),
-        "formula": ("formula", "left"),
-        "value": ("value", "right"),
-        "textbook": ("textbook", "left"),
-        "Monte-Carlo": (f"Monte-Carlo [{conf}]", "right"),
-        "p": ("p", "right"),
-        "check": ("check", "left"),
-    }
-    names = [n for n in _DERIVE_COLUMNS if n not in hidden]
-    for name in names:
-        head, justify = heads[name]
-        table.add_column(head, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for col in columns:
+        head = f"Monte-Carlo [{conf}]" if col.name == "Monte-Carlo" else col.name
+        table.add_column(head, justify=col.justify, no_wrap=True)  # type: ignore[arg-type]
     alpha = 1.0 - result.confidence
     for s in result.steps:
         lo, hi = s.confidence_interval
@@ -952,9 +934,7 @@ def derive_footer(result: DeriveResult) -> list[str]:
 
 
 def _render_derive_table(result: DeriveResult, console: Console) -> None:
-    table, hidden = _fit(console, lambda h: _derive_table(result, h), _DERIVE_DROPPABLE)
-    console.print(table)
-    _print_dropped(console, hidden)
+    _print_fitted(console, lambda keep: _derive_table(result, keep), _DERIVE_COLUMNS)
     for note in derive_notes(result):
         console.print(note)
     if any(s.marginal_only(1.0 - result.confidence) for s in result.steps):
