@@ -17,8 +17,18 @@ import pytest
 from click.testing import CliRunner
 
 import varcheck.cli
-from varcheck.cli import COMMANDS
-from varcheck.cli.options import exclusive, grouped, int_option, sampling_options, stack
+from varcheck.cli import COMMANDS, EXIT_MEANINGS, exit_codes_help
+from varcheck.cli.options import (
+    distinct_keys,
+    exclusive,
+    grouped,
+    int_option,
+    output_options,
+    sampling_options,
+    stack,
+)
+from varcheck.cli.run import run
+from varcheck.cli.signals import handling_signals
 
 CLI = Path(varcheck.cli.__file__).parent
 
@@ -114,3 +124,53 @@ def test_exclusive_refuses_only_both_given(args: tuple[str, ...], refused: bool)
     assert (result.exit_code == 2) == refused
     if refused:
         assert "--x and --y cannot be used together: pick one" in result.output
+
+
+def test_output_options_hand_run_its_format_and_plot(tmp_path: Path) -> None:
+    """--format and --plot reach the command as ``output``, which ``run`` takes as it is."""
+    seen: dict = {}
+
+    @click.command()
+    @output_options("a test figure")
+    def command(output: dict) -> None:
+        seen.update(output)
+        run(
+            lambda: 7,
+            lambda result, fmt, console: seen.update(rendered=(result, fmt)),
+            **output,
+            figure=lambda result, path: seen.update(drawn=(result, path)),
+        )
+
+    figure = str(tmp_path / "f.png")
+    with handling_signals():  # run's signal state belongs to one command line
+        assert _invoke(command, "--format", "json", "--plot", figure).exit_code == 0
+    assert seen == {"fmt": "json", "plot": figure, "rendered": (7, "json"), "drawn": (7, figure)}
+    assert "Also write a figure (PNG) of a test figure" in _invoke(command, "--help").output
+
+
+def test_output_options_without_a_figure_have_no_plot() -> None:
+    seen: dict = {}
+
+    @click.command()
+    @output_options(formats=("table", "json"))
+    def command(output: dict) -> None:
+        seen.update(output)
+
+    assert _invoke(command).exit_code == 0
+    assert seen == {"fmt": "table"}
+    assert _invoke(command, "--plot", "x.png").exit_code == 2
+    assert _invoke(command, "--format", "csv").exit_code == 2
+
+
+def test_distinct_keys_refuses_a_key_given_twice() -> None:
+    assert distinct_keys("--arg", (("a", 1), ("b", 2))) == {"a": 1, "b": 2}
+    with pytest.raises(click.UsageError, match="^--arg b is given twice$"):
+        distinct_keys("--arg", (("c", 1), ("b", 2), ("c", 3), ("b", 4)))
+
+
+def test_exit_codes_help_takes_a_command_s_own_words() -> None:
+    """A command's words replace the shared ones; 130 and 141 always close the line."""
+    line = exit_codes_help(0, 2, meanings={0: "0 done"})
+    assert line == f"Exit codes: 0 done, {EXIT_MEANINGS[2]}, {EXIT_MEANINGS[130]}, " + (
+        f"{EXIT_MEANINGS[141]}."
+    )
