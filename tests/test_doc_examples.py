@@ -17,7 +17,9 @@ editing this file) and each example becomes one test, named ``FILE:LINE``:
   :func:`_stated_values`); a block of ``test_`` functions is run by pytest; a block of ``>>>``
   lines goes through doctest; a ``toml`` block must parse;
 * the generated sections (``<!-- generated:NAME -->``) are left to their generators'
-  ``--check`` mode, run here for every script of ``docs/_generate`` that has one.
+  ``--check`` mode, run here for every script of ``docs/_generate`` that has one; so are the
+  ``python`` blocks of a notebook page (:data:`NOTEBOOKS`), cells that run in order in one
+  namespace, whose generator writes and checks the output under each.
 
 Everything runs in one temporary folder holding a copy of ``examples/`` and ``pyproject.toml``,
 so the relative paths the pages use resolve, and pytest is configured, as at the repository's
@@ -74,6 +76,8 @@ OPTIONAL_FRAMEWORKS = {"torch", "jax", "tensorflow"}
 #: skipped, saying so) -> why.
 READERS_FILES = {"test_layer.py": "the reader's own test file; the page shows only its failures"}
 PLAIN_LANGS = {"", "console", "text", "shell-session"}
+#: Pages written as a notebook: page -> the generator that runs its cells and checks their outputs.
+NOTEBOOKS = {"docs/tutorial.md": "docs/_generate/tutorial.py"}
 #: Outcome words of a failure paragraph (``varcheck: FAIL: ...``) and their exit codes, as the
 #: README's table of exit codes gives them.
 OUTCOME_EXIT = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3, "UNRELIABLE": 4, "INFINITE": 4}
@@ -95,7 +99,8 @@ class Example:
     Attributes
     ----------
     kind
-        ``"shell"``, ``"transcript"``, ``"python"``, ``"pytest"``, ``"doctest"`` or ``"toml"``.
+        ``"shell"``, ``"transcript"``, ``"python"``, ``"pytest"``, ``"doctest"``, ``"toml"``,
+        or ``"notebook"`` (a cell of a :data:`NOTEBOOKS` page, run by its generator).
     page
         The page's path relative to the repository root.
     line
@@ -251,7 +256,8 @@ def _page_examples(page: str, text: str) -> list[Example]:
         elif lang in {"yaml", "yml"}:
             found += _shell_examples(page, first, block, r"\s*(?:-\s*)?run:\s*(.*)")
         elif lang in PYTHON_LANGS:
-            found.append(Example(_python_kind(source), page, first, source))
+            kind = "notebook" if page in NOTEBOOKS else _python_kind(source)
+            found.append(Example(kind, page, first, source))
         elif lang == "toml":
             found.append(Example("toml", page, first, source))
     for number, line in _indented_commands(lines):
