@@ -613,7 +613,7 @@ def _layer_rows(ctx: _LayerContext, sums: _LayerSums) -> list[DecoderHeadAudit]:
         off = total_pairs - tokens
         mean_off = (s1[1:].sum() / off) if off else math.nan
         lo, hi = cis[h]
-        pred = lv.head_prediction(wq[qs].T, wk[ks].T, sigma_x)
+        sq, sk, var_paper, var_exact = lv.head_prediction(wq[qs].T, wk[ks].T, sigma_x)
         rows.append(
             DecoderHeadAudit(
                 layer=ctx.layer,
@@ -621,10 +621,10 @@ def _layer_rows(ctx: _LayerContext, sums: _LayerSums) -> list[DecoderHeadAudit]:
                 kv_head=g,
                 dk=dk,
                 sigma_x=sigma_x,
-                sigma_wq=pred.sigma_wq,
-                sigma_wk=pred.sigma_wk,
-                predicted_var_paper=pred.var_paper,
-                predicted_var_exact=pred.var_exact,
+                sigma_wq=sq,
+                sigma_wk=sk,
+                predicted_var_paper=var_paper,
+                predicted_var_exact=var_exact,
                 predicted_var_cov=float(np.sum(m_q * m_k) - (mean_q @ mean_k) ** 2),
                 predicted_var_centred=float(np.sum(c_q * c_k)),
                 predicted_var_rope=_pooled(s0_tot, *rope),

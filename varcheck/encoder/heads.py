@@ -903,19 +903,19 @@ def _heads(
         var_off = (s2 - d2) / off_pairs - mean_off**2 if off_pairs else math.nan
         mq, mk = mq_all[rs], mk_all[rs]
         cq, ck = cq_all[rs, rs], ck_all[rs, rs]
-        pred = lv.head_prediction(wq.T, wk.T, sigma_x)
+        sq, sk, var_paper, var_exact = lv.head_prediction(wq.T, wk.T, sigma_x)
         rows.append(
             HeadAudit(
                 layer=layer,
                 head=h,
                 dk=dk,
                 sigma_x=sigma_x,
-                sigma_wq=pred.sigma_wq,
-                sigma_wk=pred.sigma_wk,
+                sigma_wq=sq,
+                sigma_wk=sk,
                 sigma_bq=float(bq.std()),
                 sigma_bk=float(bk.std()),
-                predicted_var_paper=pred.var_paper,
-                predicted_var_exact=pred.var_exact,
+                predicted_var_paper=var_paper,
+                predicted_var_exact=var_exact,
                 predicted_var_cov=float(np.sum(cq * ck) + mk @ cq @ mk + mq @ ck @ mq),
                 predicted_var_centred=float(np.sum(cq * ck)),
                 predicted_mean_diff=float(mq @ mk),
