@@ -15,7 +15,7 @@ from .options import (
     seed_option,
 )
 from .run import run
-from .types import INIT, FiniteFloat
+from .types import INIT, SCHEMES, FiniteFloat
 
 #: train tests nothing: it exits 0 unless stopped
 EXIT_CODES = exit_codes_help(
@@ -28,28 +28,6 @@ EXIT_CODES = exit_codes_help(
         "printed, marked interrupted)",
     },
 )
-
-
-class SchemesType(click.ParamType):
-    name = "LIST"
-
-    def convert(
-        self, value: object, param: click.Parameter | None, ctx: click.Context | None
-    ) -> tuple[str, ...]:
-        from ..paper.training import BETA_SCHEMES
-
-        if isinstance(value, tuple):
-            return value
-        names = tuple(v.strip() for v in str(value).split(",") if v.strip())
-        bad = [n for n in names if n not in BETA_SCHEMES]
-        if not names or bad or len(set(names)) != len(names):
-            self.fail(
-                f"{value!r} is not accepted; give distinct names from {', '.join(BETA_SCHEMES)} "
-                "separated by commas (e.g. fixed,paper)",
-                param,
-                ctx,
-            )
-        return names
 
 
 @click.command(
@@ -79,7 +57,7 @@ work, with the estimate.
 @click.option(
     "--beta",
     "schemes",
-    type=SchemesType(),
+    type=SCHEMES,
     default="fixed,paper,exact",
     show_default=True,
     help="β schemes to run: fixed (1/√d_k), paper (σ-based with the weights' RMS, updated "

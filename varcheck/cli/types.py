@@ -25,6 +25,7 @@ __all__ = [
     "INIT",
     "OBSERVED",
     "SAMPLER_ARG",
+    "SCHEMES",
     "SHAPE",
     "CountType",
     "FiniteFloat",
@@ -196,6 +197,31 @@ class ObservedType(click.ParamType):
         return number
 
 
+class SchemesType(click.ParamType):
+    """train's --beta: distinct names of β schemes, separated by commas."""
+
+    name = "LIST"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, ...]:
+        from ..paper.training import BETA_SCHEMES
+
+        if isinstance(value, tuple):
+            return value
+        names = tuple(v.strip() for v in str(value).split(",") if v.strip())
+        bad = [n for n in names if n not in BETA_SCHEMES]
+        if not names or bad or len(set(names)) != len(names):
+            self.fail(
+                f"{value!r} is not accepted; give distinct names from {', '.join(BETA_SCHEMES)} "
+                "separated by commas (e.g. fixed,paper)",
+                param,
+                ctx,
+            )
+        return names
+
+
 #: explain's NxDxM shape, read by the teaching family's parser (imported when one is given).
 SHAPE = ParsedType("NxDxM", _shape)
 OBSERVED = ObservedType()
+SCHEMES = SchemesType()
