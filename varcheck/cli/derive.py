@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..core.ranges import MAX_DK
 from . import exit_codes_help
 from .options import dist_options, int_option, output_options, sampling_options
 from .run import run
@@ -34,7 +35,7 @@ the machine's speed, not only on the seed.
 """
     + exit_codes_help(0, 1, 2, 4),
 )
-@int_option("--dk", 1, 1_000_000, 64, "Length d_k of q and k.")
+@int_option("--dk", 1, MAX_DK, 64, "Length d_k of q and k.")
 @dist_options
 @sampling_options
 @output_options("each step: exact value, textbook value and Monte-Carlo interval")
