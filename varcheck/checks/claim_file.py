@@ -24,15 +24,23 @@ A claim file is TOML with an optional ``[defaults]`` table and one ``[[claim]]``
     claim = 1                         # with a sampler: a number or an expression in dk
     scaled = true
 
-A sampler's file path is read relative to the claim file's folder; a module is imported from
-the current directory or ``sys.path``.
+    [[claim]]
+    name = "kernel-scale"
+    probe = "kernels.py:attention"    # a black-box kernel fn(q, k, v): its effective scale
+    dk = [16, 64]
+    expect = "1/sqrt(dk)"             # the default; optional causal, layout, tolerance, args
 
-Every (claim, d_k) pair is one test; Holm's procedure over all of them keeps the chance that a
-file of true claims fails at most ``1 - confidence``.
+A probe claim is described in :mod:`.probe_claims`. A sampler's (or a kernel's) file path is
+read relative to the claim file's folder; a module is imported from the current directory or
+``sys.path``.
+
+Every (claim, d_k) pair is one test (a probe's: one per head); Holm's procedure over all of them
+keeps the chance that a file of true claims fails at most ``1 - confidence``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -47,10 +55,11 @@ from ..core.files import MIB, read_text
 from ..core.options import cut, shown
 from ..core.ranges import resolve_dks
 from ..core.user_code import UserSampler, load_sampler
-from ..core.verdicts import OUTCOME_RANK, PASS, exit_code
+from ..core.verdicts import OUTCOME_RANK, PASS, decide, exit_code, holm_adjust
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .claims import Claim, parse_claim, sampler_claim
+from .probe_claims import PROBE_KEYS, ProbeClaim, ProbeRun, parse_probe, probe_row, run_probe
 from .verify import ClaimTest, VerifyResult, run_claim_tests
 
 __all__ = ["ClaimSpec", "CheckFile", "ClaimOutcome", "CheckResult", "load_check_file", "check"]
@@ -68,6 +77,7 @@ CLAIM_KEYS = (
     "description",
     "sampler",
     "args",
+    *PROBE_KEYS,
 )
 DEFAULT_KEYS = ("seed", "confidence", "alpha", "precision", "samples", "max_seconds")
 #: Largest claim file read (thousands of claims fit in a few kilobytes).
@@ -91,6 +101,7 @@ class ClaimSpec:
     tolerance: float | None
     description: str
     sampler: UserSampler | None = None
+    probe: ProbeClaim | None = None
 
 
 @dataclass(frozen=True)
@@ -197,7 +208,7 @@ def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> C
         raise VarcheckError(
             f"{where}: unknown key {shown(unknown[0])}; accepted: {', '.join(CLAIM_KEYS)}"
         )
-    for required in ("dk", "claim"):
+    for required in ("dk",) if "probe" in table else ("dk", "claim"):
         if required not in table:
             raise VarcheckError(f"{where}: missing {required} = ...")
     try:
@@ -219,6 +230,9 @@ def _claim_spec(
             f"dk must be an integer, a range string or a list, got {shown(dk_value)}"
         )
     dks = tuple(resolve_dks(dk_value))
+    probe = parse_probe(table, folder, dks)
+    if probe is not None:
+        return _probe_spec(table, name, line, where, dks, probe)
     claim_value = table["claim"]
     if isinstance(claim_value, bool) or not isinstance(claim_value, str | int | float):
         raise VarcheckError(
@@ -227,11 +241,7 @@ def _claim_spec(
     scaled = table.get("scaled", False)
     if not isinstance(scaled, bool):
         raise VarcheckError(f"scaled must be true or false, got {shown(scaled)}")
-    tol = table.get("tolerance")
-    tolerance = options.valid_tolerance(None if tol is None else _number(tol, "tolerance", where))
-    description = table.get("description", "")
-    if not isinstance(description, str):
-        raise VarcheckError(f"description must be a string, got {shown(description)}")
+    tolerance, description = _tolerance_and_description(table, where)
     user = _claim_sampler(table, folder)
     _exclusive_laws(table, user)
     laws = tuple(table.get(key) for key in ("dist", "q_dist", "k_dist"))
@@ -258,6 +268,23 @@ def _claim_spec(
         description=description,
         sampler=user,
     )
+
+
+def _tolerance_and_description(table: dict[str, Any], where: str) -> tuple[float | None, str]:
+    tol = table.get("tolerance")
+    tolerance = options.valid_tolerance(None if tol is None else _number(tol, "tolerance", where))
+    description = table.get("description", "")
+    if not isinstance(description, str):
+        raise VarcheckError(f"description must be a string, got {shown(description)}")
+    return tolerance, description
+
+
+def _probe_spec(table: dict[str, Any], name: str, line: int | None, where: str,
+                dks: tuple[int, ...], probe: ProbeClaim) -> ClaimSpec:  # fmt: skip
+    tolerance, description = _tolerance_and_description(table, where)
+    return ClaimSpec(name=name, line=line, dks=dks, q=None, k=None, rho=0.0, claim=probe.claim,
+                     scaled=False, tolerance=tolerance, description=description,
+                     probe=probe)  # fmt: skip
 
 
 def _exclusive_laws(table: dict[str, Any], user: UserSampler | None) -> None:
@@ -402,39 +429,88 @@ def check(
         conf, prec, samp, spec_file.max_seconds if max_seconds is None else max_seconds
     )
     seed = options.resolve_seed(spec_file.seed if seed is None else seed)
-    dks = tuple(dk for s in spec_file.claims for dk in s.dks)
-    options.feasible_effort(conf, prec, samp, max_s, dks)  # the whole file, not one d_k
+    effort = {"seed": seed, "confidence": conf, "precision": prec}
+    variance = [(ci, s) for ci, s in enumerate(spec_file.claims) if s.probe is None]
+    dks = tuple(dk for _, s in variance for dk in s.dks)
+    if dks:
+        options.feasible_effort(conf, prec, samp, max_s, dks)  # the whole file, not one d_k
     tests = [
         ClaimTest(
             dk, s.q, s.k, s.rho, s.claim, s.scaled, s.tolerance, stream=(ci, dk), sampler=s.sampler
         )
-        for ci, s in enumerate(spec_file.claims)
+        for ci, s in variance
         for dk in s.dks
     ]
-    owners = [ci for ci, s in enumerate(spec_file.claims) for _ in s.dks]
-    results = run_claim_tests(
-        tests,
-        seed=seed,
-        confidence=conf,
-        precision=prec,
-        samples=samp,
-        max_seconds=max_s,
-        progress=progress,
-        workers=workers,
-        scheduler=scheduler,
-    )
-    outcomes = []
-    for ci, spec in enumerate(spec_file.claims):
-        mine = tuple(r for r, o in zip(results, owners[: len(results)], strict=True) if o == ci)
-        if mine:
-            outcomes.append(ClaimOutcome(spec=spec, results=mine))
+    owners = [ci for ci, s in variance for _ in s.dks]
+    results = (
+        run_claim_tests(tests, **effort, samples=samp, max_seconds=max_s, progress=progress,
+                        adjust=False, workers=workers, scheduler=scheduler)
+        if tests else []
+    )  # fmt: skip
+    rows = list(zip(owners[: len(results)], results, strict=True))
+    planned = [(ci, s, dk) for ci, s in enumerate(spec_file.claims) if s.probe for dk in s.dks]
+    runs = [] if len(results) < len(tests) else _run_probes(spec_file.path, planned, effort, max_s)
+    outcomes = _judge_file(spec_file, rows, runs, **effort)
+    heads = sum(r.measurement.design.heads for _, _, r in runs)
     return CheckResult(
         path=spec_file.path,
-        claims=tuple(outcomes),
+        claims=outcomes,
         seed=seed,
         confidence=conf,
-        family_size=len(tests),
+        family_size=len(tests) + heads + (len(planned) - len(runs)),
         precision=prec,
         samples=samp,
-        interrupted=len(results) < len(tests),
+        interrupted=len(results) < len(tests) or len(runs) < len(planned),
     )
+
+
+def _run_probes(path: str, planned: list[tuple[int, ClaimSpec, int]], effort: dict[str, Any],
+                max_seconds: float | None) -> list[tuple[int, ClaimSpec, ProbeRun]]:  # fmt: skip
+    """Each (probe claim, d_k) measured in file order; after Ctrl-C, those finished."""
+    runs = []
+    for ci, spec, dk in planned:
+        try:
+            run = run_probe(spec.probe, dk, tolerance=spec.tolerance, seed=effort["seed"],  # type: ignore[arg-type]
+                            confidence=effort["confidence"], precision=effort["precision"],
+                            max_seconds=max_seconds)  # fmt: skip
+        except KeyboardInterrupt:
+            break
+        except VarcheckError as exc:
+            raise VarcheckError(f"{_where(path, spec.line, spec.name)}: {exc}") from None
+        runs.append((ci, spec, run))
+    return runs
+
+
+def _judge_file(spec_file: CheckFile, rows: list[tuple[int, VerifyResult]],
+                runs: list[tuple[int, ClaimSpec, ProbeRun]], *, seed: int, confidence: float,
+                precision: float | None) -> tuple[ClaimOutcome, ...]:  # fmt: skip
+    """Holm over every variance test's and every probe head's two-sided p-value, then each
+    row's verdict from its adjusted p-value (a probe row: its worst head's)."""
+    raw = [r.p_equality for _, r in rows] + [p for *_, run in runs for p, _ in run.p_values]
+    adjusted = iter(holm_adjust(raw))
+    alpha = 1.0 - confidence
+    done = [(ci, _rejudge(r, next(adjusted), alpha)) for ci, r in rows]
+    for ci, spec, run in runs:
+        ps = [next(adjusted) for _ in run.p_values]
+        row = probe_row(spec.probe, run, ps, tolerance=spec.tolerance,  # type: ignore[arg-type]
+                        confidence=confidence, seed=seed, precision=precision)  # fmt: skip
+        done.append((ci, row))
+    outcomes = []
+    for ci, spec in enumerate(spec_file.claims):
+        mine = tuple(r for c, r in done if c == ci)
+        if mine:
+            outcomes.append(ClaimOutcome(spec=spec, results=mine))
+    return tuple(outcomes)
+
+
+def _rejudge(r: VerifyResult, p: float, alpha: float) -> VerifyResult:
+    """A variance test judged on its Holm-adjusted two-sided p-value (the TOST's stays its own:
+    see :func:`varcheck.checks.verify.run_claim_tests`); one without a valid test is kept."""
+    if math.isnan(p) or r.claim_value is None:
+        return r
+    tost = None if r.tolerance is None else r.p_value
+    d = decide(r.estimate, r.equivalence_interval or r.confidence_interval, r.claim_value,
+               p_value=p, alpha=alpha, tolerance=r.tolerance, samples=r.samples, tost_p=tost,
+               fail_interval=r.confidence_interval)  # fmt: skip
+    return replace(r, outcome=d.outcome, reason=d.reason, more_samples=d.more_samples,
+                   p_value=p if tost is None else tost, p_equality=p)  # fmt: skip

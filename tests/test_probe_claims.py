@@ -1,0 +1,159 @@
+"""Probe claims in claim files: ``probe = "TARGET"`` rows, their Holm family, JUnit, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import varcheck
+from varcheck.checks.claim_file import check, load_check_file
+from varcheck.core.verdicts import holm_adjust
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ROOT / "examples" / "attention_kernels.py"
+EXAMPLE = ROOT / "examples" / "probe_claims.toml"
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "claims.toml"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def _claim(name: str, kernel: str, extra: str = "", dk: str = "64") -> str:
+    return f'[[claim]]\nname = "{name}"\nprobe = "{KERNELS}:{kernel}"\ndk = {dk}\n{extra}\n'
+
+
+def test_example_file_passes_and_every_row_is_a_probe() -> None:
+    spec = load_check_file(EXAMPLE)
+    assert all(c.probe is not None for c in spec.claims) and spec.seed == 2024
+    res = check(EXAMPLE)
+    assert res.outcome == "pass" and res.exit_code == 0
+    rows = [r for c in res.claims for r in c.results]
+    assert len(rows) == res.family_size == 8
+    assert all(abs(r.estimate / r.claim_value - 1) < 1e-9 for r in rows)
+
+
+def test_a_probe_claim_reads_what_varcheck_probe_reads() -> None:
+    res = check(EXAMPLE, seed=11)
+    row = res.claims[0].results[1]
+    alone = varcheck.probe(f"{KERNELS}:attention", 64, seed=11)
+    assert (row.dk, row.estimate, row.samples) == (64, alone.scale, alone.calls)
+    assert tuple(row.confidence_interval) == tuple(alone.confidence_interval)
+
+
+def test_wrong_scales_fail_and_the_family_is_holm_over_both_kinds(tmp_path: Path) -> None:
+    body = "[defaults]\nprecision = 0.05\n" + "\n".join(
+        [
+            '[[claim]]\nname = "var"\ndk = [4, 16]\nclaim = "dk"\n',
+            _claim("forgotten", "scale_forgotten"),
+            _claim("heads", "alibi_heads", 'layout = "bhnd"'),
+        ]
+    )
+    res = check(_write(tmp_path, body), seed=5)
+    by_name = {c.spec.name: c for c in res.claims}
+    assert by_name["forgotten"].outcome == "fail"
+    assert by_name["var"].outcome == "pass" and by_name["heads"].outcome == "pass"
+    assert res.family_size == 2 + 1 + 2  # two d_k, one head, two heads
+    assert res.exit_code == 1
+    forgotten = by_name["forgotten"].results[0]
+    assert forgotten.p_equality < 1e-10 and "excludes" in forgotten.reason
+
+
+def test_variance_rows_are_adjusted_over_the_whole_family(tmp_path: Path) -> None:
+    var_only = _write(tmp_path, '[[claim]]\nname = "var"\ndk = [4, 16, 64]\nclaim = "dk"\n')
+    alone = check(var_only, seed=3, precision=0.05)
+    both = tmp_path / "both.toml"
+    both.write_text(var_only.read_text() + _claim("k", "attention"), encoding="utf-8")
+    joint = check(both, seed=3, precision=0.05)
+    raw = [r.raw.p_value(r.claim_value) for r in alone.claims[0].results]
+    assert [r.p_value for r in alone.claims[0].results] == pytest.approx(holm_adjust(raw))
+    probe_raw = joint.claims[1].results[0].p_equality  # the exact kernel: raw p is 1
+    expected = holm_adjust([*raw, 1.0])
+    got = [r.p_value for r in joint.claims[0].results] + [probe_raw]
+    assert got == pytest.approx(expected)
+    assert [r.estimate for r in joint.claims[0].results] == [
+        r.estimate for r in alone.claims[0].results
+    ]
+
+
+def test_causal_claim_fails_without_the_mask_and_names_the_mask(tmp_path: Path) -> None:
+    body = _claim("c", "attention", "causal = true") + _claim("d", "causal", "causal = true")
+    res = check(_write(tmp_path, body), seed=2)
+    c, d = res.claims
+    assert c.outcome == "fail" and "causal mask was expected" in c.results[0].reason
+    assert d.outcome == "pass"
+
+
+def test_tolerance_is_the_tost_of_assert(tmp_path: Path) -> None:
+    body = _claim("tight", "noisy", "tolerance = 0.02")
+    row = check(_write(tmp_path, body), seed=4).claims[0].results[0]
+    assert row.outcome == "pass" and "whole 90% interval" in row.reason
+    lo, hi = row.equivalence_interval
+    wide = row.confidence_interval
+    assert wide.low < lo < hi < wide.high  # the 90% interval inside the 95% one
+    assert row.p_value < 0.05 and not math.isnan(row.p_equality)
+
+
+def test_cli_json_and_junit_carry_probe_rows(run_cli, tmp_path: Path) -> None:
+    body = _claim("ok", "attention") + _claim("bug", "scaled_twice")
+    path = _write(tmp_path, body)
+    report = tmp_path / "r.xml"
+    res = run_cli("check", str(path), "--format", "json", "--junit-xml", str(report), "--seed", "1")
+    assert res.exit_code == 1, res.output
+    doc = json.loads(res.output)
+    assert [c["outcome"] for c in doc["claims"]] == ["pass", "fail"]
+    assert doc["claims"][1]["tests"][0]["sampler"].endswith(":scaled_twice")
+    suite = ET.parse(report).getroot()[0]
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert set(cases) == {"ok", "bug"}
+    assert cases["bug"].find("failure") is not None and cases["ok"].find("failure") is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        ('claim = "dk"', "claim belongs to a variance claim"),
+        ('dist = "normal"', "dist belongs to a variance claim"),
+        ('causal = "yes"', "causal must be true or false"),
+        ('layout = "ndh"', "layout must be one of nd, bhnd, bnhd"),
+        ('expect = "1/sqrt(q)"', "unknown name 'q'"),
+        ("args = 3", "args must be a table"),
+        ("args = { nope = 1 }", "nope"),
+        ("tolerance = 2", "tolerance must be in (0, 1)"),
+    ],
+)
+def test_bad_probe_claims_are_one_line_naming_the_claim(
+    run_cli, tmp_path: Path, extra: str, fragment: str
+) -> None:
+    res = run_cli("check", str(_write(tmp_path, _claim("p", "attention", extra))))
+    assert res.exit_code == 2, res.output
+    assert len(res.output.strip().splitlines()) == 1, res.output
+    assert "claims.toml:1: claim 'p'" in res.output and fragment in res.output, res.output
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ('[[claim]]\nname = "p"\ndk = 8\nprobe = 3\n', "probe must be a string"),
+        ('[[claim]]\nname = "p"\ndk = 8\nprobe = "nofile.py:f"\n', "nofile.py"),
+        ('[[claim]]\nname = "p"\ndk = 8\nclaim = "dk"\nexpect = "1/dk"\n', "describes a probe"),
+        (_claim("p", "linear_attention"), "not softmax attention"),
+        (_claim("p", "unnormalised"), "not softmax attention"),
+    ],
+)
+def test_bad_targets_and_kernels_exit_2(run_cli, tmp_path: Path, body: str, fragment: str) -> None:
+    res = run_cli("check", str(_write(tmp_path, body)))
+    assert res.exit_code == 2, res.output
+    assert len(res.output.strip().splitlines()) == 1, res.output
+    assert "claim 'p'" in res.output and fragment in res.output, res.output
+
+
+def test_a_relative_kernel_file_is_read_next_to_the_claim_file(tmp_path: Path) -> None:
+    (tmp_path / "k.py").write_text(KERNELS.read_text(encoding="utf-8"), encoding="utf-8")
+    path = _write(tmp_path, '[[claim]]\nname = "p"\nprobe = "k.py:attention"\ndk = 8\n')
+    assert check(path, seed=1).outcome == "pass"

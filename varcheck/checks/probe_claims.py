@@ -1,0 +1,154 @@
+"""Probe claims of a claim file: ``probe = "TARGET"``, a black-box kernel's scale at each d_k.
+
+A probe claim runs the measurement of ``varcheck probe`` (:mod:`varcheck.core.probe`) at the
+file's seed, so that ``varcheck probe TARGET --dk D --seed S`` shows the same numbers::
+
+    [[claim]]
+    name = "kernel-scale"
+    probe = "attention_kernels.py:attention"  # fn(q, k, v); a file is relative to the claim file
+    dk = [16, 64]
+    expect = "1/sqrt(dk)"                      # the default; an expression in dk and h
+    causal = false                             # true: fail unless a causal mask is seen
+    layout = "nd"                              # or bhnd / bnhd (every head probed)
+    tolerance = 0.05                           # optional: TOST within expected × (1 ± 0.05)
+    args = { layer = 0 }                       # keyword arguments bound to every call
+
+Each (claim, d_k) is one row of the check; each of its heads' two-sided p-values joins the
+file's Holm family (one per head), and a row takes its worst head's verdict. The scale's
+interval is ``precision`` wide (the file's, relative) under ``max_seconds``; a file's fixed
+``samples`` counts products, not kernel calls, so probe claims use the precision 0.01 then.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.estimation import ConfidenceInterval
+from ..core.options import shown, valid_count
+from ..core.probe import judge
+from ..core.probe.expectation import Expectation, parse_expectation
+from ..core.probe.measure import Measurement, measure
+from ..core.probe.target import KernelTarget, as_kernel
+from ..core.probe.weights import LAYOUTS
+from ..core.verdicts import Decision
+from ..errors import VarcheckError
+from .claims import Claim
+from .verify import VerifyResult
+
+__all__ = ["PROBE_KEYS", "ProbeClaim", "ProbeRun", "parse_probe", "run_probe", "probe_row"]
+
+#: Keys of a probe claim that a variance claim does not take.
+PROBE_KEYS = ("probe", "expect", "causal", "layout")
+#: Queries and keys per call, as ``varcheck probe``'s defaults.
+SIDE = 64
+_PRECISION = 0.01
+#: Keys of a variance claim that mean nothing for a kernel.
+_VARIANCE_KEYS = ("claim", "scaled", "sampler", "dist", "q_dist", "k_dist", "rho")
+
+
+@dataclass(frozen=True)
+class ProbeClaim:
+    """A checked ``probe = ...`` claim: the kernel, the expected scale, mask and layout."""
+
+    kernel: KernelTarget
+    expect: Expectation
+    causal: bool
+    layout: str
+
+    @property
+    def claim(self) -> Claim:
+        """The expectation as the :class:`~varcheck.checks.claims.Claim` a report shows."""
+        return Claim(self.expect.text, frozenset({"dk", "h"}), self.expect._tree)
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """One (claim, d_k) measurement and each head's raw two-sided and TOST p-values."""
+
+    measurement: Measurement
+    expected: float
+    p_values: tuple[tuple[float, float | None], ...]
+
+
+def parse_probe(table: dict[str, Any], folder: str, dks: tuple[int, ...]) -> ProbeClaim | None:
+    """The claim's ``probe`` with its options (None for a variance claim); every d_k checked."""
+    if "probe" not in table:
+        given = [key for key in PROBE_KEYS if key in table]
+        if given:
+            raise VarcheckError(f'{given[0]} describes a probe: add probe = "MODULE:FUNCTION"')
+        return None
+    target, args = table["probe"], table.get("args")
+    given = [key for key in _VARIANCE_KEYS if key in table]
+    if given:
+        raise VarcheckError(
+            f"{given[0]} belongs to a variance claim; a probe claim takes dk, expect, causal, "
+            "layout, tolerance, args"
+        )
+    if not isinstance(target, str):
+        raise VarcheckError(f'probe must be a string "MODULE:FUNCTION", got {shown(target)}')
+    if args is not None and not isinstance(args, dict):
+        raise VarcheckError(f"args must be a table such as {{ layer = 2 }}, got {shown(args)}")
+    causal = table.get("causal", False)
+    if not isinstance(causal, bool):
+        raise VarcheckError(f"causal must be true or false, got {shown(causal)}")
+    layout = table.get("layout", "nd")
+    if layout not in LAYOUTS:
+        raise VarcheckError(f"layout must be one of {', '.join(LAYOUTS)}, got {shown(layout)}")
+    expect = parse_expectation(table.get("expect", "1/sqrt(dk)"))
+    for dk in dks:
+        valid_count("dk", dk, 1, 65536)
+        expect.value(dk, _heads(layout))
+    return ProbeClaim(as_kernel(target, args, base=folder), expect, causal, layout)
+
+
+def _heads(layout: str) -> int:
+    """Heads per call: one for ``nd``, ``varcheck probe``'s default of two otherwise."""
+    return 1 if layout == "nd" else 2
+
+
+def run_probe(pc: ProbeClaim, dk: int, *, tolerance: float | None, seed: int, confidence: float,
+              precision: float | None, max_seconds: float | None) -> ProbeRun:  # fmt: skip
+    """Measure one d_k of a probe claim (the pilot's refusals are errors naming the kernel)."""
+    h = _heads(pc.layout)
+    design = judge.design(dk, SIDE, SIDE, None, None, pc.layout, None)
+    expected = pc.expect.value(dk, h)
+    m = measure(pc.kernel, design, expected=expected, seed=seed, confidence=confidence,
+                precision=precision or _PRECISION, calls=None, max_seconds=max_seconds)  # fmt: skip
+    return ProbeRun(m, expected, tuple(judge.head_p_values(m, expected, tolerance)))
+
+
+def probe_row(pc: ProbeClaim, run: ProbeRun, adjusted: list[float], *, tolerance: float | None,
+              confidence: float, seed: int, precision: float | None) -> VerifyResult:  # fmt: skip
+    """One row of the check: the worst head's verdict from its Holm-adjusted p-value."""
+    alpha, m = 1.0 - confidence, run.measurement
+    decisions = [
+        (judge.decide_head(h, run.expected, p, tost, alpha=alpha, tolerance=tolerance), p)
+        for h, p, (_, tost) in zip(m.heads, adjusted, run.p_values, strict=True)
+    ]
+    decision, p = judge.worst(decisions)
+    wrong = judge.causal_failure(m, pc.causal)
+    if wrong is not None:
+        decision = wrong
+    inner, tost_p = None, None
+    if tolerance is not None:
+        inner = m.pooled.interval_at(max(2.0 * confidence - 1.0, 0.0))
+        tost_p = max(t for _, t in run.p_values if t is not None)
+    return _row(pc, run, decision, p, tost_p, inner, tolerance=tolerance, confidence=confidence,
+                seed=seed, precision=precision)  # fmt: skip
+
+
+def _row(pc: ProbeClaim, run: ProbeRun, decision: Decision, p: float, tost_p: float | None,
+         inner: ConfidenceInterval | None, *, tolerance: float | None, confidence: float,
+         seed: int, precision: float | None) -> VerifyResult:  # fmt: skip
+    m = run.measurement
+    return VerifyResult(
+        dk=m.design.dk, q_dist=None, k_dist=None, rho=0.0, claim=pc.expect.text,
+        claim_value=run.expected, scaled=False, tolerance=tolerance, theory_value=math.nan,
+        estimate=m.pooled.scale, confidence_interval=m.pooled.confidence_interval,
+        p_value=p if tost_p is None else tost_p, outcome=decision.outcome, reason=decision.reason,
+        more_samples=decision.more_samples if decision.outcome == "inconclusive" else None,
+        samples=m.blocks, confidence=confidence, seed=seed, precision=precision or _PRECISION,
+        sampler=pc.kernel, equivalence_interval=inner, p_equality=p,  # type: ignore[arg-type]
+    )  # fmt: skip
