@@ -15,11 +15,24 @@ from varcheck.core.logit_variance import (
     beta_for,
     beta_paper,
     exact_logit_variance,
+    head_prediction,
     paper_logit_variance,
     weight_sigma,
 )
 from varcheck.errors import VarcheckError
 from varcheck.paper.beta import beta_report, head_betas, load_weights
+
+
+def test_head_prediction_is_the_four_numbers_of_one_head() -> None:
+    """The σ_W and both predictions beta and the audits report, from one call."""
+    rng = np.random.default_rng(7)
+    w_q, w_k = rng.normal(0.1, 0.2, (12, 4)), rng.normal(0, 0.3, (12, 4))
+    sq, sk, vp, ve = head_prediction(w_q, w_k, 0.5)
+    assert (sq, sk) == (weight_sigma(w_q), weight_sigma(w_k))
+    assert vp == paper_logit_variance(0.5, sq, sk, 12, 4)
+    assert ve == exact_logit_variance(w_q, w_k, 0.5)
+    # the audits hold W as (d_k, d_x) and pass its transpose: the same numbers, bit for bit
+    assert head_prediction(w_q.T.copy().T, w_k.T.copy().T, 0.5) == (sq, sk, vp, ve)
 
 
 @pytest.mark.parametrize(("dx", "dk"), [(1, 1), (8, 3), (64, 16)])
@@ -239,6 +252,7 @@ def test_beta_cli_json(run_cli, weights_file) -> None:
         assert r["beta_exact"] == pytest.approx(1 / math.sqrt(r["var_exact"]))
     assert rows[3]["exact_over_paper"] > 1.1  # the aligned head
     assert doc["sigma_w_kind"] == "rms"
+    assert (doc["outcome"], doc["exit_code"]) == ("done", 0)  # beta tests nothing (#18)
     w_q = np.load(weights_file)["w_q"]
     for r, w in zip(rows, w_q, strict=True):
         assert r["sigma_wq"] == pytest.approx(math.sqrt(np.mean(w**2)), rel=1e-14)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -217,3 +218,14 @@ def test_render_refuses_an_unknown_format() -> None:
     res = softmax_study([4], keys=8, queries=960, seed=1)
     with pytest.raises(ValueError, match="unknown format 'yaml'"):
         render_softmax(res, "yaml", Console(file=io.StringIO()))
+
+
+def test_softmax_outcome_is_done_or_interrupted(run_cli) -> None:
+    """A study has no verdict (#18): its JSON's outcome says only whether it went to its end."""
+    res = softmax_study([4], keys=16, queries=960, seed=5)
+    assert (res.outcome, res.exit_code) == ("done", 0)
+    stopped = dataclasses.replace(res, interrupted=True)
+    assert (stopped.outcome, stopped.exit_code) == ("interrupted", 130)
+    out = run_cli("softmax", "--dk", "4", "--keys", "16", "--queries", "960", "--format", "json")
+    doc = json.loads(out.output)
+    assert (doc["outcome"], doc["exit_code"]) == ("done", out.exit_code) == ("done", 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -302,3 +303,14 @@ def test_train_cli_bad_usage(run_cli, args, fragment: str) -> None:
     assert res.exit_code == 2, res.output
     assert fragment in res.output
     assert len(res.output.strip().splitlines()) == 1
+
+
+def test_train_outcome_is_done_or_interrupted(seeded_run) -> None:
+    """train tests nothing (#18): its JSON's outcome says only whether it went to its end."""
+    assert (seeded_run.outcome, seeded_run.exit_code) == ("done", 0)
+    doc = seeded_run.to_dict()
+    assert (doc["outcome"], doc["exit_code"]) == ("done", 0)
+    stopped = dataclasses.replace(seeded_run, interrupted=True)
+    assert (stopped.outcome, stopped.exit_code) == ("interrupted", 130)
+    late = dataclasses.replace(seeded_run, time_limited=True)  # a time cap is not a failure
+    assert (late.outcome, late.exit_code) == ("done", 0)

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..core import logit_variance as lv
 from ..core.options import valid_positive
+from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .limits import MAC_SECONDS, MAX_FILE_BYTES, check_memory, check_time, shown, size_text
@@ -357,7 +358,7 @@ def load_weights(path: str | Path) -> ProjectionWeights:
 
 
 @dataclass(frozen=True, repr=False)
-class BetaReport(Displayable):
+class BetaReport(Untested, Displayable):
     """What ``varcheck beta`` prints: per-head β for one weights file.
 
     Attributes
@@ -378,11 +379,6 @@ class BetaReport(Displayable):
     sigma_x_source: str
     version: str
     sigma_w_kind: str = lv.SIGMA_W_KIND
-
-    @property
-    def exit_code(self) -> int:
-        """0: beta tests nothing (a file it cannot use is refused before a report exists)."""
-        return 0
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
         from .render import beta_dict, render_beta

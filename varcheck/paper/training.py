@@ -47,7 +47,7 @@ from ..core.logit_variance import (
     weight_sigma,
 )
 from ..core.options import resolve_seed, valid_confidence, valid_count, valid_positive
-from ..core.verdicts import exit_code
+from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .limits import (
@@ -196,7 +196,7 @@ class TrainRun:
 
 
 @dataclass(frozen=True, repr=False)
-class TrainResult(Displayable):
+class TrainResult(Untested, Displayable):
     """The result of :func:`train`: one run per β scheme from the same data and initial weights.
 
     Attributes
@@ -222,11 +222,6 @@ class TrainResult(Displayable):
     sigma_w_kind: str = SIGMA_W_KIND
     interrupted: bool = False
     time_limited: bool = False
-
-    @property
-    def exit_code(self) -> int:
-        """0 (train tests nothing), or 130 when interrupted."""
-        return exit_code([], interrupted=self.interrupted)
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
         from .render import render_train, train_dict

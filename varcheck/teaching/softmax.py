@@ -26,7 +26,7 @@ from ..core.distributions import Distribution, parse_distribution
 from ..core.options import entry_laws, resolve_seed, valid_count
 from ..core.ranges import resolve_dks
 from ..core.theory import dot_product_theory
-from ..core.verdicts import exit_code
+from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .limits import approx, overflowing_laws, refuse, shown
@@ -111,7 +111,7 @@ class SoftmaxRow:
 
 
 @dataclass(frozen=True, repr=False)
-class SoftmaxResult(Displayable):
+class SoftmaxResult(Untested, Displayable):
     """The result of :func:`softmax_study`.
 
     Attributes
@@ -140,11 +140,6 @@ class SoftmaxResult(Displayable):
     seed: int
     version: str = __version__
     interrupted: bool = False
-
-    @property
-    def exit_code(self) -> int:
-        """0, or 130 when interrupted (a study has nothing to reject)."""
-        return exit_code([], interrupted=self.interrupted)
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
         from .render import render_softmax, softmax_dict
