@@ -5,7 +5,8 @@ the dataclass does not write its own ``__repr__``) gets
 
 * ``to_dict()``: exactly the document ``--format json`` prints, as plain Python values (the
   JSON text read back, so NaN and infinities are ``None`` there as in the file);
-* a one-line ``repr``: the command, outcome, exit code, seed and row count;
+* a one-line ``repr``: the command, d_k, claim and estimate where the result has one, outcome,
+  exit code, seed and row count;
 * ``_repr_html_()``: the terminal's table, with its colours, as HTML for Jupyter and friends.
 
 A result names its family's renderer through :meth:`Displayable._renderer`; the family's
@@ -23,8 +24,9 @@ from .formats import json_document, to_json
 
 __all__ = ["Displayable", "HTML_WIDTH"]
 
-#: Columns of the table drawn for a notebook (wide enough for every command's table).
-HTML_WIDTH = 120
+#: Columns of the table drawn for a notebook: wide enough that no command drops a column (derive's
+#: full table is 139), since a notebook scrolls sideways where a terminal cannot.
+HTML_WIDTH = 160
 
 _PRE = (
     '<pre style="font-family: Menlo, Consolas, \'DejaVu Sans Mono\', monospace; '
@@ -48,9 +50,12 @@ class Displayable:
     def __repr__(self) -> str:
         doc = self.to_dict()
         parts = [str(doc["command"])] if "command" in doc else []
-        for key in ("outcome", "exit_code", "seed"):
-            if doc.get(key) is not None:
-                parts.append(f"{key}={doc[key]!r}")
+        for key in ("dk", "claim", "estimate", "outcome", "exit_code", "seed"):
+            value = doc.get(key)
+            if isinstance(value, float):
+                parts.append(f"{key}={value:.6g}")
+            elif isinstance(value, (int, str)) and not isinstance(value, bool):
+                parts.append(f"{key}={value!r}")
         rows = next((doc[k] for k in ("rows", "claims", "heads", "steps") if k in doc), None)
         if isinstance(rows, list):
             parts.append(f"{len(rows)} rows")
