@@ -70,6 +70,14 @@ VARIANTS = {
     "softcap": (ak.softcapped, "1/sqrt(dk)", "1", "pass", {"nonlinear": True}),
     "alibi": (ak.alibi, "1/sqrt(dk)", "1", "pass", {"bias": "alibi"}),
     "causal": (ak.causal, "1/sqrt(dk)", "1", "pass", {"mask": "causal"}),
+    # far keys underflow to exactly 0 under the bias: still the causal mask, not "other"
+    "causal-steep-alibi": (
+        ak.causal_alibi,
+        "1/sqrt(dk)",
+        "1",
+        "pass",
+        {"mask": "causal", "bias": "alibi"},
+    ),
 }
 SEEDS = range(20)
 
@@ -136,8 +144,31 @@ def test_alibi_on_long_rows_reads_its_scale(fn, kw: dict, within: float) -> None
     r = varcheck.probe(fn, 64, samples=40, seed=1, **kw)
     assert r.outcome == "pass" and abs(r.ratio - 1) < within
     assert r.diagnostics.bias == "alibi"
-    if r.diagnostics.mask == "other":  # far keys underflow in every pilot call
-        assert "underflowed under the bias" in r.diagnostics.notes[0]
+    if r.diagnostics.underflowed:  # far keys underflow in every pilot call
+        assert r.diagnostics.mask == ("causal" if fn is _alibi32_causal else "none")
+        assert "underflowed under the steep position bias" in r.diagnostics.notes[0]
+
+
+@pytest.mark.parametrize("slope", [30.0, 100.0, 300.0])
+def test_a_causal_kernel_under_a_steep_alibi_keeps_its_mask(slope: float) -> None:
+    r = _probe(functools.partial(ak.causal_alibi, slope=slope), causal=True)
+    d = r.diagnostics
+    assert (d.mask, d.bias, r.outcome) == ("causal", "alibi", "pass"), d.notes
+    assert d.underflowed > 0 and abs(r.ratio - 1) < 1e-9
+    assert d.alibi_slopes == pytest.approx((-slope,), rel=1e-6)
+
+
+def _biased_window(q, k, v, width: int = 8, slope: float = 0.0):  # noqa: ANN001, ANN202
+    n, m = q.shape[-2], k.shape[-2]
+    i, j = np.arange(n)[:, None], np.arange(m)[None, :]
+    x = q @ k.T / math.sqrt(q.shape[-1]) - slope * (i - j)
+    return ak.softmax(np.where((j > i) | (j <= i - width), -np.inf, x)) @ v
+
+
+@pytest.mark.parametrize("slope", [0.0, 0.3])
+def test_a_sliding_window_is_not_taken_for_underflow(slope: float) -> None:
+    d = _probe(functools.partial(_biased_window, slope=slope)).diagnostics
+    assert d.mask == "other" and d.underflowed == 0
 
 
 def test_a_causal_mask_expected_and_missing_fails() -> None:

@@ -75,6 +75,9 @@ class Diagnostics:
         Smallest fraction of the log-weights explained, over heads.
     notes : tuple of str
         Each finding in one sentence.
+    underflowed : int
+        Of ``masked``, the weights past the mask (or with no mask) that a steep position bias
+        drove to 0 (all heads).
     """
 
     mask: str
@@ -87,6 +90,7 @@ class Diagnostics:
     linearity_residual: float
     explained: float
     notes: tuple[str, ...]
+    underflowed: int = 0
 
 
 @dataclass(frozen=True)
@@ -241,12 +245,17 @@ def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
     bias = kinds.pop() if len(kinds) == 1 else "mixed"
     slopes = tuple(h.alibi_slope for h in st) if bias == "alibi" else ()
     nonlinear = any(h.curved for h in st)
-    notes = []
-    if mask != "none":
+    notes, under = [], sum(h.underflowed for h in st)
+    if under:
+        notes.append(
+            f"mask: {mask} ({sum(h.masked for h in st)} weights exactly 0, {under} of them "
+            "far keys underflowed under the steep position bias, not masked)"
+        )
+    elif mask != "none":
         steep = mask == "other" and bias != "none"
-        under = ": masked, or underflowed under the bias" if steep else ""
-        notes.append(f"mask: {mask} ({sum(h.masked for h in st)} weights exactly 0{under})")
-    elif causal:
+        under_note = ": masked, or underflowed under the bias" if steep else ""
+        notes.append(f"mask: {mask} ({sum(h.masked for h in st)} weights exactly 0{under_note})")
+    if causal and mask == "none":
         notes.append("mask: none, but a causal mask was expected")
     if bias == "alibi":
         shown = ", ".join(f"{s:.4g}" for s in slopes[:4]) + (" …" if len(slopes) > 4 else "")
@@ -277,6 +286,7 @@ def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
         linearity_residual=max(h.linearity_residual for h in st),
         explained=min(h.explained for h in st),
         notes=tuple(notes),
+        underflowed=under,
     )
 
 

@@ -169,7 +169,7 @@ def probe_dict(result: ProbeResult) -> dict[str, Any]:
         "diagnostics": {
             **_fields(d, "mask masked bias bias_size"),
             "alibi_slopes": list(d.alibi_slopes),
-            **_fields(d, "nonlinear curvature linearity_residual explained"),
+            **_fields(d, "nonlinear curvature linearity_residual explained underflowed"),
             "notes": list(d.notes),
         },
         **_fields(result, "calls kernel_calls stop_reason precision input_sd"),

@@ -70,6 +70,9 @@ class HeadStructure:
         ``none``, ``causal``, ``causal (bottom-right)`` or ``other``.
     masked : int
         Weights exactly zero in every pilot call.
+    underflowed : int
+        Of those, the ones past a causal mask that a steep position bias drove to 0 (the mask is
+        then named ``causal``).
     bias : numpy.ndarray or None
         The (n, m) row-centred position bias, in logit units, subtracted from every block.
     bias_size : float
@@ -96,6 +99,7 @@ class HeadStructure:
     tiny: float
     mask: str
     masked: int
+    underflowed: int
     bias: np.ndarray | None
     bias_size: float
     bias_kind: str
@@ -157,16 +161,54 @@ def rough_slope(w: np.ndarray, x: np.ndarray) -> float:
     return float((xt * yt).sum()) / den if den > 0 else math.nan
 
 
+def _causal_patterns(n: int, m: int) -> list[tuple[str, np.ndarray]]:
+    i, j = np.indices((n, m))
+    return [("causal", j > i), ("causal (bottom-right)", j > i + (m - n))]
+
+
 def _mask_kind(zero: np.ndarray) -> str:
-    n, m = zero.shape
     if not zero.any():
         return "none"
-    i, j = np.indices((n, m))
-    if np.array_equal(zero, j > i):
-        return "causal"
-    if np.array_equal(zero, j > i + (m - n)):
-        return "causal (bottom-right)"
+    for name, pattern in _causal_patterns(*zero.shape):
+        if np.array_equal(zero, pattern):
+            return name
     return "other"
+
+
+def _underflow_mask(zero: np.ndarray, w: np.ndarray, tiny: float) -> tuple[str, int] | None:
+    """A causal mask (or none) whose extra zeros are weights underflowed under a steep bias.
+
+    The extra zeros count as underflow when, in every row that has them, they lie farther from
+    the query's own position than every key it attends (a distance penalty drives the far keys
+    to 0 first) and the row's smallest weight is within 20% of the format's underflow range of
+    its smallest normal number (it has reached the edge). A sliding-window mask keeps ordinary
+    weights at its edge, so it stays ``other``. Returns the mask and the extra zeros, or None.
+    """
+    n, m = zero.shape
+    low = w.min(axis=0)
+    edge = 0.8 * math.log(tiny)
+    for name, pattern in [*_causal_patterns(n, m), ("none", np.zeros((n, m), dtype=bool))]:
+        if not (pattern <= zero).all():
+            continue
+        extra = zero & ~pattern
+        distance = np.abs(
+            np.arange(n)[:, None]
+            - np.arange(m)[None, :]
+            + (m - n) * (name == "causal (bottom-right)")
+        )
+        rows = np.nonzero(extra.any(axis=1))[0]
+        ok = len(rows) > 0
+        for r in rows:
+            seen = ~zero[r]
+            if not seen.any() or distance[r][extra[r]].min() <= distance[r][seen].max():
+                ok = False
+                break
+            if math.log(max(float(low[r][seen].min()), 1e-320)) > edge:
+                ok = False
+                break
+        if ok:
+            return name, int(extra.sum())
+    return None
 
 
 def _fit(design: list[np.ndarray], y: np.ndarray) -> tuple[np.ndarray, float]:
@@ -254,12 +296,16 @@ def pilot_structure(w: np.ndarray, x: np.ndarray, name: str, tiny: float = TINY)
     total = float((rc[0] ** 2).sum())
     explained = 1.0 - (ss_cub if curved else ss_lin) / total if total > 0 else 1.0
     kind, slope = _bias_shape(bias, used) if biased else ("none", math.nan)
+    mask, underflowed = _mask_kind(zero), 0
+    if mask == "other" and biased:
+        mask, underflowed = _underflow_mask(zero, w, tiny) or (mask, 0)
     return HeadStructure(
         valid=valid,
         used=used,
         tiny=tiny,
-        mask=_mask_kind(zero),
+        mask=mask,
         masked=int(zero.sum()),
+        underflowed=underflowed,
         bias=bias if biased else None,
         bias_size=bias_size if biased else 0.0,
         bias_kind=kind,
