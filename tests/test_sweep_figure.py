@@ -27,13 +27,28 @@ def _texts(fig) -> tuple[str, list[str], list[str]]:
 
 
 def test_title_names_law_claim_confidence_and_seed(drawn) -> None:
-    result = varcheck.sweep("16,64", dist="laplace", claim="dk", confidence=0.9, seed=3)
+    result = varcheck.sweep("16,64", dist="laplace:mean=0.3", claim="dk", confidence=0.9, seed=3)
     figures.plot_sweep(result, "unused.png")
     title, titles, legends = _texts(drawn[0])
     assert "laplace" in title and "claim: dk" in title and "90% intervals" in title
     assert "seed 3" in title
     assert "Var estimate over the claim (90% CI)" in titles
-    assert "claim: dk, / d_k" in legends
+    assert "claim: dk, / d_k" in legends and "exact theory / d_k" in legends
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "panels"),
+    [
+        ({"dist": "normal"}, 1),  # theory = claim = d_k: the scaled panel would repeat the ratio
+        ({"dist": "laplace", "claim": "dk"}, 1),
+        ({"dist": "normal:mean=0.5"}, 2),  # theory/d_k = 1.5: the scaled panel shows it
+        ({"dist": "normal", "claim": "1.1*dk"}, 2),
+        ({"dist": "normal", "rho": 0.3}, 2),
+    ],
+)
+def test_the_scaled_panel_only_where_it_adds(drawn, kwargs, panels) -> None:
+    figures.plot_sweep(varcheck.sweep("4,16", precision=0.05, seed=1, **kwargs), "unused.png")
+    assert len(drawn[0].axes) == panels
 
 
 def test_rejected_and_unreliable_rows_are_marked(drawn) -> None:

@@ -1,5 +1,5 @@
 """The sweep's figure (optional extra ``varcheck[plot]``): each row's estimate against its
-reference, and the scaled variance, with intervals and verdicts marked."""
+reference, and the scaled variance where it adds to that, with intervals and verdicts marked."""
 
 from __future__ import annotations
 
@@ -66,33 +66,42 @@ def _points(ax: Any, rows: list[SweepRow], alpha: float, scale: Any) -> None:
         )  # fmt: skip
 
 
+def _scaled_panel_adds(result: SweepResult, rows: list[SweepRow]) -> bool:
+    """Whether the scaled panel shows what the ratio panel does not: with a sampler it would only
+    divide the user's values by d_k, and where the theory and the reference are d_k itself on
+    every row the two panels are the same picture."""
+    if result.sampler is None:
+        for r in rows:
+            theory = r.theory.var if r.theory is not None else math.nan
+            if not (math.isclose(theory, r.dk) and math.isclose(_reference(r), r.dk)):
+                return True
+    return False
+
+
 def plot_sweep(result: SweepResult, path: str) -> None:
-    """Left: estimate / reference with its interval (1 is the claim holding); right: the
-    scaled variance Var/d_k with the theory and the claim; verdicts marked in both."""
+    """Left: estimate / reference with its interval (1 is the claim holding); right, where it
+    adds anything: the scaled variance Var/d_k with the theory and the claim; verdicts marked."""
     from .render import sweep_title
 
     plt = require_matplotlib()
     alpha = 1.0 - result.confidence
     rows = [r for r in result.rows if r.estimate is not None and math.isfinite(_reference(r))]
-    fig, (ax_ratio, ax_scaled) = plt.subplots(1, 2, figsize=(11, 4.4), constrained_layout=True)
+    two = _scaled_panel_adds(result, rows)
+    fig, axes = plt.subplots(
+        1, 2 if two else 1, figsize=(11 if two else 6.5, 4.4), squeeze=False,
+        constrained_layout=True,
+    )  # fmt: skip
+    ax_ratio = axes[0][0]
     against = "theory" if result.claim == "theory" else "claim"
     _points(ax_ratio, rows, alpha, _reference)
     ax_ratio.axhline(1.0, color=PALETTE["reference"], lw=1, label=f"estimate = {against}")
-    ax_ratio.set_ylabel(f"estimate / {against}")
+    same = "" if two or result.sampler is not None else "  (= Var / d_k here)"
+    ax_ratio.set_ylabel(f"estimate / {against}{same}")
     level = confidence_label(result.confidence)
     ax_ratio.set_title(f"Var estimate over the {against} ({level} CI)")
-    _points(ax_scaled, rows, alpha, lambda r: r.dk)
-    if result.sampler is None:
-        dks = [r.dk for r in rows]
-        th = [r.theory.var / r.dk if math.isfinite(r.theory.var) else math.nan for r in rows]
-        ax_scaled.plot(dks, th, "-", color=PALETTE["reference"], lw=1, label="exact theory / d_k")
-    if result.claim != "theory":
-        cl = [(r.claim_value if r.claim_value is not None else math.nan) / r.dk for r in rows]
-        ax_scaled.plot([r.dk for r in rows], cl, "--", color=PALETTE["claim"],
-                       label=f"claim: {result.claim}, / d_k")  # fmt: skip
-    ax_scaled.set_ylabel("Var / d_k  (the scaled variance)")
-    ax_scaled.set_title("scaled: Var(q·k/√d_k)" if result.sampler is None else "Var(values) / d_k")
-    for ax in (ax_ratio, ax_scaled):
+    if two:
+        _scaled_panel(axes[0][1], result, rows, alpha)
+    for ax in axes[0]:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("d_k")
         ax.legend(fontsize=8)
@@ -104,3 +113,16 @@ def plot_sweep(result: SweepResult, path: str) -> None:
         fontsize=10,
     )
     save_figure(fig, path)
+
+
+def _scaled_panel(ax: Any, result: SweepResult, rows: list[SweepRow], alpha: float) -> None:
+    """The scaled variance Var/d_k of each row, with the exact theory and the claim drawn."""
+    _points(ax, rows, alpha, lambda r: r.dk)
+    dks = [r.dk for r in rows]
+    th = [r.theory.var / r.dk if math.isfinite(r.theory.var) else math.nan for r in rows]
+    ax.plot(dks, th, "-", color=PALETTE["reference"], lw=1, label="exact theory / d_k")
+    if result.claim != "theory":
+        cl = [(r.claim_value if r.claim_value is not None else math.nan) / r.dk for r in rows]
+        ax.plot(dks, cl, "--", color=PALETTE["claim"], label=f"claim: {result.claim}, / d_k")
+    ax.set_ylabel("Var / d_k  (the scaled variance)")
+    ax.set_title("scaled: Var(q·k/√d_k)")
