@@ -1,0 +1,72 @@
+"""Probe results in Python and notebooks: ``to_dict()`` is the ``--format json`` document (a
+sweep's; one d_k's is that document's row with the run's keys), a one-line ``repr`` and the
+terminal's table as HTML."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+
+import pytest
+
+import varcheck
+
+KERNEL = "examples/attention_kernels.py:scale_forgotten"
+FAST = {"queries": 16, "keys": 16, "samples": 20, "seed": 1}
+ARGV = ("--queries", "16", "--keys", "16", "--samples", "20", "--seed", "1")
+
+
+@pytest.fixture(scope="module")
+def one():  # noqa: ANN201
+    return varcheck.probe(KERNEL, 16, **FAST)
+
+
+@pytest.fixture(scope="module")
+def sweep():  # noqa: ANN201
+    return varcheck.probe_sweep(KERNEL, "8,32", **FAST)
+
+
+def test_a_sweeps_to_dict_is_what_the_json_format_prints(sweep, run_cli) -> None:  # noqa: ANN001
+    res = run_cli("probe", KERNEL, "--dk", "8,32", *ARGV, "--format", "json")
+    assert sweep.to_dict() == json.loads(res.stdout)
+    assert sweep.to_dict()["exit_code"] == res.exit_code == 1
+
+
+def test_one_dk_is_the_row_of_the_commands_document(one, run_cli) -> None:  # noqa: ANN001
+    doc = json.loads(run_cli("probe", KERNEL, "--dk", "16", *ARGV, "--format", "json").stdout)
+    mine = one.to_dict()
+    assert {k: v for k, v in mine.items() if k in doc["rows"][0]} == doc["rows"][0]
+    for key in ("command", "version", "seed", "confidence", "outcome", "exit_code"):
+        assert mine[key] == doc[key], key
+
+
+@pytest.mark.parametrize("which", ["one", "sweep"])
+def test_repr_is_one_short_line(which: str, request) -> None:  # noqa: ANN001
+    result = request.getfixturevalue(which)
+    text = repr(result)
+    assert "\n" not in text and len(text) < 120
+    assert text.startswith(f"<{type(result).__name__} probe") and "seed=1" in text
+    assert "outcome='fail'" in text and "exit_code=1" in text
+
+
+@pytest.mark.parametrize("which", ["one", "sweep"])
+def test_repr_html_draws_the_table(which: str, request) -> None:  # noqa: ANN001
+    html = request.getfixturevalue(which)._repr_html_()
+    assert html.startswith("<pre") and html.rstrip().endswith("</pre>")
+    text = unescape(re.sub(r"<[^>]+>", "", html))
+    assert "scale_forgotten" in text and re.search(r"seed 1\b", text), text[-300:]
+
+
+def test_the_text_formats_of_one_dk_are_those_of_the_command(one) -> None:  # noqa: ANN001
+    from io import StringIO
+
+    from rich.console import Console
+
+    from varcheck.kernels.render import render_probe_row
+
+    for fmt in ("csv", "markdown"):
+        console = Console(file=StringIO(), width=80)
+        render_probe_row(one, fmt, console)
+        out = console.file.getvalue()
+        assert "scale_forgotten" in out and "16" in out
