@@ -80,37 +80,38 @@ def audit_meta(result: AnyResult) -> dict[str, Any]:
 
 def audit_records(result: AuditResult) -> list[dict[str, Any]]:
     """One flat record per head (the JSON ``rows`` and the CSV lines)."""
-    return [_record(row) for row in result.rows]
+    fields = (*_ENCODER_FIELDS, *_PREDICTED, "predicted_var_centred")
+    return [_record(row, fields) for row in result.rows]
 
 
-def _record(row: HeadAudit) -> dict[str, Any]:
+#: A head's record, around its interval: what identifies it, its weights and predictions (the
+#: encoder's and the decoder's own), then what was measured (both the same).
+_ENCODER_FIELDS = ("layer", "head", "dk", "sigma_x", "sigma_wq", "sigma_wk", "sigma_bq", "sigma_bk")
+_DECODER_FIELDS = ("layer", "head", "kv_head", "dk", "sigma_x", "sigma_wq", "sigma_wk")
+_PREDICTED = ("predicted_var_paper", "predicted_var_exact", "predicted_var_cov")
+_MEASURED = (
+    "scale_check",
+    "measured_var_diff",
+    "row_scaled_var",
+    "mean_same",
+    "mean_diff",
+    "predicted_mean_diff",
+    "entropy",
+    "beta_unit",
+    "beta_default",
+)
+
+
+def _record(row: AnyHead, fields: Sequence[str]) -> dict[str, Any]:
+    """One head as a flat record: ``fields``, its measured variance and interval, the rest."""
     lo, hi = row.scaled_var_ci
     return {
-        "layer": row.layer,
-        "head": row.head,
-        "dk": row.dk,
-        "sigma_x": row.sigma_x,
-        "sigma_wq": row.sigma_wq,
-        "sigma_wk": row.sigma_wk,
-        "sigma_bq": row.sigma_bq,
-        "sigma_bk": row.sigma_bk,
-        "predicted_var_paper": row.predicted_var_paper,
-        "predicted_var_exact": row.predicted_var_exact,
-        "predicted_var_cov": row.predicted_var_cov,
-        "predicted_var_centred": row.predicted_var_centred,
+        **{name: getattr(row, name) for name in fields},
         "measured_var": row.measured_var,
         "measured_scaled_var": row.measured_scaled_var,
         "scaled_var_ci_low": lo,
         "scaled_var_ci_high": hi,
-        "scale_check": row.scale_check,
-        "measured_var_diff": row.measured_var_diff,
-        "row_scaled_var": row.row_scaled_var,
-        "mean_same": row.mean_same,
-        "mean_diff": row.mean_diff,
-        "predicted_mean_diff": row.predicted_mean_diff,
-        "entropy": row.entropy,
-        "beta_unit": row.beta_unit,
-        "beta_default": row.beta_default,
+        **{name: getattr(row, name) for name in _MEASURED},
     }
 
 
@@ -181,6 +182,25 @@ def _span(low: float, high: float) -> str:
     return f"{fmt(low, 3)}–{fmt(high, 3)}"
 
 
+def _head_table(
+    result: AnyResult, console: Console, caption: str, columns: list[Column], cells: Any
+) -> tuple[Table, list[str]]:
+    """A per-head table: each head's layer and head number, then ``cells(head)``."""
+    rows = [[str(row.layer), str(row.head), *cells(row)] for row in result.rows]
+    return _fit(console, "", caption, [("layer", 0), ("head", 0), *columns], rows)
+
+
+def _scale_cells(row: AnyHead) -> list[str]:
+    """A head's measured variance, scaled variance, its interval, check and β_unit."""
+    return [
+        fmt(row.measured_var, 3),
+        _scaled_cell(row),
+        _interval(row),
+        _check(row),
+        fmt(row.beta_unit, 3),
+    ]
+
+
 def _scaled_cell(row: AnyHead) -> str:
     text = fmt(row.measured_scaled_var, 3)
     style = SCALE_STYLE.get(row.scale_check)
@@ -229,29 +249,49 @@ def _colour_words(console: Console) -> bool:
     return console.color_system is not None and not console.no_color
 
 
+#: The per-layer summary's columns (the encoder's and the decoder's).
+_LAYER_COLUMNS: list[Column] = [
+    ("layer", 0),
+    ("σ_X", 1),
+    ("scaled", 0),
+    ("min–max", 0),
+    ("paper", 5),
+    ("exact", 4),
+    ("centred", 3),
+    ("cov", 7),
+    ("β_unit", 6),
+    ("entropy", 2),
+]
+
+
+def _titled(title: str, result: AnyResult) -> str:
+    """A first title, saying when the run is partial."""
+    return title + (" — partial" if result.interrupted else "")
+
+
+def _summary_table(
+    result: AnyResult, console: Console, title: str, caption: str
+) -> tuple[Table, list[str]]:
+    rows = [layer_cells(summary) for summary in result.summaries]
+    return _fit(console, _titled(title, result), caption, _LAYER_COLUMNS, rows)
+
+
 def _layer_table(result: AnyResult, console: Console) -> tuple[Table, list[str]]:
     """Per layer: the spread of the scaled variance and how well each prediction tracks it."""
-    columns: list[Column] = [
-        ("layer", 0),
-        ("σ_X", 1),
-        ("scaled", 0),
-        ("min–max", 0),
-        ("paper", 5),
-        ("exact", 4),
-        ("centred", 3),
-        ("cov", 7),
-        ("β_unit", 6),
-        ("entropy", 2),
-    ]
-    title = audit_title(result) + (" — partial" if result.interrupted else "")
     caption = (
         "Per layer · σ_X: sd of the entries of the layer's input (post-LayerNorm hidden states) "
         "· scaled: Var(q·k/√d_k), 1 if 1/√d_k is right: median and range over heads · paper, "
         "exact, centred, cov: predicted / measured Var, geometric mean over heads (1: the "
         "prediction tracks the measurement) · β_unit, entropy: median and mean over heads"
     )
-    rows = [layer_cells(summary) for summary in result.summaries]
-    return _fit(console, title, caption, columns, rows)
+    return _summary_table(result, console, audit_title(result), caption)
+
+
+def _scale_row(row: AnyHead) -> list[str]:
+    return [
+        *_cells(row.predicted_var_paper, row.predicted_var_exact, row.predicted_var_cov),
+        *_scale_cells(row),
+    ]
 
 
 def _scale_table(result: AuditResult, console: Console) -> tuple[Table, list[str]]:
@@ -259,8 +299,6 @@ def _scale_table(result: AuditResult, console: Console) -> tuple[Table, list[str
     conf = confidence_label(result.confidence)
     colours = " (green: holds 1, red: above, yellow: below)" if _colour_words(console) else ""
     columns: list[Column] = [
-        ("layer", 0),
-        ("head", 0),
         ("paper", 1),
         ("exact", 2),
         ("cov", 4),
@@ -277,28 +315,20 @@ def _scale_table(result: AuditResult, console: Console) -> tuple[Table, list[str
         f"β_unit = 1/sd(q·k), vs 1/√d_k = {fmt(result.beta_default)} · varcheck "
         f"{result.version}"
     )
-    rows = [
-        [
-            str(row.layer),
-            str(row.head),
-            *_cells(row.predicted_var_paper, row.predicted_var_exact, row.predicted_var_cov),
-            fmt(row.measured_var, 3),
-            _scaled_cell(row),
-            _interval(row),
-            _check(row),
-            fmt(row.beta_unit, 3),
-        ]
-        for row in result.rows
+    return _head_table(result, console, caption, columns, _scale_row)
+
+
+def _weights_row(row: HeadAudit) -> list[str]:
+    return [
+        *_cells(row.sigma_wq, row.sigma_wk, row.sigma_bq, row.sigma_bk),
+        *_cells(row.mean_same, row.mean_diff, row.entropy),
     ]
-    return _fit(console, "", caption, columns, rows)
 
 
 def _weights_table(result: AuditResult, console: Console) -> tuple[Table, list[str]]:
     """Per head: weight and bias spreads, mean logits, attention entropy."""
     kind = _KIND[result.sigma_w_kind]
     columns: list[Column] = [
-        ("layer", 0),
-        ("head", 0),
         (f"σ_Wq ({kind})", 7),
         (f"σ_Wk ({kind})", 6),
         ("σ_bq", 2),
@@ -313,16 +343,7 @@ def _weights_table(result: AuditResult, console: Console) -> tuple[Table, list[s
         "mean q·k for i = j and for i ≠ j · entropy of softmax(q·k/√d_k) in nats (uniform "
         f"attention: {fmt(result.mean_log_tokens, 3)})"
     )
-    rows = [
-        [
-            str(row.layer),
-            str(row.head),
-            *_cells(row.sigma_wq, row.sigma_wk, row.sigma_bq, row.sigma_bk),
-            *_cells(row.mean_same, row.mean_diff, row.entropy),
-        ]
-        for row in result.rows
-    ]
-    return _fit(console, "", caption, columns, rows)
+    return _head_table(result, console, caption, columns, _weights_row)
 
 
 def render_audit_table(result: AuditResult, console: Console) -> None:
@@ -331,15 +352,20 @@ def render_audit_table(result: AuditResult, console: Console) -> None:
     Every table fits the console's width: lower-priority columns are dropped (and named in a
     note) before any layer or head id, estimate, interval or verdict word would be cut.
     """
-    notes = [partial_note(result), too_few_note(result)]
-    for line in filter(None, notes):
+    _print_tables(result, console, (_layer_table, _scale_table, _weights_table), [LEGEND])
+
+
+def _print_tables(result: Any, console: Console, builds: Sequence[Any], legend: list[str]) -> None:
+    """The partial and too-few notes, each table built (with what it left out), the legend
+    lines, the notes again (a long output's last lines are the ones read)."""
+    notes = [line for line in (partial_note(result), too_few_note(result)) if line]
+    for line in notes:
         console.print(line, markup=False)
-    for build in (_layer_table, _scale_table, _weights_table):
+    for build in builds:
         table, dropped = build(result, console)
         console.print(table)
         formats.print_dropped(console, dropped)
-    console.print(LEGEND, markup=False)
-    for line in filter(None, notes):
+    for line in legend + notes:
         console.print(line, markup=False)
 
 
@@ -349,23 +375,15 @@ def audit_markdown(result: AuditResult) -> str:
     notes = "".join(
         f"\n> {line}\n" for line in (partial_note(result), too_few_note(result)) if line
     )
-    title = audit_title(result) + (" — partial" if result.interrupted else "")
-    text = records_to_markdown(summary_records(result), meta, f"Per layer · {title}")
+    title = f"Per layer · {_titled(audit_title(result), result)}"
+    text = records_to_markdown(summary_records(result), meta, title)
     return text + notes + "\n" + records_to_markdown(audit_records(result), {}, "Per head")
 
 
-def render_audit(result: AuditResult, fmt_name: str, console: Console) -> None:
-    """Write an audit in one of :data:`~varcheck.output.formats.FORMATS` to ``console``."""
-    formats.write(
-        fmt_name,
-        console,
-        result,
-        table=render_audit_table,
-        data=audit_dict,
-        records=audit_records,
-        meta=audit_meta,
-        markdown=audit_markdown,
-    )
+#: Write an audit in one of :data:`~varcheck.output.formats.FORMATS` to ``console``.
+render_audit = formats.renderer(
+    render_audit_table, audit_dict, audit_records, audit_meta, markdown=audit_markdown
+)
 
 
 # --- decoders (varcheck.encoder.decoder) ---------------------------------------------------------
@@ -391,39 +409,8 @@ def decoder_meta(result: DecoderAuditResult) -> dict[str, Any]:
 
 def decoder_records(result: DecoderAuditResult) -> list[dict[str, Any]]:
     """One flat record per query head (the JSON ``rows`` and the CSV lines)."""
-    out = []
-    for row in result.rows:
-        lo, hi = row.scaled_var_ci
-        out.append(
-            {
-                "layer": row.layer,
-                "head": row.head,
-                "kv_head": row.kv_head,
-                "dk": row.dk,
-                "sigma_x": row.sigma_x,
-                "sigma_wq": row.sigma_wq,
-                "sigma_wk": row.sigma_wk,
-                "predicted_var_paper": row.predicted_var_paper,
-                "predicted_var_exact": row.predicted_var_exact,
-                "predicted_var_cov": row.predicted_var_cov,
-                "predicted_var_centred": row.predicted_var_centred,
-                "predicted_var_rope": row.predicted_var_rope,
-                "measured_var": row.measured_var,
-                "measured_scaled_var": row.measured_scaled_var,
-                "scaled_var_ci_low": lo,
-                "scaled_var_ci_high": hi,
-                "scale_check": row.scale_check,
-                "measured_var_diff": row.measured_var_diff,
-                "row_scaled_var": row.row_scaled_var,
-                "mean_same": row.mean_same,
-                "mean_diff": row.mean_diff,
-                "predicted_mean_diff": row.predicted_mean_diff,
-                "entropy": row.entropy,
-                "beta_unit": row.beta_unit,
-                "beta_default": row.beta_default,
-            }
-        )
-    return out
+    fields = (*_DECODER_FIELDS, *_PREDICTED, "predicted_var_centred", "predicted_var_rope")
+    return [_record(row, fields) for row in result.rows]
 
 
 def distance_profile(result: DecoderAuditResult) -> dict[str, Any]:
@@ -498,12 +485,23 @@ DECODER_LEGEND = (
 )
 
 
+def _decoder_scale_row(row: DecoderHeadAudit) -> list[str]:
+    return [
+        str(row.kv_head),
+        *_cells(
+            row.predicted_var_paper,
+            row.predicted_var_exact,
+            row.predicted_var_cov,
+            row.predicted_var_rope,
+        ),
+        *_scale_cells(row),
+    ]
+
+
 def _decoder_scale_table(result: DecoderAuditResult, console: Console) -> tuple[Table, list[str]]:
     conf = confidence_label(result.confidence)
     colours = " (green: holds 1, red: above, yellow: below)" if _colour_words(console) else ""
     columns: list[Column] = [
-        ("layer", 0),
-        ("head", 0),
         ("kv", 6),
         ("paper", 2),
         ("exact", 1),
@@ -522,33 +520,16 @@ def _decoder_scale_table(result: DecoderAuditResult, console: Console) -> tuple[
         f"or lies above or below it{colours} · β_unit = 1/sd(q·k), vs 1/√d_k = "
         f"{fmt(result.beta_default)} · varcheck {result.version}"
     )
-    rows = [
-        [
-            str(row.layer),
-            str(row.head),
-            str(row.kv_head),
-            *_cells(
-                row.predicted_var_paper,
-                row.predicted_var_exact,
-                row.predicted_var_cov,
-                row.predicted_var_rope,
-            ),
-            fmt(row.measured_var, 3),
-            _scaled_cell(row),
-            _interval(row),
-            _check(row),
-            fmt(row.beta_unit, 3),
-        ]
-        for row in result.rows
-    ]
-    return _fit(console, "", caption, columns, rows)
+    return _head_table(result, console, caption, columns, _decoder_scale_row)
+
+
+def _decoder_weights_row(row: DecoderHeadAudit) -> list[str]:
+    return _cells(row.sigma_wq, row.sigma_wk, row.mean_same, row.mean_diff, row.entropy)
 
 
 def _decoder_weights_table(result: DecoderAuditResult, console: Console) -> tuple[Table, list[str]]:
     kind = _KIND[result.sigma_w_kind]
     columns: list[Column] = [
-        ("layer", 0),
-        ("head", 0),
         (f"σ_Wq ({kind})", 4),
         (f"σ_Wk ({kind})", 3),
         ("same", 2),
@@ -561,15 +542,7 @@ def _decoder_weights_table(result: DecoderAuditResult, console: Console) -> tupl
         "for j < i · entropy of the causal softmax(q·k/√d_k) in nats (uniform causal "
         f"attention: {fmt(result.mean_log_tokens, 3)})"
     )
-    rows = [
-        [
-            str(row.layer),
-            str(row.head),
-            *_cells(row.sigma_wq, row.sigma_wk, row.mean_same, row.mean_diff, row.entropy),
-        ]
-        for row in result.rows
-    ]
-    return _fit(console, "", caption, columns, rows)
+    return _head_table(result, console, caption, columns, _decoder_weights_row)
 
 
 def _band_name(low: int, high: int) -> str:
@@ -598,43 +571,19 @@ def _distance_table(result: DecoderAuditResult, console: Console) -> tuple[Table
 
 def _decoder_layer_table(result: DecoderAuditResult, console: Console) -> tuple[Table, list[str]]:
     """The per-layer summary, as the encoder's, with the decoder's title and input."""
-    columns: list[Column] = [
-        ("layer", 0),
-        ("σ_X", 1),
-        ("scaled", 0),
-        ("min–max", 0),
-        ("paper", 5),
-        ("exact", 4),
-        ("centred", 3),
-        ("cov", 7),
-        ("β_unit", 6),
-        ("entropy", 2),
-    ]
-    title = decoder_title(result) + (" — partial" if result.interrupted else "")
     caption = (
         "Per layer · σ_X: sd of the entries of the attention's input (RMSNorm output times its "
         "gain) · scaled: Var(q·k/√d_k) over causal pairs, 1 if 1/√d_k is right: median and "
         "range over heads · paper, exact, centred, cov: predicted / measured Var, geometric "
         "mean over heads · β_unit, entropy: median and mean over heads"
     )
-    rows = [layer_cells(summary) for summary in result.summaries]
-    return _fit(console, title, caption, columns, rows)
+    return _summary_table(result, console, decoder_title(result), caption)
 
 
 def render_decoder_table(result: DecoderAuditResult, console: Console) -> None:
     """The per-layer summary, two per-head tables, the distance profile, the KV groups."""
-    notes = [partial_note(result), too_few_note(result)]
-    for line in filter(None, notes):
-        console.print(line, markup=False)
     builds = (_decoder_layer_table, _decoder_scale_table, _decoder_weights_table, _distance_table)
-    for build in builds:
-        table, dropped = build(result, console)
-        console.print(table)
-        formats.print_dropped(console, dropped)
-    console.print(kv_note(result), markup=False)
-    console.print(DECODER_LEGEND, markup=False)
-    for line in filter(None, notes):
-        console.print(line, markup=False)
+    _print_tables(result, console, builds, [kv_note(result), DECODER_LEGEND])
 
 
 def decoder_markdown(result: DecoderAuditResult) -> str:
@@ -649,8 +598,8 @@ def decoder_markdown(result: DecoderAuditResult) -> str:
         for line in (partial_note(result), too_few_note(result), kv_note(result))
         if line
     )
-    title = decoder_title(result) + (" — partial" if result.interrupted else "")
-    text = records_to_markdown(summary_records(result), meta, f"Per layer · {title}")
+    title = f"Per layer · {_titled(decoder_title(result), result)}"
+    text = records_to_markdown(summary_records(result), meta, title)
     text += notes + "\n" + records_to_markdown(decoder_records(result), {}, "Per query head")
     bands = result.layer_distance[0] if result.layer_distance else ()
     profile = [
@@ -665,15 +614,7 @@ def decoder_markdown(result: DecoderAuditResult) -> str:
     return text + "\n" + records_to_markdown(profile, {}, caption)
 
 
-def render_decoder(result: DecoderAuditResult, fmt_name: str, console: Console) -> None:
-    """Write a decoder audit in one of :data:`~varcheck.output.formats.FORMATS`."""
-    formats.write(
-        fmt_name,
-        console,
-        result,
-        table=render_decoder_table,
-        data=decoder_dict,
-        records=decoder_records,
-        meta=decoder_meta,
-        markdown=decoder_markdown,
-    )
+#: Write a decoder audit in one of :data:`~varcheck.output.formats.FORMATS`.
+render_decoder = formats.renderer(
+    render_decoder_table, decoder_dict, decoder_records, decoder_meta, markdown=decoder_markdown
+)

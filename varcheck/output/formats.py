@@ -37,6 +37,7 @@ __all__ = [
     "records_to_markdown",
     "styled",
     "to_json",
+    "renderer",
     "write",
 ]
 
@@ -362,3 +363,24 @@ def write(
         table(result, console)
         return
     console.file.write(text)
+
+
+def renderer(
+    table: Callable[[R, Console], None],
+    data: Callable[[R], Any],
+    records: Callable[[R], Sequence[Mapping[str, Any]]] | None = None,
+    meta: Callable[[R], Mapping[str, Any]] | None = None,
+    **text: Callable[[R], str],
+) -> Callable[[R, str, Console], None]:
+    """A command's ``render(result, fmt_name, console)``: :func:`write` with these forms of its
+    result (the same arguments; ``text``: ``title`` or ``markdown``), so a family names its
+    forms once and writes no switch."""
+    forms: dict[str, Any] = {"table": table, "data": data, "records": records, "meta": meta}
+
+    def render(result: R, fmt_name: str, console: Console) -> None:
+        write(fmt_name, console, result, **forms, **text)
+
+    render.__doc__ = (
+        f"Write a result in one of {', '.join(FORMATS)} (the table form: ``{table.__name__}``)."
+    )
+    return render

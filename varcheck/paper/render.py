@@ -419,20 +419,6 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
     formats.print_dropped(console, dropped)
 
 
-def render_project(result: ProjectionResult, fmt_name: str, console: Console) -> None:
-    """Write a project result as table, json, csv or markdown."""
-    formats.write(
-        fmt_name,
-        console,
-        result,
-        table=render_project_table,
-        data=project_dict,
-        records=project_records,
-        meta=project_meta,
-        title=project_title,
-    )
-
-
 def project_dict(result: ProjectionResult) -> dict[str, Any]:
     return {
         **project_meta(result),
@@ -440,6 +426,12 @@ def project_dict(result: ProjectionResult) -> dict[str, Any]:
         "sections": _section_records(result),
         "exit_code": result.exit_code,
     }
+
+
+#: Write a project result as table, json, csv or markdown.
+render_project = formats.renderer(
+    render_project_table, project_dict, project_records, project_meta, title=project_title
+)
 
 
 # --- beta --------------------------------------------------------------------------------------
@@ -480,20 +472,6 @@ def beta_title(report: BetaReport) -> str:
     return (
         f"Recommended β per head for {report.path}: d_x = {h0.dx}, d_k = {h0.dk}, "
         f"σ_X = {fmt(report.sigma_x)} ({report.sigma_x_source})"
-    )
-
-
-def render_beta(report: BetaReport, fmt_name: str, console: Console) -> None:
-    """Write per-head β as table, json, csv or markdown."""
-    formats.write(
-        fmt_name,
-        console,
-        report,
-        table=render_beta_table,
-        data=beta_dict,
-        records=beta_records,
-        meta=beta_meta,
-        title=beta_title,
     )
 
 
@@ -539,6 +517,12 @@ def render_beta_table(report: BetaReport, console: Console) -> None:
         rows,
     )
     formats.print_dropped(console, dropped)
+
+
+#: Write per-head β as table, json, csv or markdown.
+render_beta = formats.renderer(
+    render_beta_table, beta_dict, beta_records, beta_meta, title=beta_title
+)
 
 
 # --- train -------------------------------------------------------------------------------------
@@ -640,20 +624,6 @@ def train_title(result: TrainResult) -> str:
     )
 
 
-def render_train(result: TrainResult, fmt_name: str, console: Console) -> None:
-    """Write a training result as tables over steps, json, csv or markdown."""
-    formats.write(
-        fmt_name,
-        console,
-        result,
-        table=render_train_tables,
-        data=train_dict,
-        records=train_records,
-        meta=train_meta,
-        title=train_title,
-    )
-
-
 def train_dict(result: TrainResult) -> dict[str, Any]:
     return {
         **train_meta(result),
@@ -743,3 +713,9 @@ def render_train_tables(result: TrainResult, console: Console) -> None:
             f"{result.config.steps:,}; the rows above are the steps recorded so far."
         )
     formats.print_dropped(console, dropped)
+
+
+#: Write a training result as tables over steps, json, csv or markdown.
+render_train = formats.renderer(
+    render_train_tables, train_dict, train_records, train_meta, title=train_title
+)

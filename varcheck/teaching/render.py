@@ -493,18 +493,10 @@ def _explain_markdown(result: ExplainResult) -> str:
     return text
 
 
-def render_explain(result: ExplainResult, fmt_name: str, console: Console) -> None:
-    """Write an explain result as ``table``, ``json``, ``csv`` (growing shapes) or ``markdown``."""
-    formats.write(
-        fmt_name,
-        console,
-        result,
-        table=_render_explain_table,
-        data=explain_dict,
-        records=_growing_records,
-        meta=_explain_meta,
-        markdown=_explain_markdown,
-    )
+#: Write an explain result as ``table``, ``json``, ``csv`` (growing shapes) or ``markdown``.
+render_explain = formats.renderer(
+    _render_explain_table, explain_dict, _growing_records, _explain_meta, markdown=_explain_markdown
+)
 
 
 # --- softmax -----------------------------------------------------------------------------------
@@ -660,20 +652,6 @@ def _render_softmax_table(result: SoftmaxResult, console: Console) -> None:
         console.print("[bold yellow]interrupted[/]" + note[len("interrupted") :], highlight=False)
 
 
-def render_softmax(result: SoftmaxResult, fmt_name: str, console: Console) -> None:
-    """Write a softmax study in one of table, json, csv, markdown."""
-    formats.write(
-        fmt_name,
-        console,
-        result,
-        table=_render_softmax_table,
-        data=softmax_dict,
-        records=softmax_records,
-        meta=_softmax_meta,
-        markdown=_softmax_markdown,
-    )
-
-
 def _softmax_markdown(result: SoftmaxResult) -> str:
     text = records_to_markdown(
         softmax_records(result),
@@ -684,6 +662,12 @@ def _softmax_markdown(result: SoftmaxResult) -> str:
     text = text + "\n" + summary + "\n" if summary else text
     note = softmax_interrupted_note(result)
     return text + "\n**" + note.replace(":", ":**", 1) + "\n" if note else text
+
+
+#: Write a softmax study in one of table, json, csv, markdown.
+render_softmax = formats.renderer(
+    _render_softmax_table, softmax_dict, softmax_records, _softmax_meta, markdown=_softmax_markdown
+)
 
 
 # --- derive ------------------------------------------------------------------------------------
@@ -944,20 +928,6 @@ def _render_derive_table(result: DeriveResult, console: Console) -> None:
         console.print(f"[bold yellow]{word}[/]:{rest}", highlight=False)
 
 
-def render_derive(result: DeriveResult, fmt_name: str, console: Console) -> None:
-    """Write a derivation in one of table, json, csv, markdown."""
-    formats.write(
-        fmt_name,
-        console,
-        result,
-        table=_render_derive_table,
-        data=derive_dict,
-        records=derive_records,
-        meta=_derive_meta,
-        markdown=_derive_markdown,
-    )
-
-
 #: The columns of the Markdown form of a derivation (the CSV and JSON forms have them all).
 _DERIVE_MARKDOWN_KEYS = (
     "step",
@@ -981,3 +951,9 @@ def _derive_markdown(result: DeriveResult) -> str:
     )
     notes = derive_notes(result, markup=False) + derive_footer(result)
     return text + "\n" + "\n".join("- " + n for n in notes) + "\n"
+
+
+#: Write a derivation in one of table, json, csv, markdown.
+render_derive = formats.renderer(
+    _render_derive_table, derive_dict, derive_records, _derive_meta, markdown=_derive_markdown
+)
