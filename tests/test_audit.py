@@ -524,6 +524,7 @@ def test_cli_json(run_cli):
     }  # fmt: skip
     assert required <= set(data["rows"][0])
     assert len(data["layer_summary"]) == 3
+    assert (data["outcome"], data["exit_code"]) == ("done", 0)  # tests nothing (#18)
 
 
 @needs_minilm

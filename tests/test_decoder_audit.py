@@ -311,3 +311,7 @@ def test_interrupt_keeps_the_layers_finished(tmp_path: Path) -> None:
     assert result.finished_layers == (0,)
     assert {r.layer for r in result.rows} == {0}
     assert [s.layer for s in result.summaries] == [0]
+    # an audit tests nothing: its outcome and exit code say only that it was stopped (#18)
+    assert (result.outcome, result.exit_code) == ("interrupted", 130)
+    done = audit_decoder(path, sentences=SENTENCES, layers="0")
+    assert (done.outcome, done.exit_code) == ("done", 0)

@@ -1,8 +1,10 @@
-"""Runs that test nothing: a study (``softmax``), a training run (``train``), a β report (``beta``).
+"""Runs that test nothing: ``softmax``, ``train``, ``beta`` and ``audit``.
 
-They measure and report, with no verdict; their exit code says only whether the run went to its
-end (0) or was interrupted (130), and their ``outcome`` says the same in a word, so that every
-command's JSON carries an ``outcome`` a script can read without knowing the command.
+A study, a training run, a β report and an audit of a model's heads measure and report, with no
+verdict (an audit's per-head ``scale_check`` is a reading the exit code does not follow). Their
+exit code says only whether the run went to its end (0) or was interrupted (130), and their
+``outcome`` says the same in a word, so that every command's JSON carries an ``outcome`` a
+script can read without knowing the command.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ import numpy as np
 from .._version import __version__
 from ..core import logit_variance as lv
 from ..core.estimation import ConfidenceInterval, hall_interval, t_quantile
+from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import bert, heads, llama
@@ -180,7 +181,7 @@ class DecoderHeadAudit(HeadScale):
 
 
 @dataclass(frozen=True, repr=False)
-class DecoderAuditResult(LayeredAudit, Displayable):
+class DecoderAuditResult(LayeredAudit, Untested, Displayable):
     """The result of :func:`audit_decoder`.
 
     Attributes

@@ -50,6 +50,7 @@ from .._version import __version__
 from ..core import logit_variance as lv
 from ..core.estimation import ConfidenceInterval, t_quantile
 from ..core.options import valid_confidence, valid_count
+from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import bert
@@ -275,7 +276,7 @@ class LayerSummary:
 
 
 @dataclass(frozen=True, repr=False)
-class AuditResult(LayeredAudit, Displayable):
+class AuditResult(LayeredAudit, Untested, Displayable):
     """The result of :func:`audit`.
 
     Attributes
