@@ -180,8 +180,8 @@ def test_table_shows_the_interval_bare_or_marked(low, high, shown):
 def test_scale_check_is_a_property_shown_in_the_records():
     """Not a dataclass field, but every record (JSON, CSV, Markdown) carries the word."""
     assert "scale_check" not in {f.name for f in dataclasses.fields(HeadAudit)}
-    assert _record(_head(0.5, 1.5))["scale_check"] == "holds"
-    record = _record(_head(math.nan, math.nan))
+    assert _record(_head(0.5, 1.5), ())["scale_check"] == "holds"
+    record = _record(_head(math.nan, math.nan), ())
     assert record["scale_check"] == TOO_FEW == "too few sequences"
     assert math.isnan(record["scaled_var_ci_low"]) and math.isnan(record["scaled_var_ci_high"])
 
