@@ -129,12 +129,17 @@ def audit_dict(result: AuditResult) -> dict[str, Any]:
     }
 
 
-def audit_title(result: AuditResult) -> str:
+def _text_read(result: AnyResult) -> str:
+    """``"42 sequences (653 tokens, 1 cut to 128 tokens)"``: what the audit read."""
     seqs = "sequence" if result.sequences == 1 else "sequences"
     cut = f", {result.truncated} cut to {result.max_length} tokens" if result.truncated else ""
+    return f"{result.sequences} {seqs} ({result.tokens} tokens{cut})"
+
+
+def audit_title(result: AuditResult) -> str:
     return (
         f"Attention logit scale of {result.model_name}: {result.num_heads} heads of d_k = "
-        f"{result.dk}, {result.sequences} {seqs} ({result.tokens} tokens{cut})"
+        f"{result.dk}, {_text_read(result)}"
     )
 
 
@@ -199,6 +204,26 @@ def _scale_cells(row: AnyHead) -> list[str]:
         _check(row),
         fmt(row.beta_unit, 3),
     ]
+
+
+def _scale_columns(conf: str, measured: int, beta_unit: int) -> list[Column]:
+    """The columns of :func:`_scale_cells`, with the priorities of the two that may go."""
+    return [
+        ("measured", measured),
+        ("scaled", 0),
+        (f"{conf} CI", 0),
+        ("check", 0),
+        ("β_unit", beta_unit),
+    ]
+
+
+def _check_legend(result: AnyResult, console: Console) -> str:
+    """The end of a per-head scale table's caption: the check's words, β_unit, the version."""
+    colours = " (green: holds 1, red: above, yellow: below)" if _colour_words(console) else ""
+    return (
+        f"check: the interval holds 1, or lies above or below it{colours} · β_unit = "
+        f"1/sd(q·k), vs 1/√d_k = {fmt(result.beta_default)} · varcheck {result.version}"
+    )
 
 
 def _scaled_cell(row: AnyHead) -> str:
@@ -297,23 +322,11 @@ def _scale_row(row: AnyHead) -> list[str]:
 def _scale_table(result: AuditResult, console: Console) -> tuple[Table, list[str]]:
     """Per head: the three predictions, the measured variance, the scaled one and β_unit."""
     conf = confidence_label(result.confidence)
-    colours = " (green: holds 1, red: above, yellow: below)" if _colour_words(console) else ""
-    columns: list[Column] = [
-        ("paper", 1),
-        ("exact", 2),
-        ("cov", 4),
-        ("measured", 3),
-        ("scaled", 0),
-        (f"{conf} CI", 0),
-        ("check", 0),
-        ("β_unit", 5),
-    ]
+    columns = [("paper", 1), ("exact", 2), ("cov", 4), *_scale_columns(conf, 3, 5)]
     caption = (
         "Per head · paper, exact, cov: predicted Var(q·k) · measured: Var(q·k) over all token "
         f"pairs · scaled: Var(q·k/√d_k), 1 if 1/√d_k is right, with a {conf} jackknife interval "
-        f"over sequences · check: the interval holds 1, or lies above or below it{colours} · "
-        f"β_unit = 1/sd(q·k), vs 1/√d_k = {fmt(result.beta_default)} · varcheck "
-        f"{result.version}"
+        f"over sequences · {_check_legend(result, console)}"
     )
     return _head_table(result, console, caption, columns, _scale_row)
 
@@ -455,12 +468,10 @@ def decoder_dict(result: DecoderAuditResult) -> dict[str, Any]:
 
 
 def decoder_title(result: DecoderAuditResult) -> str:
-    seqs = "sequence" if result.sequences == 1 else "sequences"
-    cut = f", {result.truncated} cut to {result.max_length} tokens" if result.truncated else ""
     return (
         f"Attention logit scale of {result.model_name}: {result.num_heads} query heads sharing "
-        f"{result.num_kv_heads} key/value heads, d_k = {result.dk}, {result.sequences} {seqs} "
-        f"({result.tokens} tokens{cut}), causal pairs"
+        f"{result.num_kv_heads} key/value heads, d_k = {result.dk}, {_text_read(result)}, "
+        "causal pairs"
     )
 
 
@@ -500,25 +511,12 @@ def _decoder_scale_row(row: DecoderHeadAudit) -> list[str]:
 
 def _decoder_scale_table(result: DecoderAuditResult, console: Console) -> tuple[Table, list[str]]:
     conf = confidence_label(result.confidence)
-    colours = " (green: holds 1, red: above, yellow: below)" if _colour_words(console) else ""
-    columns: list[Column] = [
-        ("kv", 6),
-        ("paper", 2),
-        ("exact", 1),
-        ("cov", 3),
-        ("rope", 5),
-        ("measured", 4),
-        ("scaled", 0),
-        (f"{conf} CI", 0),
-        ("check", 0),
-        ("β_unit", 7),
-    ]
+    columns = [("kv", 6), ("paper", 2), ("exact", 1), ("cov", 3), ("rope", 5)]
+    columns += _scale_columns(conf, 4, 7)
     caption = (
         "Per query head · kv: the key/value head it reads · paper, exact, cov, rope: predicted "
         "Var(q·k) · measured: Var(q·k) over causal pairs (j ≤ i) · scaled: Var(q·k/√d_k), 1 if "
-        f"1/√d_k is right, with a {conf} interval over sequences · check: the interval holds 1, "
-        f"or lies above or below it{colours} · β_unit = 1/sd(q·k), vs 1/√d_k = "
-        f"{fmt(result.beta_default)} · varcheck {result.version}"
+        f"1/√d_k is right, with a {conf} interval over sequences · {_check_legend(result, console)}"
     )
     return _head_table(result, console, caption, columns, _decoder_scale_row)
 
