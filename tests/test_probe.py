@@ -456,3 +456,13 @@ def test_a_16_bit_kernel_with_float32_output_passes(dtype: str) -> None:
 def test_a_16_bit_kernel_without_its_dtype_is_refused_with_a_hint() -> None:
     with pytest.raises(VarcheckError, match=r"sums to \d\.\d{4,} \(1 [+−] .*give --dtype"):
         varcheck.probe(_computes_in("bfloat16"), 64, queries=16, keys=16, samples=20, seed=1)
+
+
+def test_a_tolerance_is_assert_s_tost_on_the_90_percent_interval() -> None:
+    r = _probe(ak.noisy, tolerance=0.05, samples=200)
+    lo, hi = r.equivalence_interval
+    assert r.confidence_interval.low < lo < hi < r.confidence_interval.high
+    assert (r.outcome == "pass") == (r.p_equivalence < 0.05)
+    assert r.outcome == "pass" and "whole 90% interval" in r.reason
+    tight = _probe(ak.noisy, tolerance=5e-5, samples=200)
+    assert tight.outcome == "inconclusive" and tight.p_equivalence > 0.05

@@ -1,7 +1,7 @@
 """The kernels family: the effective scale of a black-box attention function (``varcheck probe``).
 
-A kernel ``fn(q, k, v)`` returns ``softmax(s · q kᵀ + bias) v`` without showing its logits. Given
-values that make its output the attention weight matrix, the log-weights are affine in the dot
-products with slope ``s`` (:mod:`.analysis`); independent calls are the blocks of an interval
-(:mod:`.probe`). See docs/probe.md.
+The measurement and its tests live in :mod:`varcheck.core.probe` (claim files run them too);
+this family names the result: the nearest simple law (:mod:`.laws`), the diagnostics, the
+verdicts over heads and d_k (:mod:`.probe`), and its rendering (:mod:`.render`,
+:mod:`.figures`). See docs/probe.md.
 """
