@@ -161,8 +161,8 @@ def test_project_figure(projected, tmp_path: Path, captured) -> None:
     plot_project(projected, str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     (ax,) = captured[0].axes
-    title = ax.get_title()
-    for word in ("d_x = 64", "init kaiming", "x ~ normal", "95% intervals", "seed 2"):
+    title = captured[0]._suptitle.get_text()
+    for word in ("d_x = 64", "init kaiming", "x ~ normal", "95% intervals", "; seed 2"):
         assert word in title, title
     legend = _legend_texts(ax)
     assert "rejected" in legend and "hollow: finding" in legend
@@ -183,7 +183,7 @@ def test_train_figure(trained, tmp_path: Path, captured) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     fig = captured[0]
     suptitle = fig._suptitle.get_text()
-    for word in ("init lecun", "95% intervals", "seed 1", "d_k = 16"):
+    for word in ("init lecun", "95% intervals", "; seed 1", "d_k = 16"):
         assert word in suptitle, suptitle
     axes = fig.axes
     assert all(ax.get_title() for ax in axes)  # every panel titled

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..output.figures import require_matplotlib, save_figure
+from ..output.figures import require_matplotlib, save_figure, title_figure
 from ..output.formats import confidence_label
 
 if TYPE_CHECKING:
@@ -36,7 +36,8 @@ def _grid(result: AuditResult, values: dict[tuple[int, int], float]) -> np.ndarr
 
 
 def audit_figure_title(result: AuditResult) -> str:
-    """Model, text, confidence and seed (none: the audit is deterministic) in one title."""
+    """Model, text and confidence in one title (:func:`title_figure` adds that the audit has
+    no seed and whether it was interrupted)."""
     conf = confidence_label(result.confidence)
     # the decoder's intervals are Hall's over sequences, the encoder's a jackknife over them
     kind = "intervals over sequences" if hasattr(result, "kv_groups") else "jackknife intervals"
@@ -45,10 +46,9 @@ def audit_figure_title(result: AuditResult) -> str:
         if result.has_intervals
         else f"no intervals (too few sequences: {result.sequences} < {result.min_sequences})"
     )
-    partial = " — partial (interrupted)" if result.interrupted else ""
     return (
         f"varcheck audit: {result.model_name}, {result.sequences} sequences, {result.tokens} "
-        f"tokens; {intervals}; no seed (deterministic){partial}"
+        f"tokens; {intervals}"
     )
 
 
@@ -82,7 +82,7 @@ def plot_audit(result: AuditResult, path: str) -> None:
     height = 2.2 + 0.45 * len(result.layers)
     fig, axes = plt.subplots(1, 2, figsize=(13, height), constrained_layout=True)
     _heatmaps(fig, axes, result)
-    fig.suptitle(audit_figure_title(result), fontsize=10)
+    title_figure(fig, audit_figure_title(result), result)
     save_figure(fig, path)
 
 
@@ -94,7 +94,7 @@ def plot_decoder_audit(result: DecoderAuditResult, path: str) -> None:
     grid = fig.add_gridspec(2, 2, height_ratios=[height, 5.0])
     _heatmaps(fig, [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])], result)
     _distance_panel(fig.add_subplot(grid[1, :]), result)
-    fig.suptitle(audit_figure_title(result), fontsize=10)
+    title_figure(fig, audit_figure_title(result), result)
     save_figure(fig, path)
 
 
@@ -103,7 +103,7 @@ def plot_distance(result: DecoderAuditResult, path: str) -> None:
     plt = require_matplotlib()
     fig, ax = plt.subplots(figsize=(10, 5), constrained_layout=True)
     _distance_panel(ax, result)
-    fig.suptitle(audit_figure_title(result), fontsize=9)
+    title_figure(fig, audit_figure_title(result), result, fontsize=9)
     save_figure(fig, path)
 
 

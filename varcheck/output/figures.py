@@ -68,10 +68,21 @@ def save_figure(fig: Any, path: str) -> None:
         plt.close(fig)
 
 
-def title_figure(fig: Any, text: str, result: Any) -> None:
-    """Title a whole figure: ``text``, then the run's seed and whether it was cut short."""
-    partial = PARTIAL if result.interrupted else ""
-    fig.suptitle(f"{text}; seed {result.seed}{partial}", fontsize=10)
+def title_figure(
+    fig: Any, text: str, result: Any, *, stopped: str | None = None, **style: Any
+) -> None:
+    """Title a whole figure: ``text``, then the run's seed (a run without one is deterministic)
+    and whether it was cut short.
+
+    ``stopped`` replaces the usual :data:`PARTIAL` when the figure can say more (where a run
+    stopped, or that a time limit stopped it); ``style``: matplotlib text keywords (font size
+    10 unless given).
+    """
+    seed = getattr(result, "seed", None)
+    said = "no seed (deterministic)" if seed is None else f"seed {seed}"
+    if stopped is None:
+        stopped = PARTIAL if result.interrupted else ""
+    fig.suptitle(f"{text}; {said}{stopped}", **{"fontsize": 10, **style})
 
 
 def require_matplotlib():  # noqa: ANN201

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..output.figures import require_matplotlib, save_figure
+from ..output.figures import require_matplotlib, save_figure, title_figure
+from ..output.formats import confidence_label
 
 if TYPE_CHECKING:
     from .projection import ProjectionResult
@@ -34,11 +35,6 @@ _LABELS = {
 }
 
 
-def _level(confidence: float) -> str:
-    pct = 100 * confidence
-    return f"{pct:.0f}%" if pct == round(pct) else f"{pct:.4g}%"
-
-
 def plot_train(result: TrainResult, path: str) -> None:
     """Four titled panels over steps: σ_W, logit variance (measured with its interval band, and
     predicted), entropy, accuracy; reference lines labelled in the legends."""
@@ -60,7 +56,7 @@ def plot_train(result: TrainResult, path: str) -> None:
     kind = "RMS" if result.sigma_w_kind == "rms" else result.sigma_w_kind
     ax_sigma.set_title(f"σ_W (entries' {kind}): W_q solid, W_k dotted", fontsize=9)
     ax_sigma.set_ylabel("σ_W")
-    level = _level(cfg.confidence)
+    level = confidence_label(cfg.confidence)
     refs = [ax_var.axhline(1.0, color=PALETTE["grey"], lw=0.8, label="target: 1")]
     ax_var.set_yscale("log")
     _readable_log_ticks(ax_var.yaxis)
@@ -93,10 +89,12 @@ def plot_train(result: TrainResult, path: str) -> None:
         stopped = f" — interrupted at step {last:,} (partial)"
     elif result.time_limited:
         stopped = f" — time-limited at step {last:,}"
-    fig.suptitle(
+    title_figure(
+        fig,
         f"varcheck train: key-value lookup, d_x = {cfg.dx}, d_k = {cfg.dk}, init {cfg.init}, "
-        f"{cfg.memory} items, {level} intervals, seed {result.seed}{stopped}",
-        fontsize=10,
+        f"{cfg.memory} items, {level} intervals",
+        result,
+        stopped=stopped,
     )
     save_figure(fig, path)
 
@@ -142,7 +140,7 @@ def plot_project(result: ProjectionResult, path: str) -> None:
     ax.invert_yaxis()
     ax.set_xscale("log")
     _readable_log_ticks(ax.xaxis)
-    level = _level(result.confidence)
+    level = confidence_label(result.confidence)
     ax.set_xlabel(f"Monte-Carlo Var(q·k) / predicted, with {level} interval (1 = prediction right)")
     shown = {("marginal" if r.marginal_only(result.alpha) else r.verdict) for r in rows}
     handles = [
@@ -155,11 +153,12 @@ def plot_project(result: ProjectionResult, path: str) -> None:
         Line2D([], [], ls="", marker="o", color="black", mfc="white", label="hollow: finding"),
     ]
     ax.legend(handles=handles, fontsize=7, loc="best")
-    stopped = " — interrupted (partial)" if result.interrupted else ""
-    ax.set_title(
+    title_figure(
+        fig,
         f"varcheck project: d_x = {result.dx}, d_k = {result.dk}, init {result.init}, "
         f"x ~ {result.x.spec} (σ_X = {result.x.sigma:.3g}), {level} intervals, "
-        f"Holm over {len(result.rows)} rows, seed {result.seed}{stopped}",
+        f"Holm over {len(result.rows)} rows",
+        result,
         fontsize=9,
         wrap=True,
     )
