@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -134,17 +135,8 @@ def project_records(result: ProjectionResult) -> list[dict[str, Any]]:
 
 
 def _section_records(result: ProjectionResult) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": s.name,
-            "description": s.description,
-            "sigma_wq": s.sigma_wq,
-            "sigma_wk": s.sigma_wk,
-            "frobenius2": s.frobenius2,
-            "trace": s.trace,
-        }
-        for s in result.sections
-    ]
+    """One record per weight setting: every field of :class:`ProjectionSection`, in its order."""
+    return [dataclasses.asdict(s) for s in result.sections]
 
 
 def project_title(result: ProjectionResult) -> str:
