@@ -9,12 +9,12 @@ import click
 from . import exit_codes_help
 from .options import (
     confidence_option,
+    distinct_keys,
     exclusive,
-    format_option,
     grouped,
     int_option,
     option,
-    plot_option,
+    output_options,
     positive_option,
     precision_option,
     seed_option,
@@ -108,15 +108,13 @@ when the (1 − α) interval excludes the expected scale; else inconclusive.
 @option("--tolerance", kind=FiniteFloat(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
         default=None, text="Relative tolerance for an equivalence test.")  # fmt: skip
 @effort_options
-@format_option()
-@plot_option("the effective scale against d_k with the expected law")
+@output_options("the effective scale against d_k with the expected law")
 def command(
     target: str,
     dks: list[int],
     kernel_args: tuple[tuple[str, Any], ...],
     effort: dict[str, Any],
-    fmt: str,
-    plot: str | None,
+    output: dict[str, Any],
     **design: Any,
 ) -> int:
     """Read the effective scale of an attention kernel and test it against the expected law."""
@@ -126,17 +124,11 @@ def command(
     from ..kernels.probe import probe_sweep
     from ..kernels.render import render_probe
 
-    names = [key for key, _ in kernel_args]
-    twice = sorted({key for key in names if names.count(key) > 1})
-    if twice:
-        raise click.UsageError(f"--arg {twice[0]} is given twice")
+    args = distinct_keys("--arg", kernel_args)
     result = run(
-        lambda progress: probe_sweep(
-            target, dks, args=dict(kernel_args), **design, **effort, progress=progress
-        ),
+        lambda progress: probe_sweep(target, dks, args=args, **design, **effort, progress=progress),
         render_probe,
-        fmt=fmt,
-        plot=plot,
+        **output,
         figure=plot_probe,
         progress="probe",
     )

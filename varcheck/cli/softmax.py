@@ -31,7 +31,7 @@ Examples:
   varcheck softmax --plot softmax.png
 
 """
-    + exit_codes_help(0, 2),
+    + exit_codes_help(0, 2, meanings={0: "0 done (softmax measures, it tests nothing)"}),
 )
 @dk_range_option
 @int_option("--keys", 2, 100_000, 64, "L, the number of keys each query attends over.")
