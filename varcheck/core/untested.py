@@ -9,14 +9,12 @@ script can read without knowing the command.
 
 from __future__ import annotations
 
-from .verdicts import exit_code
+from .verdicts import INTERRUPTED, exit_code
 
 __all__ = ["DONE", "INTERRUPTED", "Untested"]
 
 #: The outcome of a run that tests nothing and went to its end (exit 0).
 DONE = "done"
-#: The outcome of a run stopped by Ctrl-C or SIGTERM (exit 130), as for ``sweep``.
-INTERRUPTED = "interrupted"
 
 
 class Untested:

@@ -18,6 +18,8 @@ __all__ = [
     "OUTCOME_RANK",
     "EXIT_INTERRUPTED",
     "exit_code",
+    "outcome_of",
+    "INTERRUPTED",
     "verdict_of",
     "judge",
     "marginal_only",
@@ -47,6 +49,8 @@ OUTCOME_EXIT = {PASS: 0, INCONCLUSIVE: 3, UNRELIABLE: 4, INFINITE: 4, FAIL: 1}
 OUTCOME_RANK = {PASS: 0, INCONCLUSIVE: 1, UNRELIABLE: 2, INFINITE: 2, FAIL: 3}
 #: the exit status of a run stopped by Ctrl-C (128 + SIGINT)
 EXIT_INTERRUPTED = 130
+#: the outcome of a run stopped by Ctrl-C or SIGTERM, whatever it found
+INTERRUPTED = "interrupted"
 
 # A row's verdict ranks and exits like the claim outcome it amounts to: consistent as pass,
 # rejected as fail. One ladder serves every command.
@@ -70,6 +74,23 @@ def exit_code(verdicts: Iterable[str], *, interrupted: bool = False) -> int:
         return EXIT_INTERRUPTED
     worst = max(verdicts, key=_RANK.__getitem__, default=PASS)
     return _EXIT[worst]
+
+
+def outcome_of(verdicts: Iterable[str], *, interrupted: bool = False, best: str = PASS) -> str:
+    """A run's outcome in a word, the one its :func:`exit_code` follows: the worst verdict
+    (``unreliable`` and ``infinite`` rank alike: the first of them wins), ``best`` when there
+    are none, or ``interrupted``.
+
+    Examples
+    --------
+    >>> outcome_of(["consistent", "unreliable", "rejected"], best=CONSISTENT)
+    'rejected'
+    >>> outcome_of(["pass", "pass"]), outcome_of([], best=CONSISTENT, interrupted=True)
+    ('pass', 'interrupted')
+    """
+    if interrupted:
+        return INTERRUPTED
+    return max(verdicts, key=_RANK.__getitem__, default=best)
 
 
 def verdict_of(p_adjusted: float, alpha: float, *, finite: bool = True, valid: bool = True) -> str:
