@@ -15,6 +15,7 @@ from varcheck.core.blocks import BlockPlan, plan_blocks
 from varcheck.core.distributions import parse_distribution
 from varcheck.core.estimation import (
     MIN_BLOCKS,
+    PartialInterrupt,
     _side_cap,
     estimate_variance,
     hall_interval,
@@ -247,3 +248,43 @@ def test_slow_convergence_loop_checks_the_log_interval(monkeypatch: pytest.Monke
     est = estimate_variance(q, k, theory, seed=1, precision=0.05)
     assert est.interval_method == "log"
     assert len(methods) >= 2 and set(methods) == {"log"}
+
+
+def _interrupt_after(monkeypatch: pytest.MonkeyPatch, blocks: int) -> None:
+    """Ctrl-C (a ``KeyboardInterrupt``) in the chunk that would take the run past ``blocks``."""
+    drawn = [0]
+
+    def chunk(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - run_chunk's own arguments
+        drawn[0] += args[7]
+        if drawn[0] > blocks:
+            raise KeyboardInterrupt
+        return run_chunk(*args, **kwargs)
+
+    monkeypatch.setattr("varcheck.core.estimation.run_chunk", chunk)
+
+
+def test_an_interrupt_carries_the_estimate_of_the_blocks_drawn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Guards against Ctrl-C or SIGTERM in a single estimate losing every block drawn (assert
+    printed only 'interrupted before any result', #17): the interrupt carries the estimate and
+    interval of the blocks drawn before it, as a group of one, stop reason 'interrupted'."""
+    q, k, th = _setting("normal", 16)
+    _interrupt_after(monkeypatch, 3 * MIN_BLOCKS)
+    with pytest.raises(PartialInterrupt) as caught:
+        estimate_variance(q, k, th, seed=1, precision=1e-4, plan=_plan(4, 50))
+    (est,) = caught.value.partial.estimates
+    assert est.stop_reason == "interrupted"
+    assert 2 * MIN_BLOCKS <= est.blocks <= 3 * MIN_BLOCKS
+    assert est.confidence_interval.low < est.var < est.confidence_interval.high
+    assert abs(est.var / 16 - 1) < 0.2
+    assert caught.value.partial.covariance.tolist() == [[est.se**2]]
+
+
+def test_an_interrupt_before_two_blocks_carries_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards against a partial 'estimate' of no blocks (NaN) passed off as a result."""
+    q, k, th = _setting("normal", 16)
+    _interrupt_after(monkeypatch, 1)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        estimate_variance(q, k, th, seed=1, precision=1e-4, plan=_plan(4, 1))
+    assert not isinstance(caught.value, PartialInterrupt)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
+from varcheck.core.estimation import PartialInterrupt
 from varcheck.core.parallel import open_runner
 from varcheck.core.sampler_blocks import call_sampler, estimate_sampler
 from varcheck.errors import VarcheckError
@@ -125,3 +126,24 @@ def test_max_seconds_stops_a_slow_sampler_within_a_call_or_two(monkeypatch) -> N
     est = estimate_sampler(one_second, 4, seed=1, max_seconds=10.0)
     assert est.stop_reason == "max-seconds"
     assert 10 <= est.blocks <= 12
+
+
+def test_an_interrupt_carries_the_estimate_of_the_calls_made() -> None:
+    """Guards against Ctrl-C or SIGTERM in `assert --sampler` losing every call made (#17): the
+    interrupt carries the estimate of the calls before it, in the values' units."""
+    calls = [0]
+
+    def stopped(rng: np.random.Generator, dk: int):
+        calls[0] += 1
+        if calls[0] > 2 + 450:  # after the two pilot calls, in the third chunk of 200
+            raise KeyboardInterrupt
+        return laplace(rng, dk)
+
+    with pytest.raises(PartialInterrupt) as caught:
+        estimate_sampler(stopped, 64, seed=1, precision=1e-4)
+    (est,) = caught.value.partial.estimates
+    assert est.stop_reason == "interrupted"
+    # whole chunks of 200 calls (the one computed ahead of the interrupted one may be lost)
+    assert est.blocks in (200, 400) and est.samples == est.blocks * 64
+    assert est.confidence_interval.low < est.var < est.confidence_interval.high
+    assert abs(est.var / 2 - 1) < 0.1 and abs(est.mean - 5) < 0.1

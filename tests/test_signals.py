@@ -1,6 +1,8 @@
 """SIGINT and SIGTERM mid-run (#17): sweep, assert and check keep what they found, in every
 format, marked partial, exit 130 (Ctrl-C) or 143 (SIGTERM, as CI cancellation and `timeout`
-send), with no traceback, even when a second signal arrives while the results are written.
+send), with no traceback, even when a second signal arrives while the results are written. The
+estimate under way (a sweep's row, assert's one test, with varcheck's laws or a sampler) keeps
+the blocks drawn so far.
 
 Each child announces on stderr when its computation starts (a hook around ``cli.run.run``), so
 the signal lands mid-run however slowly the machine starts Python; the cases run concurrently.
@@ -46,6 +48,11 @@ SIGNALS = {"INT": (signal.SIGINT, 130), "TERM": (signal.SIGTERM, 143)}
 SWEEP = ("sweep", "--dk", "2,4,8192", "--dist", "normal:mean=0.5", "--precision", "0.01")
 ASSERT = ("assert", "--dk", "8192", "--dist", "normal:mean=0.5", "--claim", "theory")
 ASSERT += ("--precision", "0.001")
+# a user's sampler, one small layer a call (its first 200 calls take well under a second; the
+# whole run, minutes)
+SAMPLER = str(Path(__file__).resolve().parents[1] / "examples" / "attention.py") + ":logits"
+ASSERT_SAMPLER = ("assert", "--dk", "64", "--sampler", SAMPLER, "--claim", "1")
+ASSERT_SAMPLER += ("--sampler-arg", "tokens=8", "--sampler-arg", "heads=1", "--precision", "5e-4")
 CLAIMS = """\
 [defaults]
 precision = 0.01
@@ -126,6 +133,8 @@ def _cases() -> dict[str, tuple[tuple[str, ...], list[int]]]:
             cases[f"check-{fmt}-{name}"] = (("check", str(claims), "--format", fmt, *junit), [sig])
         for fmt in ("json", "table"):
             cases[f"assert-{fmt}-{name}"] = ((*ASSERT, "--seed", "1", "--format", fmt), [sig])
+            sampler = (*ASSERT_SAMPLER, "--seed", "1", "--format", fmt)
+            cases[f"assert-sampler-{fmt}-{name}"] = (sampler, [sig])
     return cases
 
 
@@ -155,16 +164,27 @@ def test_sweep_keeps_the_finished_rows(outcomes: dict[str, Outcome], fmt: str, n
     if fmt == "json":
         doc = json.loads(res.out)
         assert doc["interrupted"] is True
-        assert [r["dk"] for r in doc["rows"]] == [2, 4]
+        _finished_then_partial(doc["rows"])
     elif fmt == "csv":
         header, *body = res.out.splitlines()
         assert "interrupted=True" in header
-        assert [r["dk"] for r in csv.DictReader(io.StringIO("\n".join(body)))] == ["2", "4"]
+        _finished_then_partial(list(csv.DictReader(io.StringIO("\n".join(body)))))
     elif fmt == "markdown":
         assert "interrupted" in res.out.lower()
-        assert "| 2 |" in res.out and "| 8192 |" not in res.out
+        assert "| 2 |" in res.out
+        cut = [line for line in res.out.splitlines() if line.startswith("| 8192 |")]
+        assert all("| interrupted |" in line for line in cut), cut
     else:
         assert "Interrupted" in res.out and "partial" in res.out
+
+
+def _finished_then_partial(rows: list) -> None:
+    """d_k 2 and 4 finished; d_k 8192, cut short, with the blocks it had (if two or more)."""
+    assert [int(r["dk"]) for r in rows][:2] == [2, 4] and len(rows) <= 3, rows
+    assert [r["stop_reason"] for r in rows[:2]] != ["interrupted"] * 2
+    if len(rows) == 3:
+        assert rows[2]["stop_reason"] == "interrupted", rows[2]
+        assert rows[2]["caution"].startswith("interrupted: from the blocks drawn"), rows[2]
 
 
 @pytest.mark.parametrize(("fmt", "name"), _case_ids("check", ("json", "csv", "markdown", "table")))
@@ -188,19 +208,27 @@ def test_check_keeps_the_finished_claims_and_writes_junit(
     assert 'name="interrupted"' in junit and 'name="quick' in junit
 
 
+@pytest.mark.parametrize("source", ["assert", "assert-sampler"])
 @pytest.mark.parametrize(("fmt", "name"), _case_ids("assert", ("json", "table")))
-def test_assert_exits_with_the_signal_and_one_line(
-    outcomes: dict[str, Outcome], fmt: str, name: str
+def test_assert_keeps_its_partial_estimate(
+    outcomes: dict[str, Outcome], source: str, fmt: str, name: str
 ) -> None:
-    """Guards against an interrupted assert exiting 70, 0 or with a traceback. Its one test is
-    unfinished, so nothing is printed until the estimator can report a partial interval."""
-    res = outcomes[f"assert-{fmt}-{name}"]
+    """Guards against an interrupted assert printing only 'interrupted before any result' (#17):
+    its one test keeps the estimate from the blocks drawn (or the sampler's calls made) so far,
+    with its interval from 200 blocks on, marked partial, exit 130 or 143."""
+    res = outcomes[f"{source}-{fmt}-{name}"]
     _check_clean(res, SIGNALS[name][1])
-    if res.out:
-        assert json.loads(res.out)["interrupted"] is True if fmt == "json" else "partial" in res.out
+    if fmt == "json":
+        doc = json.loads(res.out)
+        assert doc["interrupted"] is True and doc["exit_code"] == 130
+        assert isinstance(doc["estimate"], float) and doc["samples"] > 0
+        if doc["ci_low"] is None:  # fewer than 200 blocks: no interval, and the reason says so
+            assert doc["outcome"] == "unreliable" and doc["reason"].startswith("interrupted")
+        else:
+            assert doc["ci_low"] < doc["estimate"] < doc["ci_high"]
     else:
-        word = "terminated" if name == "TERM" else "interrupted"
-        assert res.err.strip().splitlines()[-1] == f"varcheck: {word} before any result"
+        assert "Interrupted:" in res.out and "(partial)" in res.out
+        assert "  estimate " in res.out
 
 
 def test_a_second_signal_does_not_cut_the_output() -> None:

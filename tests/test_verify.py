@@ -141,3 +141,88 @@ def test_cli_assert_usage_errors(run_cli, args: tuple[str, ...], fragment: str) 
     res = run_cli("assert", *args)
     assert res.exit_code == 2, res.output
     assert fragment in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def _interrupt_after(monkeypatch: pytest.MonkeyPatch, blocks: int) -> None:
+    """Ctrl-C (a ``KeyboardInterrupt``) in the loop once ``blocks`` blocks are drawn (in the
+    middle of a chunk: its first blocks count), in a row's own blocks and in shared ones (a
+    zero-mean law's single row)."""
+    from varcheck.core import estimation, parallel, shared_blocks
+
+    drawn = [0]
+
+    def ordered_map(*args):  # noqa: ANN002, ANN202 - parallel.ordered_map's own arguments
+        for m, a in parallel.ordered_map(*args):
+            room = blocks - drawn[0]
+            drawn[0] += min(room, len(m))
+            if room > 0:
+                yield m[:room], a[:room]
+            if room <= len(m):
+                raise KeyboardInterrupt
+
+    for module in (estimation, shared_blocks):
+        monkeypatch.setattr(module, "ordered_map", ordered_map)
+
+
+#: a law drawn in its own blocks, and one drawn in shared blocks
+LAWS = ("normal:mean=0.5", "normal")
+
+
+@pytest.mark.parametrize("dist", LAWS)
+def test_interrupted_verify_keeps_its_partial_estimate(
+    monkeypatch: pytest.MonkeyPatch, dist: str
+) -> None:
+    """Guards against Ctrl-C or SIGTERM in verify (and `varcheck assert`) losing the estimate
+    under way (#17): as sweep does, it returns what the blocks drawn so far give, marked
+    interrupted (exit code 130), with its interval and the outcome they support."""
+    _interrupt_after(monkeypatch, 201)
+    res = verify(64, claim="theory", dist=dist, precision=1e-3, seed=1)
+    assert res.interrupted and res.exit_code == 130 and res.raw.blocks == 201
+    # shared blocks are planned to reach the target in one round: they may have by then
+    assert res.raw.stop_reason == "interrupted" or (dist == "normal" and res.raw.precision < 1e-3)
+    lo, hi = res.confidence_interval
+    assert lo < res.estimate < hi and res.outcome == "pass"
+    doc = res.to_dict()
+    assert doc["interrupted"] is True and doc["exit_code"] == 130 and doc["ci_low"] == lo
+    assert list(doc)[:7] == [
+        "command", "version", "seed", "confidence", "time_limited", "interrupted", "dk"
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("dist", LAWS)
+def test_interrupted_verify_below_min_blocks_has_no_interval(
+    monkeypatch: pytest.MonkeyPatch, dist: str
+) -> None:
+    """Guards against an interval from too few blocks after an early Ctrl-C: the estimate is
+    kept, without an interval or verdict, and the reason says why."""
+    _interrupt_after(monkeypatch, 150)
+    res = verify(64, claim="theory", dist=dist, seed=1)
+    assert res.interrupted and res.exit_code == 130 and res.raw.blocks == 150
+    assert res.outcome == "unreliable" and math.isfinite(res.estimate)
+    assert all(math.isnan(x) for x in res.confidence_interval)
+    assert res.reason.startswith(f"interrupted after {res.raw.blocks:,} independent blocks")
+
+
+@pytest.mark.parametrize("dist", LAWS)
+def test_interrupted_verify_before_two_blocks_raises(
+    monkeypatch: pytest.MonkeyPatch, dist: str
+) -> None:
+    """Guards against a NaN 'result' when nothing was drawn: the interrupt goes on."""
+    _interrupt_after(monkeypatch, 1)
+    with pytest.raises(KeyboardInterrupt):
+        verify(64, claim="theory", dist=dist, seed=1)
+
+
+def test_interrupted_verify_with_a_sampler() -> None:
+    """The same for a user's sampler (core.sampler_blocks): the calls made so far count."""
+    calls = [0]
+
+    def logits(rng, dk):  # noqa: ANN001, ANN202
+        calls[0] += 1
+        if calls[0] > 2 + 450:  # two pilot calls, then chunks of 200 calls
+            raise KeyboardInterrupt
+        return rng.standard_normal(dk)
+
+    res = verify(16, claim=1, sampler=logits, precision=1e-4, seed=1)
+    assert res.interrupted and res.exit_code == 130 and res.raw.blocks in (200, 400)
+    assert res.outcome == "pass" and res.confidence_interval.low < 1 < res.confidence_interval.high

@@ -6,6 +6,7 @@ import math
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from ..core.estimation import MIN_BLOCKS
 from ..core.verdicts import CONSISTENT, OUTCOME_RANK, marginal_only
 from ..output import formats
 from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
@@ -173,7 +174,9 @@ def _row_cells(row: SweepRow, confidence: float, claimed: bool = False) -> list[
     slo, shi = row.scaled_confidence_interval
     valid = row.verdict != "unreliable"  # an interval exists numerically but is not valid
     ratio = est.var / reference if math.isfinite(reference) and reference else math.nan
-    capped = " [yellow](time cap)[/]" if est.stop_reason == "max-seconds" else ""
+    capped = {"max-seconds": " [yellow](time cap)[/]", "interrupted": " [yellow](partial)[/]"}.get(
+        est.stop_reason, ""
+    )
     return [
         *head,
         f"{fmt(est.var)} {_interval(lo, hi, valid=valid)}{capped}"
@@ -296,7 +299,9 @@ def sweep_notes(result: SweepResult) -> list[str]:
             f"(--samples {max(r.min_samples for r in short)}, or --precision). "  # type: ignore[type-var]
             "Estimates are shown, verdicts are not."
         )
-    if any(r.verdict == "unreliable" and r.min_samples is None for r in result.rows):
+    if any(
+        r.verdict == "unreliable" and r.min_samples is None and not _cut(r) for r in result.rows
+    ):
         notes.append(
             "[bold yellow]unreliable:[/] Var(q·k) is finite but E[(q·k)^4] is infinite (an entry "
             "distribution has an infinite fourth moment), or the kurtosis of q·k is so extreme "
@@ -318,8 +323,24 @@ def sweep_notes(result: SweepResult) -> list[str]:
         notes.append("[yellow]Some rows stopped at --max-seconds before the target precision.[/]")
         notes.append(TIME_LIMITED_NOTE)
     if result.interrupted:
-        notes.append("[bold yellow]Interrupted:[/] the rows above are those finished (partial).")
+        notes.append(_interrupted_note(result.rows))
     return notes
+
+
+def _interrupted_note(rows: tuple[SweepRow, ...]) -> str:
+    """What an interrupted sweep shows: the rows reached, the one cut short marked partial."""
+    note = "[bold yellow]Interrupted:[/] the rows above are those reached (partial)"
+    if any(r.estimate is not None and r.estimate.stop_reason == "interrupted" for r in rows):
+        note += (
+            "; a row marked (partial) rests on the blocks drawn before the signal (with fewer "
+            f"than {MIN_BLOCKS}, no interval is valid)"
+        )
+    return note + "."
+
+
+def _cut(row: SweepRow) -> bool:
+    """A row interrupted before it had the blocks a valid interval needs."""
+    return row.estimate is not None and row.estimate.cut_short
 
 
 def sweep_markdown(result: SweepResult) -> str:
@@ -389,6 +410,7 @@ def verify_dict(result: VerifyResult) -> dict[str, Any]:
         "seed": result.seed,
         "confidence": result.confidence,
         "time_limited": _time_limited([result.raw]),
+        "interrupted": result.interrupted,
         **verify_record(result),
         "sampler": _sampler_json(result.sampler),
     }
@@ -499,6 +521,13 @@ def _source(result: VerifyResult) -> str:
     return dists + (f", rho={result.rho:g}" if result.rho else "")
 
 
+#: Under an assert cut short by Ctrl-C or SIGTERM (its exit code is then 130 or 143).
+VERIFY_INTERRUPTED_NOTE = (
+    "[bold yellow]Interrupted:[/] the estimate and outcome above are from the blocks drawn "
+    "before the signal, short of the target precision (partial)."
+)
+
+
 def render_verify(result: VerifyResult, fmt_name: str, console: Console) -> None:
     """Write one claim's result: JSON, or its paragraph (in every text format)."""
     formats.write(fmt_name, console, result, table=_print_verify, data=verify_dict)
@@ -514,10 +543,12 @@ def _print_verify(result: VerifyResult, console: Console) -> None:
     if result.outcome in ("unreliable", "infinite"):
         console.print(
             "  (no verdict: no interval for this variance can be trusted, for the reason "
-            "above; exit 4)"
+            f"above; exit {result.exit_code})"
         )
     if _time_limited([result.raw]):
         console.print("  " + TIME_LIMITED_NOTE)
+    if result.interrupted:
+        console.print("  " + VERIFY_INTERRUPTED_NOTE)
     if sampler_tails_caution(result.sampler, result.precision):
         console.print("  " + SAMPLER_TAILS_NOTE)
     console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
@@ -531,13 +562,20 @@ def check_records(result: CheckResult) -> list[dict[str, Any]]:
     return out
 
 
-def check_dict(result: CheckResult) -> dict[str, Any]:
+def _check_head(result: CheckResult) -> dict[str, Any]:
+    """The first keys of check's JSON and of its CSV comment line."""
     return {
         "command": "check",
         "version": result.version,
         "file": result.path,
         "seed": result.seed,
         "confidence": result.confidence,
+    }
+
+
+def check_dict(result: CheckResult) -> dict[str, Any]:
+    return {
+        **_check_head(result),
         "alpha": round(1.0 - result.confidence, 12),
         "family_size": result.family_size,
         "outcome": result.outcome,
@@ -667,11 +705,7 @@ def _asserts(spec: Any, result: VerifyResult) -> str:
 
 def check_meta(result: CheckResult) -> dict[str, Any]:
     return {
-        "command": "check",
-        "version": result.version,
-        "file": result.path,
-        "seed": result.seed,
-        "confidence": result.confidence,
+        **_check_head(result),
         "family_size": result.family_size,
         "outcome": result.outcome,
         "time_limited": _check_time_limited(result),

@@ -11,15 +11,8 @@ import numpy as np
 
 from .._version import __version__
 from ..core.distributions import Distribution
-from ..core.estimation import ConfidenceInterval, VarianceEstimate, budget_shortfall
-from ..core.options import (
-    entry_laws,
-    feasible_effort,
-    resolve_seed,
-    sampling_effort,
-    user_sampler,
-    valid_rho,
-)
+from ..core.estimation import MIN_BLOCKS, ConfidenceInterval, VarianceEstimate, budget_shortfall
+from ..core.options import feasible_effort, resolve_seed, sampling_effort
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.user_code import UserSampler
@@ -35,8 +28,9 @@ from ..core.verdicts import (
     marginal_only,
 )
 from ..output.display import Displayable
-from .claims import Claim, claimed_value, parse_claim, sampler_claim, sampler_claimed_value
+from .claims import Claim, claimed_value, sampler_claimed_value
 from .settings import ProgressCallback, SamplerSetting, estimate_settings
+from .verify import claim_source
 
 __all__ = ["SweepRow", "SweepResult", "sweep"]
 
@@ -61,8 +55,8 @@ class SweepRow:
         Holm-adjusted p-value over the sweep's rows.
     verdict : str
         ``consistent``, ``rejected``, ``unreliable`` (E[(q·k)^4] is infinite, or the row drew
-        fewer products than a valid interval needs: no interval is valid) or ``infinite``
-        (Var(q·k) is infinite).
+        fewer products than a valid interval needs, or fewer than ``MIN_BLOCKS`` blocks before
+        Ctrl-C: no interval is valid) or ``infinite`` (Var(q·k) is infinite).
     min_samples : int or None
         When the row drew fewer products than a valid interval needs (a fixed budget, or a run
         stopped at its time cap), the products it needs
@@ -88,6 +82,10 @@ class SweepRow:
             )
         if self.estimate is not None and self.estimate.stop_reason == "max-seconds":
             return "stopped at --max-seconds before the target precision"
+        if self.estimate is not None and self.estimate.stop_reason == "interrupted":
+            return "interrupted: from the blocks drawn before the signal" + (
+                f" (fewer than {MIN_BLOCKS}: no valid interval)" if self.estimate.cut_short else ""
+            )
         return None
 
     def marginal_only(self, alpha: float) -> bool:
@@ -267,15 +265,7 @@ def _sweep_iv(
     ``effort`` ``(confidence, precision, samples, max_seconds)``.
     """
     dks = resolve_dks(dk)
-    user = user_sampler(source[0], laws, source[1])
-    if user is None:
-        q, k = entry_laws(*laws[:3])
-        rho = valid_rho(laws[3], q, k)
-        claim_obj = parse_claim("theory" if claim is None else claim)
-    else:
-        q = k = None
-        rho = 0.0
-        claim_obj = sampler_claim(claim, user.target)
+    q, k, rho, claim_obj, user = claim_source(source, laws, claim)
     confidence, precision, samples, max_seconds = sampling_effort(*effort, feasible=False)
     feasible_effort(confidence, precision, samples, max_seconds, dks=tuple(dks))  # every row
     fields = {
@@ -334,8 +324,8 @@ def _judge(
         for th, est in zip(theories, estimates, strict=False)
     ]
     valid = [
-        th is None or (th.estimable and s is None)
-        for th, s in zip(theories[:n], short, strict=False)
+        (th is None or (th.estimable and s is None)) and not (est is not None and est.cut_short)
+        for th, s, est in zip(theories[:n], short, estimates, strict=False)
     ]
     p_values = []
     for ok_law, c, est in zip(valid, claims, estimates, strict=False):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable
@@ -10,7 +11,7 @@ from typing import Any
 
 from .._version import __version__
 from ..core.distributions import Distribution
-from ..core.estimation import ConfidenceInterval, VarianceEstimate, budget_shortfall
+from ..core.estimation import MIN_BLOCKS, ConfidenceInterval, VarianceEstimate, budget_shortfall
 from ..core.options import (
     confidence_from,
     entry_laws,
@@ -37,7 +38,7 @@ from ..output.display import Displayable
 from .claims import Claim, claimed_value, parse_claim, sampler_claim, sampler_claimed_value
 from .settings import ProgressCallback, SamplerSetting, estimate_settings
 
-__all__ = ["VerifyResult", "ClaimTest", "verify", "run_claim_tests"]
+__all__ = ["VerifyResult", "ClaimTest", "verify", "run_claim_tests", "claim_source"]
 
 
 # --- single claims ---------------------------------------------------------------------------
@@ -92,6 +93,10 @@ class VerifyResult(Displayable):
     p_equality : float
         The two-sided p-value of the claim (Holm-adjusted inside ``varcheck check``): what a
         fail rests on; ``p_value`` itself without a tolerance.
+    interrupted : bool
+        True when Ctrl-C or SIGTERM stopped the run before its target: the estimate, interval
+        and outcome are from the blocks drawn by then (no interval, outcome ``unreliable``,
+        with fewer than ``MIN_BLOCKS``), and the exit code is 130.
     """
 
     dk: int
@@ -119,6 +124,7 @@ class VerifyResult(Displayable):
     equivalence_interval: ConfidenceInterval | None = None
     min_samples: int | None = None
     p_equality: float = math.nan
+    interrupted: bool = False
     version: str = __version__
 
     @property
@@ -127,8 +133,8 @@ class VerifyResult(Displayable):
 
     @property
     def exit_code(self) -> int:
-        """0 pass, 1 fail, 3 inconclusive, 4 no valid test (infinite moments)."""
-        return exit_code([self.outcome])
+        """0 pass, 1 fail, 3 inconclusive, 4 no valid test (infinite moments), 130 interrupted."""
+        return exit_code([self.outcome], interrupted=self.interrupted)
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
         from .render import render_verify, verify_dict
@@ -179,11 +185,13 @@ def run_claim_tests(
     adjust: bool = True,
     workers: int | None = None,
     scheduler: str | None = None,
+    keep_partial: bool = False,
 ) -> list[VerifyResult]:
     """Run claim tests as one family: Holm over their p-values when ``adjust``.
 
-    On Ctrl-C (``KeyboardInterrupt``) the tests finished so far are judged and returned: the
-    list is then shorter than ``tests``.
+    On Ctrl-C or SIGTERM (``KeyboardInterrupt``) the tests finished so far are judged and
+    returned: the list is then shorter than ``tests``. With ``keep_partial``, the test under
+    way is judged too, on the blocks it had drawn (marked ``interrupted``), when it has any.
     """
     prepared = [(t, *t.prepare()) for t in tests]
     estimates, interrupted, _ = estimate_settings(
@@ -201,14 +209,18 @@ def run_claim_tests(
     # after Ctrl-C, judge what finished: the caller sees fewer results than tests (a shared
     # group's rows, all cut short together, are a sweep's partial rows, not finished tests)
     if interrupted:
-        estimates = list(itertools.takewhile(_finished, estimates))
+        finished = list(itertools.takewhile(_finished, estimates))
+        estimates = estimates[: len(finished) + 1] if keep_partial else finished
     prepared = prepared[: len(estimates)]
     p_used = _claim_p_values(prepared, estimates, adjust)
     effort = {"confidence": confidence, "seed": seed, "precision": precision}
-    return [
+    results = [
         _verify_result(t, th, value, est, p, requested_samples=samples, **effort)
         for (t, th, value), est, p in zip(prepared, estimates, p_used, strict=True)
     ]
+    if interrupted and keep_partial and results:  # the last test is the one cut short
+        results[-1] = dataclasses.replace(results[-1], interrupted=True)
+    return results
 
 
 def _finished(est: VarianceEstimate | None) -> bool:
@@ -298,6 +310,12 @@ def _decision(
 
 def _unreliable(th: DotProductTheory | None, est: VarianceEstimate, need: int | None) -> str | None:
     """Why no interval is valid for this estimate (``None`` when one is)."""
+    if est.cut_short:
+        blocks = "calls of the sampler" if th is None else "independent blocks"
+        return (
+            f"interrupted after {est.blocks:,} {blocks}: an interval needs at least "
+            f"{MIN_BLOCKS}, so the estimate from them has none"
+        )
     if th is None:
         return None
     if th.status == "infinite-fourth-moment":
@@ -410,6 +428,7 @@ def verify(
     Returns
     -------
     VerifyResult
+        On Ctrl-C or SIGTERM, the estimate from the blocks drawn so far (``interrupted``).
 
     Examples
     --------
@@ -422,10 +441,9 @@ def verify(
     >>> verify(64, claim=1, sampler=logits, tolerance=0.05, seed=1).outcome
     'pass'
     """
-    laws, effort = (dist, q_dist, k_dist, rho), (confidence, precision, samples, max_seconds)
-    test, cleaned = _verify_iv(
-        dk, claim, (sampler, scheduler), laws, scaled, tolerance, alpha, effort
-    )
+    source, laws = (sampler, scheduler), (dist, q_dist, k_dist, rho)
+    effort = (confidence, precision, samples, max_seconds)
+    test, cleaned = _verify_iv(dk, claim, source, laws, scaled, tolerance, alpha, effort)
     results = run_claim_tests(
         [test],
         **cleaned,
@@ -434,10 +452,28 @@ def verify(
         adjust=False,
         workers=workers,
         scheduler=scheduler,
+        keep_partial=True,
     )
-    if not results:
+    if not results:  # interrupted before two blocks: nothing to report
         raise KeyboardInterrupt
     return results[0]
+
+
+def claim_source(
+    source: tuple[Any, str | None], laws: tuple[Any, Any, Any, float], claim: str | float | None
+) -> tuple[Distribution | None, Distribution | None, float, Claim, UserSampler | None]:
+    """The values' source and the claim, checked: ``(q, k, rho, claim, sampler)``.
+
+    ``source`` is ``(sampler, scheduler)`` and ``laws`` ``(dist, q_dist, k_dist, rho)``. With a
+    sampler, the laws are ``None``, rho is 0 and the claim is one in ``dk`` (required); else the
+    claim defaults to ``theory``.
+    """
+    user = user_sampler(source[0], laws, source[1])
+    if user is not None:
+        return None, None, 0.0, sampler_claim(claim, user.target), user
+    q, k = entry_laws(*laws[:3])
+    rho = valid_rho(laws[3], q, k)
+    return q, k, rho, parse_claim("theory" if claim is None else claim), None
 
 
 def _verify_iv(
@@ -459,15 +495,7 @@ def _verify_iv(
     dks = resolve_dks(dk)
     if len(dks) != 1:
         raise VarcheckError(f"verify takes one d_k, got {dk!r}; use sweep for several")
-    user = user_sampler(source[0], setting, source[1])
-    if user is None:
-        q, k = entry_laws(*setting[:3])
-        rho = valid_rho(setting[3], q, k)
-        claim_obj = parse_claim("theory" if claim is None else claim)
-    else:
-        q = k = None
-        rho = 0.0
-        claim_obj = sampler_claim(claim, user.target)
+    q, k, rho, claim_obj, user = claim_source(source, setting, claim)
     tolerance = valid_tolerance(tolerance)
     confidence = confidence_from(effort[0], alpha)
     names = ("confidence", "precision", "samples", "max_seconds")

@@ -59,6 +59,9 @@ __all__ = [
     "t_two_sided_p",
     "t_upper_p",
     "MIN_BLOCKS",
+    "PartialEstimates",
+    "PartialInterrupt",
+    "estimate_blocks",
     "minimum_products",
     "budget_shortfall",
 ]
@@ -346,6 +349,12 @@ class VarianceEstimate(IntervalTest):
     def df(self) -> int:
         return self.blocks - 1
 
+    @property
+    def cut_short(self) -> bool:
+        """Interrupted before ``MIN_BLOCKS`` blocks: the estimate stands, its interval is not
+        valid."""
+        return self.stop_reason == "interrupted" and self.blocks < MIN_BLOCKS
+
     def scaled(self, factor: float) -> tuple[float, ConfidenceInterval]:
         """Estimate and interval of Var(c · q·k) for ``factor`` = c²."""
         lo, hi = self.confidence_interval
@@ -510,6 +519,7 @@ def estimate_variance(
     Returns
     -------
     VarianceEstimate
+        On Ctrl-C or SIGTERM, :class:`PartialInterrupt` carries the estimate of the blocks drawn.
     """
     plan = plan or _default_plan(q, k, theory, samples, precision)
     method = interval_method(theory)
@@ -533,18 +543,45 @@ def estimate_variance(
     least = 0 if fixed else minimum_products(q, k, theory) / plan.products_per_block
     least = int(math.ceil(least)) if math.isfinite(least) else 0
     rule = StopRule(None if fixed else precision, first, fixed, max_seconds, min_blocks=least)
-    rounds = draw_rounds(
-        rule, plan.blocks_per_chunk, draw, lambda rs: acc.add(*rs[0]), widest, progress=progress
-    )
-    return summarise(
+    summary = functools.partial(
+        summarise,
         acc,
         confidence=confidence,
         method=method,
         products_per_block=plan.products_per_block,
         block_side=plan.side,
-        stop_reason=rounds.stop_reason,
         shift=shift,
     )
+    return estimate_blocks(acc, rule, plan.blocks_per_chunk, draw, widest, summary, progress)
+
+
+def estimate_blocks(
+    acc: BlockAccumulator,
+    rule: StopRule,
+    blocks_per_chunk: int,
+    draw: Callable[[Iterator[tuple[int, int]]], Iterator[tuple[np.ndarray, np.ndarray]]],
+    widest: Callable[[], float],
+    summary: Callable[..., VarianceEstimate],
+    progress: Callable[[float], None] | None = None,
+) -> VarianceEstimate:
+    """Draw the rounds of one estimate into ``acc``, then ``summary(stop_reason=...)`` of them.
+
+    The loop of :func:`estimate_variance` and of a user's sampler
+    (:func:`varcheck.core.sampler_blocks.estimate_sampler`). On Ctrl-C or SIGTERM it raises
+    :class:`PartialInterrupt` with the estimate from the blocks drawn so far (stop reason
+    ``interrupted``), as a group of one (:class:`PartialEstimates`); with fewer than two blocks
+    there is no estimate, and the interrupt goes on as it came.
+    """
+    try:
+        rounds = draw_rounds(
+            rule, blocks_per_chunk, draw, lambda rs: acc.add(*rs[0]), widest, progress=progress
+        )
+    except KeyboardInterrupt:
+        if acc.n < 2:
+            raise
+        est = summary(stop_reason="interrupted")
+        raise PartialInterrupt(PartialEstimates((est,), np.array([[est.se**2]]))) from None
+    return summary(stop_reason=rounds.stop_reason)
 
 
 def minimum_products(q: Distribution, k: Distribution, theory: DotProductTheory) -> float:
@@ -770,8 +807,20 @@ def _draw_until_stop(
             target = min(target, rule.max_blocks)
 
 
+class PartialEstimates(NamedTuple):
+    """What an interrupted run's blocks give: one estimate per row, and their covariance."""
+
+    estimates: tuple[VarianceEstimate, ...]
+    covariance: np.ndarray
+
+
 class PartialInterrupt(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM during a run, with what the blocks drawn so far give (``partial``)."""
+    """Ctrl-C or SIGTERM during a run, with what the blocks drawn so far give (``partial``).
+
+    ``partial`` has ``estimates`` (stop reason ``interrupted``) and their ``covariance``: a
+    :class:`PartialEstimates` for one estimate, a
+    :class:`~varcheck.core.shared_blocks.SharedEstimates` for rows drawn together.
+    """
 
     def __init__(self, partial: object) -> None:
         super().__init__()

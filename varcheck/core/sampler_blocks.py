@@ -122,13 +122,13 @@ def estimate_sampler(
     *,
     seed: int,
     stream: tuple[int, ...] = (),
+    name: str = "sampler",
+    runner: Runner | None = None,
     confidence: float = 0.95,
     precision: float | None = 0.01,
     samples: int | None = None,
     max_seconds: float | None = None,
     progress: Callable[[float], None] | None = None,
-    runner: Runner | None = None,
-    name: str = "sampler",
 ) -> VarianceEstimate:
     """Estimate the variance of the values a sampler returns, each call one independent block.
 
@@ -140,16 +140,17 @@ def estimate_sampler(
         Passed to ``fn``.
     seed, stream
         Root seed and stream, as in :func:`varcheck.core.estimation.estimate_variance`.
-    confidence, precision, samples, max_seconds, progress, runner
-        As in :func:`varcheck.core.estimation.estimate_variance`; ``samples`` counts values
-        (rounded up to whole calls, at least ``MIN_BLOCKS`` calls from 200 values on).
     name : str
         How errors name the sampler (``module:function``).
+    runner, confidence, precision, samples, max_seconds, progress
+        As in :func:`varcheck.core.estimation.estimate_variance`; ``samples`` counts values
+        (rounded up to whole calls, at least ``MIN_BLOCKS`` calls from 200 values on).
 
     Returns
     -------
     VarianceEstimate
         ``samples`` counts values, ``blocks`` calls; ``block_side`` is 0 (a call has no rows).
+        On Ctrl-C or SIGTERM, ``PartialInterrupt`` carries the estimate of the calls made.
 
     Notes
     -----
@@ -180,19 +181,19 @@ def estimate_sampler(
             )
         return est.relative_half_width(var, est.block_interval(acc, var, se, confidence, "hall"))
 
+    def summary(stop_reason: str) -> VarianceEstimate:
+        standard = est.summarise(
+            acc,
+            confidence=confidence,
+            method="hall",
+            products_per_block=per_call,
+            block_side=0,
+            stop_reason=stop_reason,
+        )
+        return _in_units(standard, shift, scale)
+
     rule = _rule(precision, samples, per_call, max_seconds)
-    rounds = est.draw_rounds(
-        rule, per_chunk, draw, lambda rs: acc.add(*rs[0]), widest, progress=progress
-    )
-    standard = est.summarise(
-        acc,
-        confidence=confidence,
-        method="hall",
-        products_per_block=per_call,
-        block_side=0,
-        stop_reason=rounds.stop_reason,
-    )
-    return _in_units(standard, shift, scale)
+    return est.estimate_blocks(acc, rule, per_chunk, draw, widest, summary, progress)
 
 
 def _rule(
