@@ -226,3 +226,31 @@ def test_interrupted_verify_with_a_sampler() -> None:
     res = verify(16, claim=1, sampler=logits, precision=1e-4, seed=1)
     assert res.interrupted and res.exit_code == 130 and res.raw.blocks in (200, 400)
     assert res.outcome == "pass" and res.confidence_interval.low < 1 < res.confidence_interval.high
+
+
+@pytest.mark.parametrize(("blocks", "verdict"), [(250, "consistent"), (150, "unreliable")])
+def test_a_sweeps_row_cut_short_keeps_its_blocks(
+    monkeypatch: pytest.MonkeyPatch, blocks: int, verdict: str
+) -> None:
+    """Guards against a sweep interrupted in a row of its own blocks printing 'over 0 rows'
+    (#17): the row under way is kept, stop reason 'interrupted', with a caution and the table's
+    (partial) mark; with fewer than 200 blocks it has no valid interval (unreliable)."""
+    import io
+
+    from rich.console import Console
+
+    from varcheck import sweep
+    from varcheck.checks.render import render_sweep
+
+    _interrupt_after(monkeypatch, blocks)
+    res = sweep(64, dist="normal:mean=0.5", precision=1e-3, seed=1)
+    (row,) = res.rows
+    assert res.interrupted and res.exit_code == 130 and row.estimate.blocks == blocks
+    assert row.estimate.stop_reason == "interrupted" and row.verdict == verdict
+    assert row.caution.startswith("interrupted: from the blocks drawn before the signal")
+    console = Console(file=io.StringIO(), width=240)
+    render_sweep(res, "table", console)
+    text = console.file.getvalue()
+    assert "(partial)" in text and "Interrupted:" in text
+    assert ("no valid CI" in text) is (verdict == "unreliable")
+    assert "E[(q·k)^4] is infinite" not in text  # the note for another kind of unreliable
