@@ -189,6 +189,15 @@ def _row_cells(row: SweepRow, confidence: float, claimed: bool = False) -> list[
     ]
 
 
+def _print_fitted(console: Console, build: Any, names: list[str], priorities: list[int]) -> None:
+    """Print the table ``build(kept columns)`` makes, fitted to the console by
+    :func:`~varcheck.output.formats.fit_columns`, and the line naming the columns left out."""
+    table, dropped = formats.fit_columns(console, build, priorities)
+    console.print(table)
+    if dropped:
+        console.print(formats.dropped_note([names[i] for i in dropped], console.width))
+
+
 def sweep_title(result: SweepResult) -> str:
     if result.sampler is not None:
         return f"Var of the values of {result.sampler.label}; claim: {result.claim}"
@@ -248,10 +257,7 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
             table.add_row(*(row[i] for i in keep))
         return table
 
-    table, dropped = formats.fit_columns(console, build, [c[2] for c in columns])
-    console.print(table)
-    if dropped:
-        console.print(formats.dropped_note([columns[i][0] for i in dropped], console.width))
+    _print_fitted(console, build, [c[0] for c in columns], [c[2] for c in columns])
     fit = result.fit
     if fit is not None:
         lo, hi = fit.confidence_interval
@@ -656,10 +662,7 @@ def render_check_table(result: CheckResult, console: Console) -> None:
             table.add_row(*(row[i] for i in keep))
         return table
 
-    table, dropped = formats.fit_columns(console, build, [c[1] for c in columns])
-    console.print(table)
-    if dropped:
-        console.print(formats.dropped_note([columns[i][0] for i in dropped], console.width))
+    _print_fitted(console, build, [c[0] for c in columns], [c[1] for c in columns])
     counts: dict[str, int] = {}
     for co in result.claims:
         counts[co.outcome] = counts.get(co.outcome, 0) + 1
