@@ -127,7 +127,8 @@ class SweepResult(Displayable):
     samples : int or None
     max_seconds : float or None
     interrupted : bool
-        True when the run was stopped early (Ctrl-C); ``rows`` holds the rows finished.
+        True when the run was stopped early (Ctrl-C or SIGTERM); ``rows`` holds the rows
+        finished, then those cut short (stop reason ``interrupted``) with the blocks they had.
     sampler : UserSampler or None
         The user's sampler whose values were tested, with its bound arguments.
     version : str
