@@ -313,19 +313,21 @@ def print_dropped(console: Console, names: Sequence[str]) -> None:
 
 
 def json_document(result: Any, data: Callable[[Any], Any]) -> Any:
-    """``data(result)`` with the run's ``outcome`` and ``exit_code`` at the top, where the
-    result has them and the document does not say them yet (every command's JSON then does)."""
+    """``data(result)`` with the run's ``outcome`` and ``exit_code`` among its top-level keys,
+    where the result has them, so that every command's JSON says both in one place: the
+    ``outcome`` where the document already says it (a claim's outcome is part of its record),
+    else after the document's own keys, and ``exit_code`` last."""
     doc = data(result)
     if not isinstance(doc, dict):
         return doc
-    extra: dict[str, Any] = {}
+    doc = dict(doc)
     outcome = getattr(result, "outcome", None)
     if "outcome" not in doc and isinstance(outcome, str):
-        extra["outcome"] = outcome
+        doc["outcome"] = outcome
     code = getattr(result, "exit_code", None)
-    if "exit_code" not in doc and isinstance(code, int) and not isinstance(code, bool):
-        extra["exit_code"] = code
-    return {**doc, **extra}
+    if isinstance(code, int) and not isinstance(code, bool):
+        doc["exit_code"] = doc.pop("exit_code", code)  # last, even where the document says it
+    return doc
 
 
 def write(

@@ -96,7 +96,7 @@ from ..core.logit_variance import (
     weight_sigma,
 )
 from ..core.options import resolve_seed, sampling_effort, valid_count, valid_positive
-from ..core.verdicts import REJECTED, exit_code, judge, marginal_only
+from ..core.verdicts import CONSISTENT, REJECTED, exit_code, judge, marginal_only, outcome_of
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import limits
@@ -881,10 +881,19 @@ class ProjectionResult(Displayable):
         miss, exits 0 unless one of varcheck's own derived predictions is contradicted. A
         finding without a valid test (unreliable, infinite) counts like any other row.
         """
-        return exit_code(
-            (r.verdict for r in self.rows if r.role == CHECK or r.verdict != REJECTED),
-            interrupted=self.interrupted,
-        )
+        return exit_code(self._verdicts(), interrupted=self.interrupted)
+
+    @property
+    def outcome(self) -> str:
+        """What the exit code says, in a word: ``rejected`` (a check), ``unreliable`` or
+        ``infinite`` (a row without a valid test), ``consistent`` (rejected findings do not
+        count), or ``interrupted``."""
+        return outcome_of(self._verdicts(), interrupted=self.interrupted, best=CONSISTENT)
+
+    def _verdicts(self) -> list[str]:
+        """The rows' verdicts but a rejected finding's: what the exit code and the outcome are
+        judged from."""
+        return [r.verdict for r in self.rows if r.role == CHECK or r.verdict != REJECTED]
 
     @property
     def findings(self) -> tuple[ProjectionRow, ...]:

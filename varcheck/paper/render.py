@@ -416,7 +416,6 @@ def project_dict(result: ProjectionResult) -> dict[str, Any]:
         **project_meta(result),
         "rows": project_records(result),
         "sections": _section_records(result),
-        "exit_code": result.exit_code,
     }
 
 
@@ -468,7 +467,7 @@ def beta_title(report: BetaReport) -> str:
 
 
 def beta_dict(report: BetaReport) -> dict[str, Any]:
-    return {**beta_meta(report), "rows": beta_records(report), "exit_code": report.exit_code}
+    return {**beta_meta(report), "rows": beta_records(report)}
 
 
 def render_beta_table(report: BetaReport, console: Console) -> None:
@@ -621,7 +620,6 @@ def train_dict(result: TrainResult) -> dict[str, Any]:
         **train_meta(result),
         "rows": train_records(result),
         "summary": train_summary(result),
-        "exit_code": result.exit_code,
     }
 
 

@@ -46,7 +46,7 @@ from ..core.estimation import (
 from ..core.options import entry_laws, resolve_seed, sampling_effort, valid_count, valid_rho
 from ..core.ranges import MAX_DK
 from ..core.theory import DotProductTheory, dot_product_theory
-from ..core.verdicts import REJECTED, exit_code, judge, marginal_only
+from ..core.verdicts import CONSISTENT, REJECTED, exit_code, judge, marginal_only, outcome_of
 from ..output.display import Displayable
 from .limits import approx, refuse
 
@@ -196,14 +196,27 @@ class DeriveResult(Displayable):
         of the machine, not only on the seed."""
         return any(s.stop_reason == "max-seconds" for s in self.steps)
 
-    @property
-    def exit_code(self) -> int:
-        """1 a check rejects its formula or the textbook value breaks (with a finite correct
-        value), 4 a check without a valid test, 0 the textbook derivation holds and is confirmed."""
+    def _verdicts(self) -> list[str]:
+        """The steps' verdicts, and ``rejected`` when the textbook value breaks with a finite
+        correct value: what the exit code and the outcome are judged from."""
         verdicts = [s.verdict for s in self.steps]
         if self.broken_step is not None and math.isfinite(self.correct_var):
             verdicts.append(REJECTED)  # the textbook's value is wrong, whatever the checks say
-        return exit_code(verdicts, interrupted=self.interrupted)
+        return verdicts
+
+    @property
+    def exit_code(self) -> int:
+        """1 a check rejects its formula or the textbook value breaks (with a finite correct
+        value), 4 a check without a valid test, 0 the textbook derivation holds and is confirmed;
+        130 interrupted."""
+        return exit_code(self._verdicts(), interrupted=self.interrupted)
+
+    @property
+    def outcome(self) -> str:
+        """What the exit code says, in a word: ``rejected`` (a check rejects its formula, or the
+        textbook value breaks), ``unreliable``/``infinite`` (a check without a valid test),
+        ``consistent``, or ``interrupted``."""
+        return outcome_of(self._verdicts(), interrupted=self.interrupted, best=CONSISTENT)
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
         from .render import derive_dict, render_derive

@@ -46,7 +46,7 @@ from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
 from ..core.options import entry_laws, resolve_seed, valid_confidence, valid_count
 from ..core.theory import dot_product_theory
-from ..core.verdicts import CONSISTENT, REJECTED, UNRELIABLE, exit_code, verdict_of
+from ..core.verdicts import CONSISTENT, REJECTED, UNRELIABLE, exit_code, outcome_of, verdict_of
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .limits import approx, overflowing_laws, refuse, shown
@@ -661,14 +661,23 @@ class ExplainResult(Displayable):
             return "heavy" if kurt > HEAVY_KURTOSIS else "few"
         return "many"
 
+    def _verdicts(self) -> list[str]:
+        """The verdict on the observed value under either reading (none without an observed
+        value): what the exit code and the outcome are judged from."""
+        verdict = _either_reading(self.raw.verdict, self.scaled.verdict)
+        return [] if verdict == NO_OBSERVATION else [verdict]
+
     @property
     def exit_code(self) -> int:
         """0 consistent with a reading (or nothing observed), 1 rejected under both readings,
-        4 no valid test (infinite moments and no simulation)."""
-        verdict = _either_reading(self.raw.verdict, self.scaled.verdict)
-        return exit_code(
-            [] if verdict == NO_OBSERVATION else [verdict], interrupted=self.interrupted
-        )
+        4 no valid test (infinite moments and no simulation); 130 interrupted."""
+        return exit_code(self._verdicts(), interrupted=self.interrupted)
+
+    @property
+    def outcome(self) -> str:
+        """What the exit code says, in a word: ``consistent`` (with a reading, or nothing
+        observed), ``rejected`` (under both readings), ``unreliable`` or ``interrupted``."""
+        return outcome_of(self._verdicts(), interrupted=self.interrupted, best=CONSISTENT)
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
         from .render import explain_dict, render_explain

@@ -106,7 +106,6 @@ def explain_dict(result: ExplainResult) -> dict[str, Any]:
     out["growing"] = _growing_records(result)
     out["interrupted"] = result.interrupted
     out["planned_replicates"] = result.planned_replicates
-    out["exit_code"] = result.exit_code
     return out
 
 
@@ -536,7 +535,6 @@ def softmax_dict(result: SoftmaxResult) -> dict[str, Any]:
             }
             for r in result.rows
         ],
-        "exit_code": result.exit_code,
     }
 
 
@@ -727,7 +725,6 @@ def derive_dict(result: DeriveResult) -> dict[str, Any]:
         "correct_scaled_var": result.correct_scaled_var,
         "steps": derive_records(result),
         "notes": derive_notes(result, markup=False) + derive_footer(result),
-        "exit_code": result.exit_code,
     }
 
 
