@@ -146,7 +146,8 @@ def estimate_settings(
     scheduler: str | None,
     share_keys: list[object] | None = None,
 ) -> tuple[list[VarianceEstimate | None], bool, np.ndarray]:
-    """Estimate the settings; on Ctrl-C return those finished (a prefix) and ``True``.
+    """Estimate the settings; on Ctrl-C return those finished, then the setting or shared
+    group cut short (stop reason ``interrupted``), and ``True``.
 
     Consecutive zero-mean settings with the same distributions and ``share_keys`` entry are
     drawn together in shared blocks (:mod:`varcheck.core.shared_blocks`) when sampling to a
