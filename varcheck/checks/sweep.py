@@ -18,14 +18,13 @@ from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.user_code import UserSampler
 from ..core.verdicts import (
     CONSISTENT,
-    INFINITE,
     REJECTED,
-    UNRELIABLE,
     GrowthFit,
     exit_code,
     fit_growth,
     judge,
     marginal_only,
+    outcome_of,
 )
 from ..output.display import Displayable
 from .claims import Claim, claimed_value, sampler_claimed_value
@@ -163,10 +162,8 @@ class SweepResult(Displayable):
     def outcome(self) -> str:
         """The worst row's verdict (``rejected`` over no valid test over ``consistent``), or
         ``interrupted``: what the exit code says, in a word."""
-        if self.interrupted:
-            return "interrupted"
-        rank = {REJECTED: 3, UNRELIABLE: 2, INFINITE: 2}
-        return max((r.verdict for r in self.rows), key=lambda v: rank.get(v, 0), default=CONSISTENT)
+        verdicts = (r.verdict for r in self.rows)
+        return outcome_of(verdicts, interrupted=self.interrupted, best=CONSISTENT)
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
         from .render import render_sweep, sweep_dict
