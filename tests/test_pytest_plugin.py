@@ -415,3 +415,26 @@ def test_probe_levels_and_seeds_without_pytester() -> None:
         fx.probe(_softmax_attention, 8, alpha=2.0, **small)
     assert info.value.__traceback__ is not None  # raised anew, without varcheck's own frames
     assert fx._calls == 4
+
+
+@pytest.mark.parametrize("outcome", ["pass", "fail"])
+def test_an_interrupted_claim_neither_passes_nor_fails(monkeypatch, outcome: str) -> None:
+    """A run cut short by Ctrl-C raises KeyboardInterrupt in both assert helpers, whatever its
+    partial outcome: a test must not pass or fail on partial data."""
+    import dataclasses
+
+    import varcheck.checks.verify as verify_module
+    import varcheck.testing
+    from varcheck.pytest_plugin import VarcheckFixture
+
+    real = verify_module.verify(16, claim="dk", precision=0.2, seed=1)
+    cut = dataclasses.replace(real, outcome=outcome, interrupted=True)
+    monkeypatch.setattr(varcheck.testing, "verify", lambda *a, **k: cut)
+    monkeypatch.setattr(verify_module, "verify", lambda *a, **k: cut)
+    with pytest.raises(KeyboardInterrupt):
+        varcheck.testing.assert_variance(16, claim="dk", seed=1)
+    with pytest.raises(KeyboardInterrupt):
+        VarcheckFixture("t.py::test_x", session_seed=5, alpha=0.05).assert_variance(16, claim="dk")
+    whole = dataclasses.replace(real, outcome="pass")
+    monkeypatch.setattr(varcheck.testing, "verify", lambda *a, **k: whole)
+    assert varcheck.testing.assert_variance(16, claim="dk", seed=1) is whole

@@ -254,10 +254,13 @@ class VarcheckFixture:
 
         An inconclusive claim fails too (the message says how to settle it). The message's
         reproduce line is the pytest command, and the ``varcheck assert`` one when the
-        sampler is given by name.
+        sampler is given by name. After Ctrl-C or SIGTERM it raises ``KeyboardInterrupt``: a
+        run cut short neither passes nor fails the test.
         """
         __tracebackhide__ = True
         result = self.verify(dk, **kwargs)
+        if result.interrupted:  # Ctrl-C: a verdict on partial data would pass or fail the test
+            raise KeyboardInterrupt
         if result.outcome != "pass":
             raise AssertionError(self._message(result, by_name=_named(kwargs.get("sampler"))))
         return result

@@ -53,8 +53,12 @@ def assert_variance(
         With a paragraph giving the claim, estimate, interval, p-value and the command that
         reproduces the run, when the claim fails, is inconclusive, or cannot be tested
         (infinite moments).
+    KeyboardInterrupt
+        When Ctrl-C or SIGTERM cut the run short: the test neither passes nor fails.
     """
     result = verify(dk, claim=claim, **options)
+    if result.interrupted:  # Ctrl-C: a verdict on partial data would pass or fail the test
+        raise KeyboardInterrupt
     ok = result.outcome == "pass" or (allow_inconclusive and result.outcome == "inconclusive")
     if not ok:
         raise AssertionError(verify_paragraph(result))
