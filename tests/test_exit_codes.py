@@ -19,6 +19,10 @@ The expected codes below are written from the documentation, not read from varch
 Two levels: every set of outcomes (empty, single, every pair and more) through each result's
 ``exit_code``, and real command lines whose runs mix outcomes, where the printed outcome must
 agree with the exit status.
+
+Every command's JSON says the run's ``outcome`` and ``exit_code`` at its top level (#18), the
+exit code last: the outcome word is the one the exit code follows (the table above; a command
+that tests nothing says ``done``, 0), and a run stopped by Ctrl-C says ``interrupted``, 130.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import dataclasses
 import itertools
 import json
 import math
+import re
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +49,11 @@ DOCUMENTED_EXIT = {"pass": 0, "fail": 1, "inconclusive": 3, "unreliable": 4, "in
 CLAIM_OUTCOMES = tuple(DOCUMENTED_EXIT)
 ROW_VERDICTS = ("consistent", "rejected", "unreliable", "infinite")
 NO_VALID_TEST = {"unreliable", "infinite"}
+#: the exit status each outcome word in a JSON document stands for: a row's verdict exits like
+#: the claim outcome it amounts to, a run that tests nothing is done (0), a stopped one 130
+DOCUMENTED_WORD_EXIT = {
+    **DOCUMENTED_EXIT, "consistent": 0, "rejected": 1, "done": 0, "interrupted": 130
+}  # fmt: skip
 
 
 def documented_claims_exit(outcomes: set[str], interrupted: bool = False) -> int:
@@ -99,6 +110,14 @@ def documented_explain_exit(raw: str, scaled: str) -> int:
     if "consistent" in readings or "unreliable" not in readings:
         return 0
     return 4
+
+
+def documented_verdict_worst(verdicts: set[str]) -> set[str]:
+    """The outcome(s) a run with these row verdicts may report: the worst (or consistent)."""
+    for tier in ({"rejected"}, NO_VALID_TEST):
+        if verdicts & tier:
+            return verdicts & tier
+    return {"consistent"}
 
 
 def subsets(items: tuple[str, ...], *, empty: bool = True) -> list[tuple[str, ...]]:
@@ -204,6 +223,8 @@ def test_sweep_exit_ladder(sweep_result, verdicts: tuple[str, ...], interrupted:
     rows = tuple(dataclasses.replace(row, verdict=v) for v in verdicts)
     res = dataclasses.replace(sweep_result, rows=rows, interrupted=interrupted)
     assert res.exit_code == documented_sweep_exit(set(verdicts), interrupted)
+    expected = {"interrupted"} if interrupted else documented_verdict_worst(set(verdicts))
+    assert res.outcome in expected and DOCUMENTED_WORD_EXIT[res.outcome] == res.exit_code
 
 
 def _derive_cases() -> list:
@@ -229,6 +250,9 @@ def test_derive_exit_ladder(derive_result, verdicts, broken: bool, expected: int
     )
     assert {s.verdict for s in res.steps} == set(verdicts)
     assert res.exit_code == expected
+    judged = set(verdicts) | ({"rejected"} if broken else set())
+    assert res.outcome in documented_verdict_worst(judged)
+    assert DOCUMENTED_WORD_EXIT[res.outcome] == res.exit_code
 
 
 def test_derive_infinite_correct_value_exits_4(derive_result) -> None:
@@ -240,6 +264,7 @@ def test_derive_infinite_correct_value_exits_4(derive_result) -> None:
     )
     res = dataclasses.replace(derive_result, steps=steps, broken_step=2, correct_var=math.inf)
     assert res.exit_code == documented_derive_exit({"consistent", "infinite"}, True, False) == 4
+    assert res.outcome == "infinite"
 
 
 PROJECT_ROWS = tuple((role, v) for role in ("check", "finding") for v in ROW_VERDICTS)
@@ -258,6 +283,9 @@ def test_project_exit_ladder(project_result, rows: tuple[tuple[str, str], ...]) 
     new_rows = tuple(dataclasses.replace(template, role=r, verdict=v) for r, v in rows)
     res = dataclasses.replace(project_result, rows=new_rows)
     assert res.exit_code == documented_project_exit(set(rows))
+    counted = {v for role, v in rows if role == "check" or v != "rejected"}
+    assert res.outcome in documented_verdict_worst(counted)
+    assert DOCUMENTED_WORD_EXIT[res.outcome] == res.exit_code
 
 
 EXPLAIN_READINGS = ("consistent", "rejected", "unreliable", "none")
@@ -273,6 +301,9 @@ def test_explain_exit_ladder(explain_result, raw: str, scaled: str) -> None:
         scaled=dataclasses.replace(explain_result.scaled, verdict=scaled),
     )
     assert res.exit_code == documented_explain_exit(raw, scaled)
+    assert DOCUMENTED_WORD_EXIT[res.outcome] == res.exit_code
+    assert res.outcome == ("rejected" if res.exit_code == 1 else "unreliable"
+                           if res.exit_code == 4 else "consistent")  # fmt: skip
 
 
 # --- end to end: real runs with mixed outcomes --------------------------------------------------
@@ -413,6 +444,7 @@ def test_cli_derive_mixed_steps(run_cli, dist: str, broken, verdicts: set[str]) 
     finite = doc["correct_var"] is not None
     assert doc["exit_code"] == res.exit_code
     assert res.exit_code == documented_derive_exit(printed, broken is not None, finite)
+    assert DOCUMENTED_WORD_EXIT[doc["outcome"]] == res.exit_code
 
 
 def _project_rows(doc: dict) -> set[tuple[str, str]]:
@@ -424,9 +456,11 @@ def test_cli_project_rejected_findings_exit_0(run_cli) -> None:
     status: the default run's findings are rejected and it exits 0."""
     res = run_cli("project", "--dx", "8", "--dk", "4", "--blocks", "400", "--seed", "2",
                   "--format", "json")  # fmt: skip
-    rows = _project_rows(_json(res))
+    doc = _json(res)
+    rows = _project_rows(doc)
     assert ("finding", "rejected") in rows and ("check", "rejected") not in rows, res.output
     assert res.exit_code == documented_project_exit(rows) == 0, res.output
+    assert doc["outcome"] == "consistent"  # the word the exit status follows, not the findings
 
 
 def test_cli_project_unreliable_rows_beside_rejected_findings_exit_4(run_cli) -> None:
@@ -435,10 +469,12 @@ def test_cli_project_unreliable_rows_beside_rejected_findings_exit_4(run_cli) ->
     the budget rule)."""
     res = run_cli("project", "--dx", "8", "--dk", "4", "--blocks", "500", "--seed", "1",
                   "--x-dist", "t:df=7", "--format", "json")  # fmt: skip
-    rows = _project_rows(_json(res))
+    doc = _json(res)
+    rows = _project_rows(doc)
     assert ("finding", "rejected") in rows and ("check", "unreliable") in rows, res.output
     assert ("check", "rejected") not in rows, res.output
     assert res.exit_code == documented_project_exit(rows) == 4, res.output
+    assert doc["outcome"] == "unreliable"
 
 
 def test_cli_project_rejected_check_beside_unreliable_rows_exit_1(run_cli) -> None:
@@ -459,6 +495,7 @@ def test_cli_project_rejected_check_beside_unreliable_rows_exit_1(run_cli) -> No
     rows = _project_rows(doc)
     assert ("check", "rejected") in rows and rows & {("check", "unreliable")}, res.output
     assert doc["exit_code"] == res.exit_code == documented_project_exit(rows) == 1, res.output
+    assert doc["outcome"] == "rejected"
 
 
 @pytest.mark.parametrize(
@@ -487,6 +524,92 @@ def test_cli_explain_readings(run_cli, args: tuple[str, ...], readings: tuple[st
     printed = (doc["verdict"], doc["scaled"]["verdict"])
     assert printed == readings, res.output
     assert doc["exit_code"] == res.exit_code == documented_explain_exit(*printed), res.output
+    assert DOCUMENTED_WORD_EXIT[doc["outcome"]] == res.exit_code
+
+
+# --- every JSON document: top-level outcome and exit_code (#18) ----------------------------------
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN_JSON = sorted(GOLDEN.glob("*-json.txt"))
+#: documents that say the outcome among their own keys (a claim's record holds it): kept there
+OUTCOME_IN_PLACE = {"assert", "check", "probe"}
+
+
+def _golden(path: Path) -> tuple[int, dict]:
+    """The exit status and the JSON document of a golden case."""
+    _, status, body = path.read_text(encoding="utf-8").split("\n", 2)
+    assert status.startswith("exit "), path
+    # a machine-dependent number is masked as a bare <NAME> (audit's seconds)
+    return int(status.removeprefix("exit ")), json.loads(re.sub(r"(?<=: )<[A-Z_]+>", "0", body))
+
+
+def _assert_outcome_and_exit(doc: dict, code: int) -> None:
+    """Both keys at the top level, ``exit_code`` last (``outcome`` just before it unless the
+    document says it in its own place), and the outcome the word the exit code follows."""
+    keys = list(doc)
+    assert keys[-1] == "exit_code" and doc["exit_code"] == code, keys[-3:]
+    if doc["command"] not in OUTCOME_IN_PLACE:
+        assert keys[-2] == "outcome", keys[-3:]
+    assert DOCUMENTED_WORD_EXIT[doc["outcome"]] == code, (doc["outcome"], code)
+
+
+@pytest.mark.parametrize("path", GOLDEN_JSON, ids=lambda p: p.name.removesuffix("-json.txt"))
+def test_every_golden_json_says_its_outcome_and_exit_code(path: Path) -> None:
+    """Guards against a command's JSON without a top-level ``outcome`` or ``exit_code``, with the
+    two in another order than the other commands', or with an outcome word that stands for
+    another exit status than the run's (tests/test_golden.py checks these documents are what
+    the commands print)."""
+    code, doc = _golden(path)
+    _assert_outcome_and_exit(doc, code)
+
+
+def test_every_command_has_a_golden_json() -> None:
+    """Guards against a command escaping the check above for want of a golden JSON case."""
+    from varcheck.cli import COMMANDS
+
+    covered = {_golden(path)[1]["command"] for path in GOLDEN_JSON}
+    assert covered == set(COMMANDS)
+
+
+@pytest.fixture(scope="module")
+def check_result(tmp_path_factory):
+    path = tmp_path_factory.mktemp("claims") / "claims.toml"
+    path.write_text(f"[defaults]\nseed = 1\nsamples = 2000\n\n[[claim]]\n{CLAIM_BLOCKS['pass']}")
+    return varcheck.check(str(path))
+
+
+# assert's outcome is its claim's decision, kept by an interrupted run (on the partial estimate)
+@pytest.mark.parametrize(
+    ("name", "interrupted"),
+    [(name, cut) for name in ("sweep", "check", "derive", "project", "explain") for cut in (0, 1)]
+    + [("verify", 0)],
+)
+def test_to_dict_says_outcome_and_exit_code(request, name: str, interrupted: bool) -> None:
+    """Guards against ``to_dict()`` (what ``--format json`` prints) of a tested result lacking
+    the outcome, or saying the verdict's word for a run stopped by Ctrl-C (exit 130)."""
+    interrupted = bool(interrupted)
+    res = dataclasses.replace(request.getfixturevalue(f"{name}_result"), interrupted=interrupted)
+    doc = res.to_dict()
+    _assert_outcome_and_exit(doc, res.exit_code)
+    assert (doc["outcome"] == "interrupted") == interrupted == (res.exit_code == 130)
+    assert doc["outcome"] == res.outcome
+
+
+def test_an_interrupted_derive_says_so(monkeypatch) -> None:
+    """Guards against a derive cut short by Ctrl-C (steps 3 and 4 unchecked) reporting the
+    verdict of the steps it did check: its JSON says interrupted, 130."""
+    import varcheck.teaching.derive as derive_module
+
+    def stop(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(derive_module, "estimate_variance", stop)
+    res = derive(4, samples=1000, seed=0)
+    monkeypatch.undo()
+    assert [s.verdict for s in res.steps][2:] == ["interrupted", "interrupted"]
+    doc = res.to_dict()
+    _assert_outcome_and_exit(doc, 130)
+    assert doc["outcome"] == "interrupted"
 
 
 def test_exit_4_is_described_with_all_its_causes() -> None:
