@@ -163,7 +163,8 @@ def test_sweep_keeps_the_finished_rows(outcomes: dict[str, Outcome], fmt: str, n
     _check_clean(res, SIGNALS[name][1])
     if fmt == "json":
         doc = json.loads(res.out)
-        assert doc["interrupted"] is True
+        # the status the process exits with (143 after SIGTERM, not Ctrl-C's 130)
+        assert doc["interrupted"] is True and doc["exit_code"] == SIGNALS[name][1]
         _finished_then_partial(doc["rows"])
     elif fmt == "csv":
         header, *body = res.out.splitlines()
@@ -196,7 +197,7 @@ def test_check_keeps_the_finished_claims_and_writes_junit(
     _check_clean(res, SIGNALS[name][1])
     if fmt == "json":
         doc = json.loads(res.out)
-        assert doc["interrupted"] is True
+        assert doc["interrupted"] is True and doc["exit_code"] == SIGNALS[name][1]
         assert [c["name"] for c in doc["claims"]] == ["quick"]
     elif fmt == "csv":
         assert "outcome=interrupted" in res.out.splitlines()[0]
@@ -220,7 +221,7 @@ def test_assert_keeps_its_partial_estimate(
     _check_clean(res, SIGNALS[name][1])
     if fmt == "json":
         doc = json.loads(res.out)
-        assert doc["interrupted"] is True and doc["exit_code"] == 130
+        assert doc["interrupted"] is True and doc["exit_code"] == SIGNALS[name][1]
         assert isinstance(doc["estimate"], float) and doc["samples"] > 0
         if doc["ci_low"] is None:  # fewer than 200 blocks: no interval, and the reason says so
             assert doc["outcome"] == "unreliable" and doc["reason"].startswith("interrupted")
@@ -258,3 +259,21 @@ def test_an_ignored_sigint_stays_ignored() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     assert out.split() == ["True", "True"]
+
+
+def test_the_interrupted_exit_code_follows_the_signal() -> None:
+    """Guards against JSON saying 130 while the process exits 143 after SIGTERM: the handler
+    records the signal in core, and each command line starts again from Ctrl-C's 130."""
+    from varcheck.cli.signals import handling_signals
+    from varcheck.core.verdicts import exit_code, note_signal
+
+    try:
+        note_signal(signal.SIGTERM)
+        assert exit_code(["pass"], interrupted=True) == 143
+        assert exit_code(["fail"]) == 1
+        with handling_signals():
+            assert exit_code([], interrupted=True) == 130
+            note_signal(signal.SIGTERM)
+        assert exit_code([], interrupted=True) == 130  # reset once the command line is done
+    finally:
+        note_signal(None)

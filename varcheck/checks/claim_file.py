@@ -165,7 +165,8 @@ class CheckResult(Displayable):
 
     @property
     def exit_code(self) -> int:
-        """The worst outcome: 1 fail, 4 no valid test, 3 inconclusive, 0 pass; 130 interrupted."""
+        """The worst outcome: 1 fail, 4 no valid test, 3 inconclusive, 0 pass; 130 (Ctrl-C) or
+        143 (SIGTERM) interrupted."""
         return exit_code([self.outcome], interrupted=self.interrupted)
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable

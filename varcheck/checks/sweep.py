@@ -155,7 +155,8 @@ class SweepResult(Displayable):
 
     @property
     def exit_code(self) -> int:
-        """0 all consistent, 1 a row rejected, 4 a row without a valid test, 130 interrupted."""
+        """0 all consistent, 1 a row rejected, 4 a row without a valid test; 130 (Ctrl-C) or 143
+        (SIGTERM) interrupted."""
         return exit_code((r.verdict for r in self.rows), interrupted=self.interrupted)
 
     @property

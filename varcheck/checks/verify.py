@@ -96,7 +96,7 @@ class VerifyResult(Displayable):
     interrupted : bool
         True when Ctrl-C or SIGTERM stopped the run before its target: the estimate, interval
         and outcome are from the blocks drawn by then (no interval, outcome ``unreliable``,
-        with fewer than ``MIN_BLOCKS``), and the exit code is 130.
+        with fewer than ``MIN_BLOCKS``), and the exit code is 130 (143 after SIGTERM).
     """
 
     dk: int
@@ -133,7 +133,8 @@ class VerifyResult(Displayable):
 
     @property
     def exit_code(self) -> int:
-        """0 pass, 1 fail, 3 inconclusive, 4 no valid test (infinite moments), 130 interrupted."""
+        """0 pass, 1 fail, 3 inconclusive, 4 no valid test (infinite moments); interrupted: 130
+        (Ctrl-C) or 143 (SIGTERM)."""
         return exit_code([self.outcome], interrupted=self.interrupted)
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable

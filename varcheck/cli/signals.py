@@ -7,7 +7,8 @@ once the work has been stopped, or once its results are being written (:func:`re
 further signals are only noted, so the partial output is never cut in the middle. Only a third
 signal, two seconds or more after the first, stops the output too (for a writer stuck on a
 blocked pipe): a burst of signals (a CI runner's, a key held down) cannot cut it. The exit status
-is 128 + the first signal's number (130 for SIGINT, 143 for SIGTERM). Once that status is
+is 128 + the first signal's number (130 for SIGINT, 143 for SIGTERM), and so is the
+``exit_code`` the results write (:func:`varcheck.core.verdicts.note_signal`). Once that status is
 known, the console script ignores both signals: Python's own teardown would otherwise restore
 their default actions, and a late signal would kill the process instead of letting it exit with
 its status.
@@ -21,6 +22,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+
+from ..core.verdicts import note_signal
 
 __all__ = [
     "Terminated",
@@ -61,6 +64,7 @@ def _interrupt(signum: int) -> KeyboardInterrupt:
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     if _state.first is None:
         _state.first = signum
+        note_signal(signum)  # the results' exit_code: the status the process will exit with
         _state.since = time.monotonic()
     if not (_state.raised or _state.shielded or _state.closing):
         _state.raised = True
@@ -97,6 +101,7 @@ def handling_signals(*, restore: bool = True) -> Iterator[None]:
     """Install the handlers for one command line (main thread only); ``restore`` the old ones."""
     global _state
     _state = _State()
+    note_signal(None)
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -111,6 +116,7 @@ def handling_signals(*, restore: bool = True) -> Iterator[None]:
         yield
     finally:
         _state.closing = True
+        note_signal(None)  # the results are written: a later run in this process starts afresh
         if restore:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

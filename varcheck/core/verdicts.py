@@ -18,6 +18,7 @@ __all__ = [
     "OUTCOME_RANK",
     "EXIT_INTERRUPTED",
     "exit_code",
+    "note_signal",
     "outcome_of",
     "INTERRUPTED",
     "verdict_of",
@@ -49,6 +50,9 @@ OUTCOME_EXIT = {PASS: 0, INCONCLUSIVE: 3, UNRELIABLE: 4, INFINITE: 4, FAIL: 1}
 OUTCOME_RANK = {PASS: 0, INCONCLUSIVE: 1, UNRELIABLE: 2, INFINITE: 2, FAIL: 3}
 #: the exit status of a run stopped by Ctrl-C (128 + SIGINT)
 EXIT_INTERRUPTED = 130
+#: what :func:`exit_code` returns for an interrupted run: 128 + the signal :func:`note_signal`
+#: recorded (the command line's), so that its JSON says the status the process exits with
+_interrupted_exit = EXIT_INTERRUPTED
 #: the outcome of a run stopped by Ctrl-C or SIGTERM, whatever it found
 INTERRUPTED = "interrupted"
 
@@ -63,7 +67,8 @@ def exit_code(verdicts: Iterable[str], *, interrupted: bool = False) -> int:
 
     0 when all are consistent or pass (or there are none), 1 when one is rejected or fails,
     3 when the worst is inconclusive, 4 when one has no valid test (unreliable, infinite) and
-    none is rejected; 130 when the run was interrupted, whatever it found.
+    none is rejected; when the run was interrupted, whatever it found, 128 + the signal's
+    number (:func:`note_signal`): 130 for Ctrl-C, 143 for SIGTERM.
 
     Examples
     --------
@@ -71,9 +76,17 @@ def exit_code(verdicts: Iterable[str], *, interrupted: bool = False) -> int:
     (1, 3)
     """
     if interrupted:
-        return EXIT_INTERRUPTED
+        return _interrupted_exit
     worst = max(verdicts, key=_RANK.__getitem__, default=PASS)
     return _EXIT[worst]
+
+
+def note_signal(signum: int | None) -> None:
+    """Record the signal that stops this run: an interrupted :func:`exit_code` is then
+    128 + ``signum`` (``None``: back to 130, Ctrl-C's). The command line's signal handler
+    calls it, so the status written in the results is the one the process exits with."""
+    global _interrupted_exit
+    _interrupted_exit = EXIT_INTERRUPTED if signum is None else 128 + signum
 
 
 def outcome_of(verdicts: Iterable[str], *, interrupted: bool = False, best: str = PASS) -> str:
