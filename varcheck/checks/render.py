@@ -194,8 +194,7 @@ def _print_fitted(console: Console, build: Any, names: list[str], priorities: li
     :func:`~varcheck.output.formats.fit_columns`, and the line naming the columns left out."""
     table, dropped = formats.fit_columns(console, build, priorities)
     console.print(table)
-    if dropped:
-        console.print(formats.dropped_note([names[i] for i in dropped], console.width))
+    formats.print_dropped(console, [names[i] for i in dropped])
 
 
 def sweep_title(result: SweepResult) -> str:
@@ -361,18 +360,10 @@ def sweep_markdown(result: SweepResult) -> str:
     return text
 
 
-def render_sweep(result: SweepResult, fmt_name: str, console: Console) -> None:
-    """Write a sweep in one of :data:`~varcheck.output.formats.FORMATS` to ``console``."""
-    formats.write(
-        fmt_name,
-        console,
-        result,
-        table=render_sweep_table,
-        data=sweep_dict,
-        records=sweep_records,
-        meta=sweep_meta,
-        markdown=sweep_markdown,
-    )
+#: Write a sweep in one of :data:`~varcheck.output.formats.FORMATS` to ``console``.
+render_sweep = formats.renderer(
+    render_sweep_table, sweep_dict, sweep_records, sweep_meta, markdown=sweep_markdown
+)
 
 
 # --- single claims (assert) and claim files (check) ---------------------------------------------
@@ -534,11 +525,6 @@ VERIFY_INTERRUPTED_NOTE = (
 )
 
 
-def render_verify(result: VerifyResult, fmt_name: str, console: Console) -> None:
-    """Write one claim's result: JSON, or its paragraph (in every text format)."""
-    formats.write(fmt_name, console, result, table=_print_verify, data=verify_dict)
-
-
 def _print_verify(result: VerifyResult, console: Console) -> None:
     style = formats.VERDICT_STYLE.get(result.outcome, "")
     head, *rest = verify_paragraph(result).splitlines()
@@ -558,6 +544,10 @@ def _print_verify(result: VerifyResult, console: Console) -> None:
     if sampler_tails_caution(result.sampler, result.precision):
         console.print("  " + SAMPLER_TAILS_NOTE)
     console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
+
+
+#: Write one claim's result: JSON, or its paragraph (in every text format).
+render_verify = formats.renderer(_print_verify, verify_dict)
 
 
 def check_records(result: CheckResult) -> list[dict[str, Any]]:
@@ -715,18 +705,10 @@ def check_meta(result: CheckResult) -> dict[str, Any]:
     }
 
 
-def render_check(result: CheckResult, fmt_name: str, console: Console) -> None:
-    """Write a claim file's results in one of :data:`~varcheck.output.formats.FORMATS`."""
-    formats.write(
-        fmt_name,
-        console,
-        result,
-        table=render_check_table,
-        data=check_dict,
-        records=check_records,
-        meta=check_meta,
-        title=check_title,
-    )
+#: Write a claim file's results in one of :data:`~varcheck.output.formats.FORMATS`.
+render_check = formats.renderer(
+    render_check_table, check_dict, check_records, check_meta, title=check_title
+)
 
 
 def rerun_command(result: CheckResult) -> str:
