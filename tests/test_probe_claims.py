@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 import varcheck
 from varcheck.checks.claim_file import check, load_check_file
+from varcheck.checks.render import render_check_table
 from varcheck.core.verdicts import holm_adjust
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,3 +160,27 @@ def test_a_relative_kernel_file_is_read_next_to_the_claim_file(tmp_path: Path) -
     (tmp_path / "k.py").write_text(KERNELS.read_text(encoding="utf-8"), encoding="utf-8")
     path = _write(tmp_path, '[[claim]]\nname = "p"\nprobe = "k.py:attention"\ndk = 8\n')
     assert check(path, seed=1).outcome == "pass"
+
+
+def test_probe_rows_say_scale_and_calls(run_cli, tmp_path: Path) -> None:
+    """Guards against probe rows labelled as a sampler's Var(values) (#23): the table says
+    "scale", the JUnit paragraph "kernel ..., N calls" and "more calls", with no sampler
+    heavy-tail caution; JSON names each claim's kernel under "probe" (null otherwise)."""
+    body = '[[claim]]\nname = "var"\ndk = 4\nclaim = "dk"\n' + _claim("bug", "scaled_twice")
+    path = _write(tmp_path, body)
+    report = tmp_path / "r.xml"
+    run_cli("check", str(path), "--seed", "1", "--junit-xml", str(report))
+    console = Console(width=200, file=io.StringIO())
+    render_check_table(check(path, seed=1, precision=0.05), console)
+    table = console.file.getvalue()
+    assert "scale = 1/sqrt(dk) of" in table and "Var(values)" not in table
+    assert "heavy-tailed" not in table
+    details = ET.parse(report).getroot()[0].find("testcase[@name='bug']/failure").text
+    assert "claim scale = 1/sqrt(dk) at d_k=64 (kernel " in details
+    assert ":scaled_twice, " in details and " calls)" in details and "values" not in details
+    doc = json.loads(run_cli("check", str(path), "--seed", "1", "--format", "json").output)
+    assert doc["claims"][0]["probe"] is None
+    assert doc["claims"][1]["probe"] == {"target": f"{KERNELS}:scaled_twice", "args": {}}
+    row = check(path, seed=1).claims[1].results[0]
+    assert row.kernel is not None and row.kernel.target.endswith(":scaled_twice")
+    assert check(path, seed=1).claims[0].results[0].kernel is None

@@ -414,6 +414,8 @@ def verify_dict(result: VerifyResult) -> dict[str, Any]:
 
 
 def _quantity(result: VerifyResult) -> str:
+    if result.kernel is not None:
+        return "scale"
     if result.sampler is not None:
         return "Var(values/√d_k)" if result.scaled else "Var(values)"
     return "Var(q·k/√d_k)" if result.scaled else "Var(q·k)"
@@ -478,15 +480,14 @@ def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
         f"  {result.reason}",
     ]
     if result.more_samples:
-        unit = "products" if result.sampler is None else "values"
-        lines.append(f"  about {result.more_samples:,} more {unit} would settle it")
+        lines.append(f"  about {result.more_samples:,} more {_unit(result)} would settle it")
     lines.append(f"  reproduce: {reproduce or reproduce_command(result)}")
     return "\n".join(lines)
 
 
 def _estimate_lines(result: VerifyResult) -> list[str]:
     """The estimate with its interval(s) and p-value, or without any where none is valid."""
-    unit = "products" if result.sampler is None else "values"
+    unit = _unit(result)
     head = f"  estimate {fmt(result.estimate, 6)}"
     if result.outcome in ("unreliable", "infinite"):
         return [f"{head} from {result.samples:,} {unit}; no valid interval, no p-value"]
@@ -508,8 +509,17 @@ def _estimate_lines(result: VerifyResult) -> list[str]:
     ]
 
 
+def _unit(result: VerifyResult) -> str:
+    """What a test counts: q·k products, a sampler's values, or a kernel's calls."""
+    if result.kernel is not None:
+        return "calls"
+    return "products" if result.sampler is None else "values"
+
+
 def _source(result: VerifyResult) -> str:
-    """Where the values come from, in words: the entry laws or the sampler."""
+    """Where the values come from, in words: the entry laws, the sampler or the kernel."""
+    if result.kernel is not None:
+        return f"kernel {result.kernel.label}, {result.samples:,} calls"
     if result.sampler is not None:
         calls = "" if result.raw is None else f", {result.raw.blocks:,} calls"
         return f"sampler {result.sampler.label}{calls}"
@@ -541,7 +551,7 @@ def _print_verify(result: VerifyResult, console: Console) -> None:
         console.print("  " + TIME_LIMITED_NOTE)
     if result.interrupted:
         console.print("  " + VERIFY_INTERRUPTED_NOTE)
-    if sampler_tails_caution(result.sampler, result.precision):
+    if result.kernel is None and sampler_tails_caution(result.sampler, result.precision):
         console.print("  " + SAMPLER_TAILS_NOTE)
     console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
 
@@ -583,6 +593,7 @@ def check_dict(result: CheckResult) -> dict[str, Any]:
                 "description": co.spec.description,
                 "line": co.spec.line,
                 "sampler": _sampler_json(co.spec.sampler),
+                "probe": None if co.spec.probe is None else co.spec.probe.kernel.as_dict(),
                 "outcome": co.outcome,
                 "tests": [verify_record(r) for r in co.results],
             }
@@ -660,7 +671,7 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     console.print(f"{len(result.claims)} claims: {summary} → {styled(result.outcome)}")
     if any(check_marginal(r) for co in result.claims for r in co.results):
         console.print(formats.MARGINAL_NOTE)
-    samplers = [r for co in result.claims for r in co.results if r.sampler is not None]
+    samplers = [r for co in result.claims for r in co.results if r.kernel is None]
     if any(sampler_tails_caution(r.sampler, r.precision) for r in samplers):
         console.print(SAMPLER_TAILS_NOTE)
     if tolerances:
@@ -676,10 +687,9 @@ def render_check_table(result: CheckResult, console: Console) -> None:
             if r.min_samples is not None:
                 console.print(f"  {co.spec.name} d_k={r.dk}: unreliable: {r.reason}")
             if r.outcome == "inconclusive" and r.more_samples:
-                unit = "products" if r.sampler is None else "values"
                 console.print(
                     f"  {co.spec.name} d_k={r.dk}: {r.reason}; about "
-                    f"{r.more_samples:,} more {unit} would settle it"
+                    f"{r.more_samples:,} more {_unit(r)} would settle it"
                 )
     if _check_time_limited(result):
         console.print(TIME_LIMITED_NOTE)

@@ -21,6 +21,7 @@ from ..core.options import (
     valid_rho,
     valid_tolerance,
 )
+from ..core.probe.target import KernelTarget
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.user_code import UserSampler
@@ -130,6 +131,12 @@ class VerifyResult(Displayable):
     @property
     def passed(self) -> bool:
         return self.outcome == PASS
+
+    @property
+    def kernel(self) -> KernelTarget | None:
+        """The kernel of a probe claim's row (held in ``sampler``: the quantity is then its
+        effective scale, ``samples`` its calls), else ``None``."""
+        return self.sampler if isinstance(self.sampler, KernelTarget) else None
 
     @property
     def exit_code(self) -> int:
