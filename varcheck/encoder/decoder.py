@@ -251,6 +251,11 @@ class DecoderAuditResult(LayeredAudit, Untested, Displayable):
 
         return render_decoder, decoder_dict
 
+    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
+        from .figures import plot_decoder_audit
+
+        return plot_decoder_audit
+
 
 def _layer_bands(rows: Sequence[DecoderHeadAudit], layers: Sequence[int]) -> list[tuple]:
     """Each layer's profile: per band, the median over heads (no interval)."""

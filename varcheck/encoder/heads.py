@@ -342,6 +342,11 @@ class AuditResult(LayeredAudit, Untested, Displayable):
 
         return render_audit, audit_dict
 
+    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
+        from .figures import plot_audit
+
+        return plot_audit
+
 
 def _geo_ratio(pred: Sequence[float], meas: Sequence[float]) -> float:
     pairs = [(p, m) for p, m in zip(pred, meas, strict=True) if p > 0 and m > 0]

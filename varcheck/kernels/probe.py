@@ -199,6 +199,9 @@ class ProbeResult(Displayable):
 
         return render_probe_row, probe_row_dict
 
+    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
+        raise TypeError("one d_k's probe draws no figure; probe_sweep's result draws s against d_k")
+
 
 @dataclass(frozen=True, repr=False)
 class ProbeSweepResult(Displayable):
@@ -236,6 +239,11 @@ class ProbeSweepResult(Displayable):
         from .render import probe_sweep_dict, render_probe
 
         return render_probe, probe_sweep_dict
+
+    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
+        from .figures import plot_probe
+
+        return plot_probe
 
 
 def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:

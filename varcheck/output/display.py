@@ -7,40 +7,117 @@ the dataclass does not write its own ``__repr__``) gets
   JSON text read back, so NaN and infinities are ``None`` there as in the file);
 * a one-line ``repr``: the command, d_k, claim and estimate where the result has one, outcome,
   exit code, seed and row count;
-* ``_repr_html_()``: the terminal's table, with its colours, as HTML for Jupyter and friends.
+* ``_repr_html_()``: the terminal's table, with its colours, as HTML for Jupyter and friends;
+* ``plot(path=None)``: the figure the command's ``--plot PATH`` draws, as a :class:`FigureImage`
+  that Jupyter shows inline (written to ``path`` when one is given).
 
-A result names its family's renderer through :meth:`Displayable._renderer`; the family's
-render module is imported only when one of these is called.
+A result names its family's renderer through :meth:`Displayable._renderer`, and its figure
+through :meth:`Displayable._figure`; the family's render or figure module is imported only when
+one of these is called, so that this module never imports a family.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .formats import json_document, to_json
 
-__all__ = ["Displayable", "HTML_WIDTH"]
+__all__ = ["Displayable", "FigureImage", "HTML_WIDTH"]
+
+#: The first bytes of every PNG file.
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 #: Columns of the table drawn for a notebook: wide enough that no command drops a column (derive's
 #: full table is 139), since a notebook scrolls sideways where a terminal cannot.
 HTML_WIDTH = 160
 
 _PRE = (
-    '<pre style="font-family: Menlo, Consolas, \'DejaVu Sans Mono\', monospace; '
-    'line-height: 1.25; font-size: 12px; color: {foreground}; background: {background}; '
+    "<pre style=\"font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; "
+    "line-height: 1.25; font-size: 12px; color: {foreground}; background: {background}; "
     'padding: 0.5em; white-space: pre; overflow-x: auto">{code}</pre>'
 )
 
 
+@dataclass(frozen=True, repr=False)
+class FigureImage:
+    """A result's figure, as :meth:`Displayable.plot` returns it; a notebook shows it inline.
+
+    Attributes
+    ----------
+    data : bytes
+        The file's bytes (a PNG unless a path with another extension was given).
+    path : str or None
+        Where the figure was written; ``None`` when it was drawn in memory only.
+    """
+
+    data: bytes
+    path: str | None = None
+
+    def _repr_png_(self) -> bytes | None:
+        return self.data if self.data.startswith(PNG_MAGIC) else None
+
+    def __repr__(self) -> str:
+        kind = "PNG" if self.data.startswith(PNG_MAGIC) else "figure"
+        where = "in memory" if self.path is None else f"at {self.path!r}"
+        return f"<FigureImage {kind}, {len(self.data):,} bytes, {where}>"
+
+
 class Displayable:
-    """Mixin: ``to_dict``, a short ``repr`` and a notebook table for a result dataclass."""
+    """Mixin: ``to_dict``, a short ``repr``, a notebook table and a figure for a result."""
 
     def _renderer(self) -> tuple[Callable[[Any, str, Any], None], Callable[[Any], Any]]:
         """The family's ``render(result, format, console)`` and its JSON ``data(result)``."""
         raise NotImplementedError
+
+    def _figure(self) -> Callable[[Any, str], None] | None:
+        """The family's ``figure(result, path)``, what ``--plot`` draws; ``None`` for a command
+        that draws no figure."""
+        return None
+
+    def plot(self, path: str | os.PathLike[str] | None = None) -> FigureImage:
+        """Draw the figure the command's ``--plot PATH`` draws.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Write the figure there (PNG, or the format its extension names), after the checks
+            ``--plot`` makes; without it the figure is drawn in memory only.
+
+        Returns
+        -------
+        FigureImage
+            The figure's bytes (``.data``) and ``.path``; a notebook shows it inline.
+
+        Raises
+        ------
+        TypeError
+            When the command draws no figure (``assert``, ``check``, ``beta``).
+        VarcheckError
+            When matplotlib is missing (``pip install 'varcheck[plot]'``) or the path cannot be
+            written.
+        """
+        figure = self._figure()
+        if figure is None:
+            command = self.to_dict().get("command", type(self).__name__)
+            raise TypeError(f"{command} draws no figure")
+        from .figures import ensure_plot_path, require_matplotlib
+
+        if path is None:
+            require_matplotlib()
+            with tempfile.TemporaryDirectory(prefix="varcheck-") as folder:
+                file = os.path.join(folder, "figure.png")
+                figure(self, file)
+                return FigureImage(Path(file).read_bytes())
+        file = ensure_plot_path(os.fspath(path), option="path")
+        figure(self, file)
+        return FigureImage(Path(file).read_bytes(), file)
 
     def to_dict(self) -> dict[str, Any]:
         """What ``--format json`` prints, as a dict of plain Python values."""

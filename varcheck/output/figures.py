@@ -30,13 +30,14 @@ def ensure_writable(path: str, option: str = "--plot") -> None:
         raise VarcheckError(f"{option} {path!r}: not writable")
 
 
-def ensure_plot_path(path: str) -> str:
+def ensure_plot_path(path: str, option: str = "--plot") -> str:
     """Check, before any work, that a figure can be written to ``path``.
 
     Needs matplotlib (a clear message when it is missing), a writable file in an existing folder
-    and a format matplotlib writes, taken from the extension (none means PNG).
+    and a format matplotlib writes, taken from the extension (none means PNG). ``option`` names
+    the path in the messages (``path`` for a result's ``plot(path)``).
     """
-    ensure_writable(path)
+    ensure_writable(path, option)
     require_matplotlib()
     from matplotlib.backend_bases import FigureCanvasBase
 
@@ -44,7 +45,7 @@ def ensure_plot_path(path: str) -> str:
     formats = sorted(FigureCanvasBase.get_supported_filetypes())
     if ext and ext not in formats:
         raise VarcheckError(
-            f"--plot {path!r}: cannot write a .{ext} figure; accepted: a file ending in "
+            f"{option} {path!r}: cannot write a .{ext} figure; accepted: a file ending in "
             + ", ".join("." + f for f in formats)
             + " (.png recommended)"
         )
@@ -57,9 +58,12 @@ def save_figure(fig: Any, path: str) -> None:
 
     try:
         # without an extension matplotlib would append ".png"; write the path as given.
-        # No "Software" metadata: the same result gives the same bytes across versions.
-        fmt = None if os.path.splitext(path)[1] else "png"
-        fig.savefig(path, dpi=110, format=fmt, metadata={"Software": None})
+        # No "Software" in a PNG: the same result gives the same bytes across versions (the
+        # other writers refuse that key, and JPEG, TIFF, WebP and GIF any metadata).
+        ext = os.path.splitext(path)[1].lstrip(".").lower()
+        fmt = ext or "png"
+        extra = {"metadata": {"Software": None}} if fmt == "png" else {}
+        fig.savefig(path, dpi=110, format=None if ext else fmt, **extra)
     except OSError as exc:
         raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc.strerror})") from None
     except ValueError as exc:  # an unknown format (ensure_plot_path refuses it first)

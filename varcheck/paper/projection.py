@@ -905,6 +905,11 @@ class ProjectionResult(Displayable):
 
         return render_project, project_dict
 
+    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
+        from .figures import plot_project
+
+        return plot_project
+
     def row(self, section: str, case: str, claim: str) -> ProjectionRow:
         for r in self.rows:
             if (r.section, r.case, r.claim) == (section, case, claim):

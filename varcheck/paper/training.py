@@ -228,6 +228,11 @@ class TrainResult(Untested, Displayable):
 
         return render_train, train_dict
 
+    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
+        from .figures import plot_train
+
+        return plot_train
+
     def run(self, scheme: str) -> TrainRun:
         for r in self.runs:
             if r.scheme == scheme:

@@ -223,6 +223,11 @@ class DeriveResult(Displayable):
 
         return render_derive, derive_dict
 
+    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
+        from .figures import plot_derive
+
+        return plot_derive
+
 
 def _draw_pairs(
     q: Distribution, k: Distribution, rho: float, rng: np.random.Generator, n: int

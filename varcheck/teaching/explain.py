@@ -684,6 +684,11 @@ class ExplainResult(Displayable):
 
         return render_explain, explain_dict
 
+    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
+        from .figures import plot_explain
+
+        return plot_explain
+
 
 def _either_reading(raw: str, scaled: str) -> str:
     """The verdict on the observed value when either reading may explain it: consistent if one

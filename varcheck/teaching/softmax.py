@@ -146,6 +146,11 @@ class SoftmaxResult(Untested, Displayable):
 
         return render_softmax, softmax_dict
 
+    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
+        from .figures import plot_softmax
+
+        return plot_softmax
+
 
 def softmax_metrics(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Entropy, largest weight and Jacobian Frobenius norm of softmax over the last axis.
