@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 
 import numpy as np
@@ -97,7 +98,8 @@ def test_plot_writes_the_png_and_draws_the_same_in_memory(drawn, tmp_path) -> No
     shown = drawn.plot()
     assert shown.path is None and shown._repr_png_().startswith(PNG_MAGIC)
     assert shown.data == written.data  # the same picture, byte for byte
-    assert "\n" not in repr(shown) and "in memory" in repr(shown)
+    assert re.fullmatch(r"<FigureImage PNG \d+×\d+ in memory>", repr(shown)), repr(shown)
+    assert repr(written) == repr(shown).replace("in memory", f"at {str(path)!r}")
 
 
 @pytest.mark.parametrize(
@@ -174,6 +176,7 @@ def test_another_format_is_written_but_not_shown_as_png(derived, ext, magic, tmp
     """Every format --plot accepts is written (JPEG, SVG and others refuse PNG's metadata)."""
     other = derived.plot(tmp_path / f"x.{ext}")
     assert other.data.startswith(magic) and other._repr_png_() is None
+    assert repr(other).startswith(f"<FigureImage {ext.upper()} at ")
 
 
 @pytest.mark.parametrize("path", [None, "x.png"])

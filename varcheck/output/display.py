@@ -64,9 +64,14 @@ class FigureImage:
         return self.data if self.data.startswith(PNG_MAGIC) else None
 
     def __repr__(self) -> str:
-        kind = "PNG" if self.data.startswith(PNG_MAGIC) else "figure"
+        # the size in pixels, not in bytes: the bytes change with matplotlib's version
+        if self.data.startswith(PNG_MAGIC):
+            width, height = (int.from_bytes(self.data[i : i + 4], "big") for i in (16, 20))
+            kind = f"PNG {width}×{height}"
+        else:
+            kind = os.path.splitext(self.path or "")[1].lstrip(".").upper() or "figure"
         where = "in memory" if self.path is None else f"at {self.path!r}"
-        return f"<FigureImage {kind}, {len(self.data):,} bytes, {where}>"
+        return f"<FigureImage {kind} {where}>"
 
 
 class Displayable:
