@@ -432,3 +432,42 @@ def test_sampler_ratio_is_to_the_claim_in_every_format(run_cli) -> None:
     assert float(values[header.index("ratio")]) == pytest.approx(row["ratio"])
     table = " ".join(run_cli("sweep", *common).stdout.split())
     assert "over 1 row (" in table and "at least 2,000 values per row" in table
+
+
+def test_the_heavy_tail_caution_is_in_json_too(run_cli) -> None:
+    """Guards against the sampler's heavy-tail caution living only under the table: assert's
+    JSON has it after reason (null at the default precision), each sampler sweep row has it,
+    joined with a row's own caution; varcheck's own laws never get it."""
+    source = ("--dk", "4", "--sampler", f"{TOY}:normal", "--claim", "4", "--seed", "3")
+    fixed = json.loads(run_cli("assert", *source, "--samples", "2000", "--format", "json").stdout)
+    keys = list(fixed)
+    assert keys[keys.index("reason") + 1] == "caution"
+    assert fixed["caution"].startswith("a sampler has no budget rule for heavy-tailed values")
+    table = run_cli("assert", *source, "--samples", "2000").stdout
+    assert "caution: a sampler has no budget rule" in " ".join(table.split())
+    default = json.loads(run_cli("assert", *source, "--format", "json").stdout)
+    assert default["caution"] is None
+    rows = json.loads(run_cli("sweep", *source, "--samples", "2000", "--format", "json").stdout)
+    assert rows["rows"][0]["caution"] == fixed["caution"]
+    own = run_cli("assert", "--dk", "4", "--claim", "dk", "--samples", "2000", "--format", "json")
+    assert json.loads(own.stdout)["caution"] is None
+
+
+def test_a_rows_caution_joins_the_heavy_tail_one() -> None:
+    import dataclasses
+
+    from varcheck.checks.sweep import sweep
+    from varcheck.checks.verify import SAMPLER_TAILS_CAUTION
+
+    row = sweep(4, sampler=f"{TOY}:normal", claim=4, samples=2000, seed=1).rows[0]
+    capped = dataclasses.replace(
+        row, estimate=dataclasses.replace(row.estimate, stop_reason="max-seconds")
+    )
+    assert (
+        capped.caution
+        == f"stopped at --max-seconds before the target precision; {SAMPLER_TAILS_CAUTION}"
+    )
+    assert sweep(4, sampler=f"{TOY}:normal", claim=4, precision=0.05, seed=1).rows[0].caution
+    assert (
+        sweep(4, sampler=f"{TOY}:normal", claim=4, precision=0.01, seed=1).rows[0].caution is None
+    )

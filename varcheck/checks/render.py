@@ -10,6 +10,7 @@ from ..core.estimation import MIN_BLOCKS
 from ..core.verdicts import CONSISTENT, OUTCOME_RANK, marginal_only
 from ..output import formats
 from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
+from .verify import sampler_tails_caution
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -268,26 +269,15 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
         console.print(note)
 
 
-#: Under a sampler's result run with a fixed budget or a precision coarser than the default:
-#: there is no budget rule for a user's values (docs/own-code.md, "Values with heavy tails").
-SAMPLER_TAILS_NOTE = (
-    "[yellow]caution:[/] a sampler has no budget rule for heavy-tailed values: with a fixed "
-    "budget or a precision coarser than 0.01, skewed values (lognormal) covered 87–94% and t "
-    "with 5 df 92–94% instead of 95%; at the default --precision 0.01 the cases measured "
-    "covered 95% (docs/own-code.md, 'Values with heavy tails')."
-)
-
-
-def sampler_tails_caution(sampler: Any, precision: float | None) -> bool:
-    """Whether a sampler's result needs :data:`SAMPLER_TAILS_NOTE` (a fixed budget, or a
-    precision coarser than the default at which heavy-tailed values were measured to cover)."""
-    return sampler is not None and (precision is None or precision > 0.01)
+def _tails_note(caution: str | None) -> str | None:
+    """The table's line for a sampler's heavy-tail caution
+    (:func:`~varcheck.checks.verify.sampler_tails_caution`), if any."""
+    return None if caution is None else f"[yellow]caution:[/] {caution}"
 
 
 def sweep_notes(result: SweepResult) -> list[str]:
-    notes = []
-    if sampler_tails_caution(result.sampler, result.precision):
-        notes.append(SAMPLER_TAILS_NOTE)
+    tails = _tails_note(sampler_tails_caution(result.sampler, result.precision))
+    notes = [tails] if tails else []
     verdicts = {r.verdict for r in result.rows}
     if "infinite" in verdicts:
         notes.append(
@@ -401,6 +391,9 @@ def verify_record(result: VerifyResult) -> dict[str, Any]:
 
 
 def verify_dict(result: VerifyResult) -> dict[str, Any]:
+    record = list(verify_record(result).items())
+    after_reason = [k for k, _ in record].index("reason") + 1
+    record.insert(after_reason, ("caution", result.caution))
     return {
         "command": "assert",
         "version": result.version,
@@ -408,7 +401,7 @@ def verify_dict(result: VerifyResult) -> dict[str, Any]:
         "confidence": result.confidence,
         "time_limited": _time_limited([result.raw]),
         "interrupted": result.interrupted,
-        **verify_record(result),
+        **dict(record),
         "sampler": _sampler_json(result.sampler),
     }
 
@@ -551,8 +544,8 @@ def _print_verify(result: VerifyResult, console: Console) -> None:
         console.print("  " + TIME_LIMITED_NOTE)
     if result.interrupted:
         console.print("  " + VERIFY_INTERRUPTED_NOTE)
-    if result.kernel is None and sampler_tails_caution(result.sampler, result.precision):
-        console.print("  " + SAMPLER_TAILS_NOTE)
+    if result.caution:
+        console.print("  " + _tails_note(result.caution))
     console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
 
 
@@ -671,9 +664,9 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     console.print(f"{len(result.claims)} claims: {summary} → {styled(result.outcome)}")
     if any(check_marginal(r) for co in result.claims for r in co.results):
         console.print(formats.MARGINAL_NOTE)
-    samplers = [r for co in result.claims for r in co.results if r.kernel is None]
-    if any(sampler_tails_caution(r.sampler, r.precision) for r in samplers):
-        console.print(SAMPLER_TAILS_NOTE)
+    tails = next((r.caution for co in result.claims for r in co.results if r.caution), None)
+    if tails:
+        console.print(_tails_note(tails))
     if tolerances:
         console.print(
             "p: Holm-adjusted for a claim without a tolerance; for one with a tolerance, its "

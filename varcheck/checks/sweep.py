@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from ..core.verdicts import (
 from ..output.display import Displayable
 from .claims import Claim, claimed_value, sampler_claimed_value
 from .settings import ProgressCallback, SamplerSetting, estimate_settings
-from .verify import claim_source
+from .verify import claim_source, sampler_tails_caution
 
 __all__ = ["SweepRow", "SweepResult", "sweep"]
 
@@ -60,6 +60,9 @@ class SweepRow:
         When the row drew fewer products than a valid interval needs (a fixed budget, or a run
         stopped at its time cap), the products it needs
         (:func:`~varcheck.core.estimation.minimum_products`); ``None`` otherwise.
+    tails_caution : str or None
+        For a user's sampler at a fixed budget or a coarse precision, why its interval may
+        undercover (:func:`~varcheck.checks.verify.sampler_tails_caution`); part of ``caution``.
     """
 
     dk: int
@@ -70,10 +73,15 @@ class SweepRow:
     p_adjusted: float
     verdict: str
     min_samples: int | None = None
+    tails_caution: str | None = None
 
     @property
     def caution(self) -> str | None:
-        """A warning that holds even when the verdict stands, or ``None``."""
+        """A warning that holds even when the verdict stands, or ``None`` (two: joined)."""
+        notes = [c for c in (self._run_caution(), self.tails_caution) if c]
+        return "; ".join(notes) or None
+
+    def _run_caution(self) -> str | None:
         if self.theory is not None and self.theory.slow_convergence:
             return (
                 "heavy tails: E[(q·k)^6] is infinite, coverage approaches nominal slowly "
@@ -246,6 +254,8 @@ def sweep(
     )
     laws = (fields["q_dist"], fields["k_dist"])
     rows = _judge(dks, theories, claims, estimates, fields["confidence"], laws)
+    tails = sampler_tails_caution(fields["sampler"], fields["precision"])
+    rows = [replace(r, tails_caution=tails) for r in rows]
     fit = None if fields["sampler"] else _growth_fit(rows, cov, fields["confidence"])
     return SweepResult(rows=tuple(rows), fit=fit, interrupted=interrupted, **fields)
 
