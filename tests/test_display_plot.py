@@ -185,3 +185,27 @@ def test_without_matplotlib_the_message_of_plot(derived, path, monkeypatch, tmp_
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(varcheck.VarcheckError, match=r"pip install 'varcheck\[plot\]'"):
         derived.plot(path)
+
+
+def test_every_result_type_draws_what_its_command_draws() -> None:
+    """The result types of the commands with --plot name their figure; the others do not."""
+    import importlib
+    import pkgutil
+
+    from varcheck.output.display import Displayable
+
+    for module in pkgutil.walk_packages(varcheck.__path__, "varcheck."):
+        if module.name != "varcheck.__main__":
+            importlib.import_module(module.name)
+    found, queue = set(), [Displayable]
+    while queue:
+        for cls in queue.pop().__subclasses__():
+            found.add(cls)
+            queue.append(cls)
+    drawing = {cls.__name__ for cls in found if "_figure" in vars(cls)}
+    expected = {"ExplainResult", "SoftmaxResult", "DeriveResult", "ProjectionResult",
+                "TrainResult", "AuditResult", "DecoderAuditResult", "ProbeSweepResult",
+                "ProbeResult"}  # fmt: skip  # ProbeResult's _figure says to use probe_sweep
+    assert drawing - {"SweepResult"} == expected  # SweepResult: see MARKS
+    assert {cls.__name__ for cls in found} - expected == {
+        "SweepResult", "VerifyResult", "CheckResult", "BetaReport"}  # fmt: skip
