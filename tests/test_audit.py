@@ -300,7 +300,7 @@ def test_missing_extra_is_one_clear_line(monkeypatch, tmp_path):
 
     monkeypatch.setitem(sys.modules, "safetensors", None)  # find_spec then reports it absent
     (tmp_path / "model.safetensors").write_bytes(b"")
-    with pytest.raises(VarcheckError, match=r"pip install 'varcheck\[models\]'"):
+    with pytest.raises(VarcheckError, match=r"pip install safetensors tokenizers gguf"):
         bert.load_checkpoint(tmp_path)
 
 
@@ -624,4 +624,4 @@ def test_cli_missing_extra_exit_2(run_cli, monkeypatch, tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"")
     result = run_cli("audit", str(tmp_path))
     assert result.exit_code == 2
-    assert "pip install 'varcheck[models]'" in result.output
+    assert "pip install safetensors tokenizers gguf" in result.output

@@ -167,7 +167,7 @@ def open_runner(workers: int | None = None, scheduler: str | None = None) -> Ite
     except ImportError:
         raise VarcheckError(
             "--scheduler needs Dask's distributed scheduler, which is not installed; install it "
-            "with pip install 'varcheck[dask]'"
+            "with pip install 'dask[distributed]' (varcheck's dask extra)"
         ) from None
     if scheduler == "local":
         # the scheduler serves HTTP even without a dashboard, on port 8787 unless told: a free

