@@ -209,3 +209,22 @@ def test_every_result_type_draws_what_its_command_draws() -> None:
     assert drawing - {"SweepResult"} == expected  # SweepResult: see MARKS
     assert {cls.__name__ for cls in found} - expected == {
         "SweepResult", "VerifyResult", "CheckResult", "BetaReport"}  # fmt: skip
+
+
+def test_plot_keeps_the_sessions_backend_and_figures(derived) -> None:  # noqa: ANN001
+    """A notebook's pyplot is not switched to Agg (that would close the user's figures and stop
+    their later ones showing inline); the figure is the same as the command line's."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    agg = derived.plot().data
+    before = matplotlib.get_backend()
+    plt.switch_backend("svg")  # stands in for a notebook's inline backend
+    try:
+        mine = plt.figure()
+        assert derived.plot().data == agg
+        assert matplotlib.get_backend() == "svg" and plt.fignum_exists(mine.number)
+        assert plt.get_fignums() == [mine.number]  # the drawn figure is closed
+    finally:
+        plt.close("all")
+        plt.switch_backend(before)

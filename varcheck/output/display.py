@@ -93,12 +93,17 @@ class Displayable:
         ----------
         path : str or path-like, optional
             Write the figure there (PNG, or the format its extension names), after the checks
-            ``--plot`` makes; without it the figure is drawn in memory only.
+            ``--plot`` makes; without it nothing is kept on disk.
 
         Returns
         -------
         FigureImage
             The figure's bytes (``.data``) and ``.path``; a notebook shows it inline.
+
+        Notes
+        -----
+        matplotlib keeps the session's backend (a notebook's inline one, and its open figures):
+        the command line switches to Agg, this does not.
 
         Raises
         ------
@@ -112,17 +117,17 @@ class Displayable:
         if figure is None:
             command = self.to_dict().get("command", type(self).__name__)
             raise TypeError(f"{command} draws no figure")
-        from .figures import ensure_plot_path, require_matplotlib
+        from .figures import ensure_plot_path, in_session
 
-        if path is None:
-            require_matplotlib()
-            with tempfile.TemporaryDirectory(prefix="varcheck-") as folder:
-                file = os.path.join(folder, "figure.png")
-                figure(self, file)
-                return FigureImage(Path(file).read_bytes())
-        file = ensure_plot_path(os.fspath(path), option="path")
-        figure(self, file)
-        return FigureImage(Path(file).read_bytes(), file)
+        with in_session():
+            if path is None:
+                with tempfile.TemporaryDirectory(prefix="varcheck-") as folder:
+                    file = os.path.join(folder, "figure.png")
+                    figure(self, file)
+                    return FigureImage(Path(file).read_bytes())
+            file = ensure_plot_path(os.fspath(path), option="path")
+            figure(self, file)
+            return FigureImage(Path(file).read_bytes(), file)
 
     def to_dict(self) -> dict[str, Any]:
         """What ``--format json`` prints, as a dict of plain Python values."""

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ..errors import VarcheckError
@@ -13,6 +16,7 @@ __all__ = [
     "save_figure",
     "require_matplotlib",
     "title_figure",
+    "in_session",
 ]
 
 #: What a figure's title adds when Ctrl-C (or SIGTERM) cut the run short.
@@ -89,8 +93,13 @@ def title_figure(
     fig.suptitle(f"{text}; {said}{stopped}", **{"fontsize": 10, **style})
 
 
+#: True while a result's ``plot()`` draws (see :func:`in_session`).
+_IN_SESSION: ContextVar[bool] = ContextVar("varcheck_plot_in_session", default=False)
+
+
 def require_matplotlib():  # noqa: ANN201
-    """Import matplotlib with a headless backend, or explain how to install it."""
+    """Import matplotlib with a headless backend (the session's own inside :func:`in_session`),
+    or explain how to install it."""
     try:
         import matplotlib
     except ImportError:
@@ -98,7 +107,24 @@ def require_matplotlib():  # noqa: ANN201
             "--plot needs matplotlib, which is not installed; install it with "
             "pip install 'varcheck[plot]'"
         ) from None
-    matplotlib.use("Agg")
+    if not _IN_SESSION.get():
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
+
+
+@contextmanager
+def in_session() -> Iterator[None]:
+    """Draw with the session's backend, interactive mode off, instead of switching to Agg.
+
+    Switching a notebook's pyplot to Agg would close the user's open figures and stop their
+    later ones showing inline; the figure drawn here is saved and closed, so it shows nowhere.
+    """
+    token = _IN_SESSION.set(True)
+    try:
+        plt = require_matplotlib()
+        with plt.ioff():
+            yield
+    finally:
+        _IN_SESSION.reset(token)
