@@ -201,3 +201,20 @@ def test_unreliable_rows_print_no_interval(run_cli) -> None:
     assert row["verdict"] == "unreliable" and row["var"] > 0
     assert row["ci_low"] is None and row["ci_high"] is None and row["scaled_ci_low"] is None
     assert "no valid CI" in run_cli(*args).output
+
+
+def test_a_sampler_sweep_table_has_no_scaled_column(run_cli) -> None:
+    """Guards against dividing a user's own (maybe already scaled) values by d_k in the table:
+    a sampler's sweep leaves the scaled column out; JSON keeps scaled_var; varcheck's own laws
+    keep the column."""
+    from pathlib import Path
+
+    toy = Path(__file__).parent / "data" / "samplers" / "toy_samplers.py"
+    common = ("--dk", "4", "--claim", "4", "--samples", "2000", "--seed", "3")
+    table = run_cli("sweep", *common, "--sampler", f"{toy}:normal").stdout
+    assert "scaled Var" not in table and "claim Var" in table
+    doc = json.loads(
+        run_cli("sweep", *common, "--sampler", f"{toy}:normal", "--format", "json").stdout
+    )
+    assert doc["rows"][0]["scaled_var"] == pytest.approx(doc["rows"][0]["var"] / 4)
+    assert "scaled Var" in run_cli("sweep", "--dk", "4", "--samples", "2000", "--seed", "3").stdout

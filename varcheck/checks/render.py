@@ -243,6 +243,10 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
         (unit, "right", 1),
     ]
     cells = [_row_cells(row, result.confidence, claimed) for row in result.rows]
+    if result.sampler is not None:  # a user's values are not q·k: dividing by d_k means nothing
+        shown = [i for i, c in enumerate(columns) if c[0] != "scaled Var [CI]"]
+        columns = [columns[i] for i in shown]
+        cells = [[row[i] for i in shown] for row in cells]
 
     def build(keep: list[int]) -> Table:
         table = Table(
