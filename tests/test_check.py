@@ -273,3 +273,29 @@ def test_marginal_rows_are_marked_with_the_sweeps_rule(run_cli, tmp_path: Path) 
         tmp_path, '[[claim]]\nname = "eq"\ndk = "2..64"\nclaim = "dk"\ntolerance = 0.5\n', "t.toml"
     )
     assert "†" not in run_cli("check", str(tol), "--seed", "4", "--precision", "0.05").output
+
+
+def test_a_spec_holds_one_template_test_and_check_decides_as_verify(tmp_path: Path) -> None:
+    """A claim's fields live once, in its template test (D16), and a row of check is decided
+    by the one decision function verify uses (Holm over one p-value is that p-value)."""
+    from varcheck.checks.verify import claim_decision
+
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[[claim]]\nname = "band"\ndk = 16\ndist = "uniform"\nclaim = "dk"\ntolerance = 0.05\n'
+    )
+    spec = load_check_file(path).claims[0]
+    test = spec.test
+    assert (spec.q, spec.k, spec.rho, spec.claim, spec.scaled, spec.tolerance, spec.sampler) == (
+        test.q, test.k, test.rho, test.claim, test.scaled, test.tolerance, test.sampler
+    )  # fmt: skip
+    assert spec.q.spec == "uniform" and spec.tolerance == 0.05 and spec.claim.text == "dk"
+    row = check(path, seed=4, precision=0.05).claims[0].results[0]
+    again = claim_decision(row.estimate, row.confidence_interval, row.equivalence_interval,
+                           row.claim_value, (row.p_equality, row.p_value), alpha=0.05,
+                           tolerance=0.05, samples=row.samples)  # fmt: skip
+    assert (again.outcome, again.reason, again.more_samples) == (
+        row.outcome,
+        row.reason,
+        row.more_samples,
+    )

@@ -55,12 +55,12 @@ from ..core.files import MIB, read_text
 from ..core.options import cut, shown
 from ..core.ranges import resolve_dks
 from ..core.user_code import UserSampler, load_sampler
-from ..core.verdicts import OUTCOME_RANK, PASS, decide, exit_code, holm_adjust
+from ..core.verdicts import OUTCOME_RANK, PASS, exit_code, holm_adjust
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .claims import Claim, parse_claim, sampler_claim
 from .probe_claims import PROBE_KEYS, ProbeClaim, ProbeRun, parse_probe, probe_row, run_probe
-from .verify import ClaimTest, VerifyResult, run_claim_tests
+from .verify import ClaimTest, VerifyResult, claim_decision, run_claim_tests
 
 __all__ = ["ClaimSpec", "CheckFile", "ClaimOutcome", "CheckResult", "load_check_file", "check"]
 
@@ -88,20 +88,48 @@ _LAW_KEYS = ("dist", "q_dist", "k_dist", "rho")
 
 @dataclass(frozen=True)
 class ClaimSpec:
-    """One named claim of a file (before sampling)."""
+    """One named claim of a file (before sampling).
+
+    ``test`` is the template of its tests: :func:`check` sets ``dk`` and ``stream`` for each
+    d_k. The test's fields (``q``, ``k``, ``rho``, ``claim``, ``scaled``, ``tolerance``,
+    ``sampler``) read as the spec's own. A probe claim's test holds its expectation and
+    tolerance, and ``probe`` the kernel.
+    """
 
     name: str
     line: int | None
     dks: tuple[int, ...]
-    q: Distribution | None
-    k: Distribution | None
-    rho: float
-    claim: Claim
-    scaled: bool
-    tolerance: float | None
+    test: ClaimTest
     description: str
-    sampler: UserSampler | None = None
     probe: ProbeClaim | None = None
+
+    @property
+    def q(self) -> Distribution | None:
+        return self.test.q
+
+    @property
+    def k(self) -> Distribution | None:
+        return self.test.k
+
+    @property
+    def rho(self) -> float:
+        return self.test.rho
+
+    @property
+    def claim(self) -> Claim:
+        return self.test.claim
+
+    @property
+    def scaled(self) -> bool:
+        return self.test.scaled
+
+    @property
+    def tolerance(self) -> float | None:
+        return self.test.tolerance
+
+    @property
+    def sampler(self) -> UserSampler | None:
+        return self.test.sampler
 
 
 @dataclass(frozen=True)
@@ -256,19 +284,7 @@ def _claim_spec(
         test = replace(test, claim=sampler_claim(test.claim, user.target), sampler=user)
     for dk in dks:  # every claimed value must exist and be > 0 before any sampling
         replace(test, dk=dk).prepare()
-    return ClaimSpec(
-        name=name,
-        line=line,
-        dks=dks,
-        q=test.q,
-        k=test.k,
-        rho=test.rho,
-        claim=test.claim,
-        scaled=scaled,
-        tolerance=tolerance,
-        description=description,
-        sampler=user,
-    )
+    return ClaimSpec(name=name, line=line, dks=dks, test=test, description=description)
 
 
 def _tolerance_and_description(table: dict[str, Any], where: str) -> tuple[float | None, str]:
@@ -283,8 +299,8 @@ def _tolerance_and_description(table: dict[str, Any], where: str) -> tuple[float
 def _probe_spec(table: dict[str, Any], name: str, line: int | None, where: str,
                 dks: tuple[int, ...], probe: ProbeClaim) -> ClaimSpec:  # fmt: skip
     tolerance, description = _tolerance_and_description(table, where)
-    return ClaimSpec(name=name, line=line, dks=dks, q=None, k=None, rho=0.0, claim=probe.claim,
-                     scaled=False, tolerance=tolerance, description=description,
+    test = ClaimTest(0, None, None, 0.0, probe.claim, False, tolerance, ())
+    return ClaimSpec(name=name, line=line, dks=dks, test=test, description=description,
                      probe=probe)  # fmt: skip
 
 
@@ -435,13 +451,7 @@ def check(
     dks = tuple(dk for _, s in variance for dk in s.dks)
     if dks:
         options.feasible_effort(conf, prec, samp, max_s, dks)  # the whole file, not one d_k
-    tests = [
-        ClaimTest(
-            dk, s.q, s.k, s.rho, s.claim, s.scaled, s.tolerance, stream=(ci, dk), sampler=s.sampler
-        )
-        for ci, s in variance
-        for dk in s.dks
-    ]
+    tests = [replace(s.test, dk=dk, stream=(ci, dk)) for ci, s in variance for dk in s.dks]
     owners = [ci for ci, s in variance for _ in s.dks]
     results = (
         run_claim_tests(tests, **effort, samples=samp, max_seconds=max_s, progress=progress,
@@ -510,8 +520,8 @@ def _rejudge(r: VerifyResult, p: float, alpha: float) -> VerifyResult:
     if math.isnan(p) or r.claim_value is None:
         return r
     tost = None if r.tolerance is None else r.p_value
-    d = decide(r.estimate, r.equivalence_interval or r.confidence_interval, r.claim_value,
-               p_value=p, alpha=alpha, tolerance=r.tolerance, samples=r.samples, tost_p=tost,
-               fail_interval=r.confidence_interval)  # fmt: skip
+    d = claim_decision(r.estimate, r.confidence_interval, r.equivalence_interval, r.claim_value,
+                       (p, math.nan if tost is None else tost), alpha=alpha,
+                       tolerance=r.tolerance, samples=r.samples)  # fmt: skip
     return replace(r, outcome=d.outcome, reason=d.reason, more_samples=d.more_samples,
                    p_value=p if tost is None else tost, p_equality=p)  # fmt: skip

@@ -47,6 +47,7 @@ __all__ = [
     "claim_source",
     "sampler_tails_caution",
     "SAMPLER_TAILS_CAUTION",
+    "claim_decision",
 ]
 
 
@@ -340,18 +341,39 @@ def _decision(
     if t.tolerance is not None:
         lo, hi = est.interval_at(max(1.0 - 2.0 * alpha, 0.0))
         inner = ConfidenceInterval(lo * factor, hi * factor)
-    decision = decide(
+    decision = claim_decision(
+        point, interval, inner, value, p, alpha=alpha, tolerance=t.tolerance, samples=est.samples
+    )
+    return point, interval, inner, decision
+
+
+def claim_decision(
+    point: float,
+    interval: ConfidenceInterval,
+    inner: ConfidenceInterval | None,
+    value: float | None,
+    p: tuple[float, float],
+    *,
+    alpha: float,
+    tolerance: float | None,
+    samples: int,
+) -> Decision:
+    """The decision of one claim test with a valid interval, on the claim's scale: ``p`` is its
+    two-sided and TOST p-values (the two-sided one Holm-adjusted inside ``varcheck check``),
+    ``inner`` the ``1 - 2 alpha`` interval of an equivalence test (``None`` without a
+    tolerance). The one place :func:`verify` and ``varcheck check`` call
+    :func:`~varcheck.core.verdicts.decide`."""
+    return decide(
         point,
         interval if inner is None else inner,
-        value,
+        value,  # type: ignore[arg-type]
         p_value=p[0],
         alpha=alpha,
-        tolerance=t.tolerance,
-        samples=est.samples,
+        tolerance=tolerance,
+        samples=samples,
         tost_p=p[1],
         fail_interval=interval,
     )
-    return point, interval, inner, decision
 
 
 def _unreliable(th: DotProductTheory | None, est: VarianceEstimate, need: int | None) -> str | None:
