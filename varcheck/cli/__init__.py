@@ -22,9 +22,8 @@ from ..errors import VarcheckError  # noqa: E402
 
 __all__ = ["EXIT_CODES_HELP", "EXIT_MEANINGS", "cli", "exit_codes_help", "main"]
 
-#: the exit statuses, closing every command's help (core.verdicts.exit_code sets 0-4 and 130;
-#: main turns 130 into 143 when the signal was SIGTERM)
-#: what each exit status means, for the help of the commands that can return it
+#: what each exit status means, closing the help of the commands that can return it
+#: (core.verdicts.exit_code sets 0-4, and 128 + the signal cli/signals noted: 130 or 143)
 EXIT_MEANINGS = {
     0: "0 all consistent (or pass)",
     1: "1 some claim rejected (fail)",
