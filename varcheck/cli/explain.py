@@ -19,13 +19,12 @@ if TYPE_CHECKING:
     "explain",
     epilog="""\b
 Examples:
-  varcheck explain                                  # the seed's 2x2 case, observed 1.6
-  varcheck explain --observed 40                    # far out in the tail: rejected (exit 1)
+  varcheck explain                         # the seed's 2x2 case, observed 1.6
+  varcheck explain --observed 40           # far in the tail: rejected
   varcheck explain --shape 1111x111x1111 --observed 110.56
   varcheck explain --shape 4x8x4 --ddof 1 --dist uniform --format json
   varcheck explain --plot np_var.png
 
-\b
 The observed value is judged twice: as np.var(A @ B) (one entry has variance D for unit
 entries) and as np.var(A @ B / sqrt(D)) (entry variance 1). Exit 1 only when both readings
 reject it.

@@ -26,7 +26,7 @@ from .types import CLAIM
 Examples:
   varcheck sweep --dk 2..512
   varcheck sweep --dk 2..512 --dist uniform --format json
-  varcheck sweep --dk 16,64 --dist normal:mean=0.5 --claim dk     # rejected: means add terms
+  varcheck sweep --dk 16,64 --dist normal:mean=0.5 --claim dk   # rejected
   varcheck sweep --dk 8..64:8 --rho 0.5 --claim 'dk*(1+rho**2)'
   varcheck sweep --dk 4..256 --dist t:df=6 --precision 0.02 --seed 7
   varcheck sweep --dk 16..256 --sampler examples/attention.py:logits --claim 1
