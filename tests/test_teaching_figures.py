@@ -78,7 +78,7 @@ def test_softmax_figure_says_what_its_error_bars_are(drawn) -> None:
 
 @pytest.mark.parametrize(
     ("law", "claim"),
-    [("normal", "(holds)"), ("normal:mean=0.5", "(breaks at step 2: Var(q·k) = 12)")],
+    [("normal", "(holds)"), ("normal:mean=0.5", "(fails from step 2 on: Var(q·k) = 12)")],
 )
 def test_derive_figure(drawn, law: str, claim: str) -> None:
     seen, tmp = drawn

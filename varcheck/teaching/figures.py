@@ -223,7 +223,7 @@ def plot_derive(result: DeriveResult, path: str) -> None:
     verdict = (
         "holds"
         if result.broken_step is None
-        else f"breaks at step {result.broken_step}: Var(q·k) = {result.correct_var:.4g}"
+        else f"fails from step {result.broken_step} on: Var(q·k) = {result.correct_var:.4g}"
     )
     title_figure(
         fig,
