@@ -47,6 +47,12 @@ def laplace(rng: np.random.Generator, dk: int):
         (lambda rng, dk: None, "returned None (a missing return?), not numbers"),
         (lambda rng, dk: "abc", "returned a str, not numbers"),
         (lambda rng: 1.0, "raised TypeError"),
+        (lambda rng, dk: np.ones(dk), "returned the same values for two different generators"),
+        # a global generator: the seed cannot reproduce the run, and the reproduce line would lie
+        (
+            lambda rng, dk: rng.standard_normal(dk) + np.random.standard_normal(dk),
+            "returned other values for the same generator",
+        ),
     ],
 )
 def test_bad_samplers_get_one_line_naming_them(fn, says) -> None:
@@ -55,6 +61,19 @@ def test_bad_samplers_get_one_line_naming_them(fn, says) -> None:
     message = str(err.value)
     assert message.startswith("sampler mod:fn ") and says in message
     assert "\n" not in message
+
+
+def test_rounding_of_a_threaded_sum_is_not_a_second_generator() -> None:
+    """Guards against refusing a sampler whose values for one generator differ only in the last
+    digits (a multi-threaded sum rounding in another order): 1e-6 relative counts as the same."""
+    calls = []
+
+    def jitter(rng: np.random.Generator, dk: int) -> np.ndarray:
+        calls.append(1)
+        return rng.standard_normal(dk) * (1.0 + 1e-12 * len(calls))
+
+    est = estimate_sampler(jitter, 4, seed=0, name="mod:fn", samples=2000)
+    assert est.var > 0
 
 
 def test_a_sampler_whose_size_changes_is_refused() -> None:

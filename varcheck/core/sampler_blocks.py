@@ -33,7 +33,7 @@ __all__ = ["Sampler", "call_sampler", "sampler_chunk", "estimate_sampler", "PILO
 #: ``fn(rng, dk)`` returning the values of one independent run (any shape).
 Sampler = Callable[[np.random.Generator, int], Any]
 
-#: Spawn key of the two pilot calls that check the sampler and fix its standardisation.
+#: Spawn key of the pilot calls that check the sampler and fix its standardisation.
 PILOT_STREAM = 2**31 - 1
 
 #: The largest spread (sd) of a sampler's values: the squared standard error of their variance,
@@ -155,7 +155,7 @@ def estimate_sampler(
     Notes
     -----
     The variance is that of one entry drawn at random from a call's values: it is the variance
-    of "the logits" when every entry has the same law. Two pilot calls (their own generators)
+    of "the logits" when every entry has the same law. Three pilot calls (their own generators)
     check the sampler before any work (see :func:`_pilot`) and fix the standardisation.
     """
     shift, scale, per_call = _pilot(fn, dk, seed, stream, name)
@@ -210,23 +210,31 @@ def _rule(
 def _pilot(
     fn: Sampler, dk: int, seed: int, stream: tuple[int, ...], name: str
 ) -> tuple[float, float, int]:
-    """Two calls before any work: they check the sampler, and fix the shift and scale that
+    """Three calls before any work: they check the sampler, and fix the shift and scale that
     standardise its values (the estimate does not depend on them; they keep the squares from
     cancelling when the mean is large, and from under- or overflowing at extreme units).
 
-    The two calls get different generators: identical values mean that the sampler does not
-    draw from the generator it is given, so its calls are not independent runs (every block
-    would be the same, and the interval would have width zero).
+    The first two calls get different generators: identical values mean that the sampler does
+    not draw from the generator it is given, so its calls are not independent runs (every block
+    would be the same, and the interval would have width zero). The third gets the first one's
+    generator again: other values mean that it draws from somewhere else too (a global
+    generator), so the seed could not reproduce the run. Values equal to 1e-6 relative count
+    as the same (a multi-threaded sum may round in another order).
     """
-    runs = [
-        call_sampler(fn, np.random.default_rng(key), dk, name=name)
-        for key in np.random.SeedSequence(seed, spawn_key=(*stream, PILOT_STREAM)).spawn(2)
-    ]
+    keys = np.random.SeedSequence(seed, spawn_key=(*stream, PILOT_STREAM)).spawn(2)
+    runs = [call_sampler(fn, np.random.default_rng(key), dk, name=name) for key in keys]
     first, second = runs
     if first.size == second.size and np.array_equal(first, second):
         raise VarcheckError(
             f"sampler {name} returned the same values for two different generators: it must "
             "draw its random numbers from the rng it is given (each call one independent run)"
+        )
+    again = call_sampler(fn, np.random.default_rng(keys[0]), dk, name=name)
+    if again.size != first.size or not np.allclose(again, first, rtol=1e-6, atol=0.0):
+        raise VarcheckError(
+            f"sampler {name} returned other values for the same generator: it must draw all its "
+            "random numbers from the rng it is given (not from a global generator such as "
+            "np.random.*), or the seed cannot reproduce the run"
         )
     both = np.concatenate(runs)
     top = float(np.abs(both).max())  # finite and > 0: the two calls differ
