@@ -50,7 +50,7 @@ def laplace(rng: np.random.Generator, dk: int):
         (lambda rng, dk: np.ones(dk), "returned the same values for two different generators"),
         # a global generator: the seed cannot reproduce the run, and the reproduce line would lie
         (
-            lambda rng, dk: rng.standard_normal(dk) + np.random.standard_normal(dk),
+            lambda rng, dk: rng.standard_normal(dk) + np.random.standard_normal(dk),  # noqa: NPY002
             "returned other values for the same generator",
         ),
     ],
