@@ -7,7 +7,10 @@ the number of 95% intervals that miss the true variance at the smallest budget t
 is at most Binomial(R, 0.05) (one-sided binomial test, p > 0.001), with the count pinned; the
 equivalence test passes a variance on the edge of its band at most alpha of the time and at
 least alpha / 2 (two-sided, p > 0.001), and never less often than the rule it replaced (the whole
-95% interval inside the band) anywhere. By-hand figures with 1000 seeds: docs/calibration.md.
+95% interval inside the band) anywhere; a variance inside the band fails at most alpha / 2 of
+the time (the old rule, fail when the 95% interval excludes the point claim, failed 1.015 × the
+claim at T = 0.02 on 74 of 400 seeds; now 1). By-hand figures with 1000+ seeds:
+docs/calibration.md.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from varcheck.core.estimation import (
     t_two_sided_p,
     t_upper_p,
 )
-from varcheck.core.verdicts import FAIL, INCONCLUSIVE, PASS, decide
+from varcheck.core.verdicts import FAIL, INCONCLUSIVE, PASS, claim_p_values, decide
 
 R = 400
 ALPHA = 0.05
@@ -237,24 +240,76 @@ PINNED_TOST = (16, 17, 355, 384)
 
 def test_decide_passes_on_the_tost_p_value() -> None:
     """Guards against a pass judged from the interval instead of the TOST p-value, or at
-    p == alpha (the test rejects only below alpha)."""
-    wide = (0.5, 1.5)  # far outside claim 1 ± 0.1: a pass can only come from tost_p
+    p == alpha (the test rejects only below alpha), and a fail judged from the point claim's
+    p-value instead of ``p_outside``."""
+    wide = (0.5, 1.5)  # far outside claim 1 ± 0.1: a pass can only come from p_equivalence
     common = {"alpha": ALPHA, "tolerance": 0.1, "samples": 1000}
-    assert decide(1.0, wide, 1.0, p_value=0.9, tost_p=0.01, **common).outcome == PASS
-    assert decide(1.0, wide, 1.0, p_value=0.9, tost_p=ALPHA, **common).outcome == INCONCLUSIVE
-    assert decide(1.3, wide, 1.0, p_value=0.001, tost_p=0.9, **common).outcome == FAIL
-    reason = decide(1.0, wide, 1.0, p_value=0.9, tost_p=0.01, **common).reason
+    assert decide(1.0, wide, 1.0, p_value=0.9, p_equivalence=0.01, **common).outcome == PASS
+    at_alpha = decide(1.0, wide, 1.0, p_value=0.9, p_equivalence=ALPHA, **common)
+    assert at_alpha.outcome == INCONCLUSIVE
+    out = {"p_value": 0.001, "p_equivalence": 0.9}
+    assert decide(1.3, wide, 1.0, p_outside=0.001, **out, **common).outcome == FAIL
+    assert decide(1.3, wide, 1.0, p_outside=0.9, **out, **common).outcome == INCONCLUSIVE
+    reason = decide(1.0, wide, 1.0, p_value=0.9, p_equivalence=0.01, **common).reason
     assert reason == "the whole 90% interval lies within the claim ± 0.1"
 
 
 def test_assert_says_what_passing_means() -> None:
     res = verify(64, claim=1, scaled=True, tolerance=0.02, seed=1)
-    assert res.outcome == "pass" and res.p_value < ALPHA
+    assert res.outcome == "pass" and res.p_equivalence < ALPHA and res.p_outside == 1.0
     lo, hi = res.equivalence_interval
     assert 0.98 <= lo and hi <= 1.02
     assert res.confidence_interval.low < lo and hi < res.confidence_interval.high
     text = verify_paragraph(res)
-    assert "two one-sided tests" in text and "whole 90% interval" in text
+    assert "whole 90% interval" in text and "whole 95% interval outside it" in text
+    for name in ("p_value", "p_equivalence", "p_outside"):
+        assert f"{name} = " in text
+
+
+def _tolerance_outcomes(ests, claim: float, tol: float) -> tuple[list[str], list[str]]:
+    """Each estimate's outcome with tolerance ``tol``, and what the old rule (fail when the 95%
+    interval excludes the point claim) gave."""
+    new, old = [], []
+    for e in ests:
+        p = claim_p_values(e, e.var, claim, tol)
+        d = decide(e.var, e.interval_at(1 - 2 * ALPHA), claim, p_value=p.p_value, alpha=ALPHA,
+                   tolerance=tol, samples=e.samples, p_equivalence=p.p_equivalence,
+                   p_outside=p.p_outside, fail_interval=e.confidence_interval)  # fmt: skip
+        new.append(d.outcome)
+        was_fail = d.outcome != PASS and p.p_value < ALPHA
+        old.append(FAIL if was_fail else (d.outcome if d.outcome == PASS else INCONCLUSIVE))
+    return new, old
+
+
+@pytest.mark.statistical
+def test_a_variance_inside_the_band_fails_at_most_alpha_over_2(normal_estimates) -> None:
+    """The defect fixed: with T = 0.02, a true variance 1.015 × the claim (inside the band)
+    failed whenever the 95% interval excluded the claim (about 1 in 4 at this precision). Now a
+    fail needs the whole 95% interval outside the band: a Binomial(R, <= alpha / 2) count
+    (one-sided binomial test, p > 0.001), pinned with the old rule's. At the band's edge the
+    fail rate is about alpha / 2 (two-sided binomial test, p > 0.001); far outside it (1.10 ×
+    the claim) nearly every seed fails."""
+    th, ests = normal_estimates
+    tol = 0.02
+    counts = []
+    for ratio in (1.015, 1.0 / 1.015):
+        new, old = _tolerance_outcomes(ests, th.var / ratio, tol)
+        fails = new.count(FAIL)
+        assert binomtest(fails, R, ALPHA / 2, alternative="greater").pvalue > 1e-3, fails
+        assert old.count(FAIL) > 5 * max(fails, 1)
+        counts += [fails, old.count(FAIL)]
+    for ratio in (1 + tol, 1 / (1 - tol)):  # the truth on the upper / lower edge
+        new, _ = _tolerance_outcomes(ests, th.var / ratio, tol)
+        assert binomtest(new.count(FAIL), R, ALPHA / 2).pvalue > 1e-3, new.count(FAIL)
+        counts.append(new.count(FAIL))
+    for ratio in (1.10, 1 / 1.10):
+        new, _ = _tolerance_outcomes(ests, th.var / ratio, tol)
+        assert new.count(FAIL) >= 0.95 * R
+        counts.append(new.count(FAIL))
+    assert tuple(counts) == PINNED_INSIDE, repr(tuple(counts))
+
+
+PINNED_INSIDE = (1, 74, 6, 71, 5, 5, 400, 400)  # inside (new, old) × 2, edges, far outside
 
 
 # --- coverage at the smallest accepted budget ---------------------------------------------------
@@ -290,16 +345,17 @@ def test_smallest_accepted_budget_is_calibrated(name: str) -> None:
 
 def test_more_samples_to_fail_uses_the_fail_interval() -> None:
     """Guards against "more samples" for an estimate outside the band sized from the narrower
-    equivalence interval: a fail needs the 1 - alpha interval (``fail_interval``) to exclude the
-    claim. Claim 1, T = 0.02, estimate 1.03: 90% half-width 0.03, 95% half-width 0.04 against a
-    gap of 0.03 from the claim."""
-    common = {"p_value": 0.2, "alpha": ALPHA, "tolerance": 0.02, "samples": 1000, "tost_p": 0.9}
+    equivalence interval, or on the gap to the claim: a fail needs the 1 - alpha interval
+    (``fail_interval``) to clear the band's nearest edge. Claim 1, T = 0.02, estimate 1.03: 90%
+    half-width 0.03, 95% half-width 0.04 against a gap of 0.01 to the edge 1.02."""
+    common = {"p_value": 0.2, "alpha": ALPHA, "tolerance": 0.02, "samples": 1000,
+              "p_equivalence": 0.9, "p_outside": 0.3}  # fmt: skip
     inner, outer = (1.0, 1.06), (0.99, 1.07)
     with_fail = decide(1.03, inner, 1.0, fail_interval=outer, **common)
     without = decide(1.03, inner, 1.0, **common)
     assert with_fail.outcome == without.outcome == INCONCLUSIVE
-    assert with_fail.more_samples == math.ceil(1000 * ((0.04 / 0.03) ** 2 - 1))
-    assert without.more_samples == 0
+    assert with_fail.more_samples == math.ceil(1000 * ((0.04 / 0.01) ** 2 - 1))
+    assert without.more_samples == math.ceil(1000 * ((0.03 / 0.01) ** 2 - 1))
 
 
 def test_time_limited_runs_say_so() -> None:

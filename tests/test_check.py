@@ -292,7 +292,7 @@ def test_a_spec_holds_one_template_test_and_check_decides_as_verify(tmp_path: Pa
     assert spec.q.spec == "uniform" and spec.tolerance == 0.05 and spec.claim.text == "dk"
     row = check(path, seed=4, precision=0.05).claims[0].results[0]
     again = claim_decision(row.estimate, row.confidence_interval, row.equivalence_interval,
-                           row.claim_value, (row.p_equality, row.p_value), alpha=0.05,
+                           row.claim_value, row.p_values, alpha=0.05,
                            tolerance=0.05, samples=row.samples)  # fmt: skip
     assert (again.outcome, again.reason, again.more_samples) == (
         row.outcome,

@@ -291,15 +291,21 @@ def test_assert_outcome_agrees_with_numbers(run_cli, args, outcome: str) -> None
         assert doc["equivalence_ci_low"] is None
     else:
         # two one-sided tests: the TOST p-value is below alpha exactly when the 1 - 2 alpha
-        # interval lies inside the band
+        # interval lies inside the band; p_outside exactly when the 1 - alpha one lies outside
         elo, ehi = doc["equivalence_ci_low"], doc["equivalence_ci_high"]
         assert lo < elo <= doc["estimate"] <= ehi < hi
-        in_band = claim * (1 - tol) <= elo and ehi <= claim * (1 + tol)
-        assert in_band == (doc["p_value"] < alpha)
-    if (tol is not None and in_band) or (tol is None and not excluded):
+        band = (claim * (1 - tol), claim * (1 + tol))
+        in_band = band[0] <= elo and ehi <= band[1]
+        outside = lo > band[1] or hi < band[0]
+        assert in_band == (doc["p_equivalence"] < alpha)
+        assert outside == (doc["p_outside"] < alpha)
+        assert excluded == (doc["p_value"] < alpha)
+    if tol is not None:
+        expected = "pass" if in_band else ("fail" if outside else "inconclusive")
+    elif not excluded:
         expected = "pass"
     else:
-        expected = "fail" if excluded else "inconclusive"
+        expected = "fail"
     assert doc["outcome"] == expected
     assert (doc["more_samples"] is not None) == (outcome == "inconclusive")
 
@@ -354,29 +360,38 @@ def test_check_p_values_are_holm_adjusted(run_cli, claims_file) -> None:
 
     _, doc = run_json(run_cli, *_check_args(claims_file))
     res = varcheck.check(claims_file, samples=20000, seed=int(CHECK_SEED))
-    # Holm over every claim's equality (a fail); a tolerance test prints its own, unadjusted,
-    # TOST p-value (a pass at most alpha of the time per claim, as with assert)
-    raw, tost = [], []
+    # Holm over every claim's p-value a fail rests on (the point claim's; p_outside with a
+    # tolerance); a tolerance test's TOST p-value and its point p-value stay its own
+    fail_p, own = [], []
     for claim in res.claims:
         for r in claim.results:
             if r.raw is None or r.outcome in ("unreliable", "infinite"):
-                raw.append(None)
-                tost.append(None)
+                fail_p.append(None)
+                own.append((None, None))
                 continue
             value = r.claim_value * r.dk if r.scaled else r.claim_value
-            raw.append(r.raw.p_value(value))
-            band = (value * (1 - r.tolerance), value * (1 + r.tolerance)) if r.tolerance else None
-            tost.append(r.raw.equivalence_p_value(*band) if band else None)
-    adjusted = holm(raw) + tost
-    n = len(raw)
+            point = r.raw.p_value(value)
+            if not r.tolerance:
+                fail_p.append(point)
+                own.append((None, None))
+                continue
+            band = (value * (1 - r.tolerance), value * (1 + r.tolerance))
+            var = r.raw.var
+            edge = band[1] if var > band[1] else (band[0] if var < band[0] else None)
+            fail_p.append(1.0 if edge is None else r.raw.p_value(edge))
+            own.append((point, r.raw.equivalence_p_value(*band)))
+    adjusted = holm(fail_p)
     tests = [t for c in doc["claims"] for t in c["tests"]]
-    printed = [t["p_value"] for t in tests]
-    assert any(p is not None and p != q for p, q in zip(raw, adjusted[:n], strict=True))
-    pairs = zip(tests, adjusted[:n], adjusted[n:], strict=True)
-    expected = [b if t["tolerance"] else a for t, a, b in pairs]
-    for got, want in zip(printed, expected, strict=True):
+    assert any(p is not None and p != q for p, q in zip(fail_p, adjusted, strict=True))
+    for t, want, (point, tost) in zip(tests, adjusted, own, strict=True):
+        got = t["p_outside"] if t["tolerance"] else t["p_value"]
         assert (got is None) == (want is None)
         assert want is None or got == pytest.approx(want, rel=1e-12, abs=0.0)
+        if t["tolerance"]:
+            assert t["p_value"] == pytest.approx(point, rel=1e-12, abs=0.0)
+            assert t["p_equivalence"] == pytest.approx(tost, rel=1e-12, abs=0.0)
+        else:
+            assert t["p_equivalence"] is None and t["p_outside"] is None
     alpha = doc["alpha"]
     for c in doc["claims"]:
         for t in c["tests"]:

@@ -458,6 +458,32 @@ def test_a_16_bit_kernel_without_its_dtype_is_refused_with_a_hint() -> None:
         varcheck.probe(_computes_in("bfloat16"), 64, queries=16, keys=16, samples=20, seed=1)
 
 
+def _noisy_outcomes(ratio: float, seeds: int) -> tuple[list[str], int]:
+    """Probe outcomes, T = 0.02, of the noisy kernel (logit noise 0.3: about 1% half-width from
+    20 calls) whose true scale is ``ratio`` × the expected one; and how many the old rule
+    (fail when the 95% interval excludes the expected scale itself) failed."""
+    kw = {"queries": 16, "keys": 16, "samples": 20, "tolerance": 0.02, "args": {"noise": 0.3}}
+    runs = [varcheck.probe(ak.noisy, DK, expect=f"1/({ratio!r}*sqrt(dk))", seed=s, **kw)
+            for s in range(seeds)]  # fmt: skip
+    old = sum(r.outcome != "pass" and r.p_value < 0.05 for r in runs)
+    return [r.outcome for r in runs], old
+
+
+@pytest.mark.statistical
+def test_a_scale_inside_the_tolerance_band_does_not_fail() -> None:
+    """The defect fixed: a scale 1.5% off with T = 0.02 failed whenever the interval excluded
+    the expected scale (28 and 25 of 40 seeds here). Now a fail needs the whole 95% interval outside
+    the band: at most alpha / 2 of the time inside it (none of 40 seeds, pinned: a Binomial(40,
+    0.025) count of 0 has probability 0.36), while a scale 10% off fails every time."""
+    for ratio, old_fails in ((1.015, 28), (1 / 1.015, 25)):
+        outcomes, old = _noisy_outcomes(ratio, 40)
+        assert outcomes.count("fail") == 0 and old == old_fails, (ratio, old)
+        assert outcomes.count("pass") > 0 and outcomes.count("inconclusive") > 0
+    for ratio in (1.10, 1 / 1.10):
+        outcomes, _ = _noisy_outcomes(ratio, 20)
+        assert outcomes == ["fail"] * 20
+
+
 def test_a_tolerance_is_assert_s_tost_on_the_90_percent_interval() -> None:
     r = _probe(ak.noisy, tolerance=0.05, samples=200)
     lo, hi = r.equivalence_interval

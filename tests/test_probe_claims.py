@@ -64,7 +64,8 @@ def test_wrong_scales_fail_and_the_family_is_holm_over_both_kinds(tmp_path: Path
     assert res.family_size == 2 + 1 + 2  # two d_k, one head, two heads
     assert res.exit_code == 1
     forgotten = by_name["forgotten"].results[0]
-    assert forgotten.p_equality < 1e-10 and "excludes" in forgotten.reason
+    assert forgotten.p_value < 1e-10 and "excludes" in forgotten.reason
+    assert forgotten.p_equivalence is None and forgotten.p_outside is None
 
 
 def test_variance_rows_are_adjusted_over_the_whole_family(tmp_path: Path) -> None:
@@ -75,7 +76,7 @@ def test_variance_rows_are_adjusted_over_the_whole_family(tmp_path: Path) -> Non
     joint = check(both, seed=3, precision=0.05)
     raw = [r.raw.p_value(r.claim_value) for r in alone.claims[0].results]
     assert [r.p_value for r in alone.claims[0].results] == pytest.approx(holm_adjust(raw))
-    probe_raw = joint.claims[1].results[0].p_equality  # the exact kernel: raw p is 1
+    probe_raw = joint.claims[1].results[0].p_value  # the exact kernel: raw p is 1
     expected = holm_adjust([*raw, 1.0])
     got = [r.p_value for r in joint.claims[0].results] + [probe_raw]
     assert got == pytest.approx(expected)
@@ -99,7 +100,20 @@ def test_tolerance_is_the_tost_of_assert(tmp_path: Path) -> None:
     lo, hi = row.equivalence_interval
     wide = row.confidence_interval
     assert wide.low < lo < hi < wide.high  # the 90% interval inside the 95% one
-    assert row.p_value < 0.05 and not math.isnan(row.p_equality)
+    assert row.p_equivalence < 0.05 and row.p_outside == 1.0 and not math.isnan(row.p_value)
+
+
+def test_a_probe_row_inside_the_band_is_not_failed_by_its_point_p_value(tmp_path: Path) -> None:
+    """A kernel whose scale is 1.5% above the expected one, T = 0.02 (the noisy kernel with
+    logit noise 0.3, interval about ±1%): the point p-value excludes the expected scale, but the
+    scale is inside the band, so the row never fails; Holm adjusts its p_outside (1: the
+    estimate is inside the band), and the table's p column shows it."""
+    extra = 'tolerance = 0.02\nexpect = "1/(1.015*sqrt(dk))"\nargs = { noise = 0.3 }'
+    path = _write(tmp_path, "[defaults]\nprecision = 0.01\n" + _claim("in", "noisy", extra, "32"))
+    rows = [check(path, seed=s).claims[0].results[0] for s in range(6)]
+    assert all(r.outcome != "fail" for r in rows)
+    assert any(r.p_value < 0.05 for r in rows)
+    assert all(r.p_outside == 1.0 for r in rows)
 
 
 def test_cli_json_and_junit_carry_probe_rows(run_cli, tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
 """``verdicts.decide`` (the claim-verdict ladder) and ``bert.bundled_minilm_path``, at their edges.
 
 These tests pin what mutation testing found unchecked: the boundaries of the ladder (a p-value
-exactly at alpha, an interval touching the tolerance band, an estimate exactly on the band's edge
-or exactly on the claim), the reason given for an equivalence-test failure, the factor printed
-for "how much narrower", and the "not installed" branch of locating the bundled checkpoint.
+exactly at alpha, an interval touching the tolerance band from inside or outside, an estimate
+exactly on the band's edge), every branch with a tolerance (pass inside the band, fail only
+wholly outside it, inconclusive when the interval straddles an edge, on either side), the
+reasons given, "more samples" sized to the band's nearest edge, and the "not installed" branch
+of locating the bundled checkpoint.
 
 Expected values are worked out by hand. The numbers are chosen to be exact in binary floating
 point (quarters and eighths), so a boundary case really is on the boundary and ``ceil`` of a
@@ -28,7 +30,6 @@ from varcheck.errors import VarcheckError
 
 EXCLUDED = "the interval excludes the claimed value"
 CONTAINED = "the interval contains the claimed value"
-OUTSIDE_BAND = "the estimate lies outside the tolerance band while the interval still contains"
 
 
 def _decide(estimate, lo, hi, claim, *, p_value, tolerance, alpha=0.05, samples=1000):
@@ -64,20 +65,40 @@ def test_p_value_equal_to_alpha_is_not_a_rejection(alpha: float) -> None:
     assert (below.outcome, below.reason, below.more_samples) == (FAIL, EXCLUDED, None)
 
 
-def test_p_value_equal_to_alpha_with_tolerance_is_inconclusive_not_fail() -> None:
-    """Bug guarded: the equivalence test's exclusion also using ``p <= alpha``.
+def test_p_outside_equal_to_alpha_is_inconclusive_not_fail() -> None:
+    """Bug guarded: the tolerance test's fail using ``p_outside <= alpha``.
 
-    Claim 1, T = 0.25: band [0.75, 1.25]; interval [0.5, 1.5] around 1.0 is wider than the band,
-    and p = alpha (taken as given: inside ``check`` it is Holm-adjusted, so it need not match
-    the interval) does not exclude the claim, so the answer is inconclusive. Room to the band's
-    edges is 0.25 and the half-width 0.5, so 1000 · ((0.5/0.25)² − 1) = 3000 more products.
+    Claim 1, T = 0.25: band [0.75, 1.25]; the estimate 1.5 lies outside it and p_outside (taken
+    as given: inside ``check`` it is Holm-adjusted) exactly at alpha is no fail; the next float
+    below is. Gap to the band's edge 0.25, half-width 0.5: 1000 · ((0.5/0.25)² − 1) = 3000 more
+    products would fail it if the estimate holds.
     """
-    d = _decide(1.0, 0.5, 1.5, 1.0, p_value=0.05, alpha=0.05, tolerance=0.25, samples=1000)
-    assert (d.outcome, d.more_samples) == (INCONCLUSIVE, 3000)
+    common = {"alpha": 0.05, "tolerance": 0.25, "samples": 1000, "p_value": 1e-9}
+    at = _decide_t(1.5, 1.0, 2.0, 1.0, p_outside=0.05, **common)
+    assert (at.outcome, at.more_samples) == (INCONCLUSIVE, 3000)
+    below = _decide_t(1.5, 1.0, 2.0, 1.0, p_outside=math.nextafter(0.05, 0.0), **common)
+    assert (below.outcome, below.reason, below.more_samples) == (
+        FAIL, "the whole 95% interval lies outside the claim ± 0.25", None)  # fmt: skip
+
+
+def _decide_t(estimate, lo, hi, claim, *, p_value=0.5, tolerance, alpha=0.05, samples=1000,
+              p_equivalence=None, p_outside=None, fail=None):  # fmt: skip
+    return decide(
+        estimate,
+        ConfidenceInterval(lo, hi),
+        claim,
+        p_value=p_value,
+        alpha=alpha,
+        tolerance=tolerance,
+        samples=samples,
+        p_equivalence=p_equivalence,
+        p_outside=p_outside,
+        fail_interval=None if fail is None else ConfidenceInterval(*fail),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
-# the equivalence test: pass when the closed interval lies in the closed band
+# with a tolerance: pass when the closed interval lies in the closed band
 
 
 @pytest.mark.parametrize("claim", [1.0, 4.0])
@@ -91,9 +112,9 @@ def test_interval_touching_the_band_edge_passes(
 ) -> None:
     """Bug guarded: a strict ``<`` at either end of the band check.
 
-    "Pass when the whole interval lies in claim × (1 ± T)": the band is closed, so an interval
-    ending exactly at claim·(1 − T) or claim·(1 + T) (exact in binary for T = 0.25) passes; a
-    strict comparison would call it inconclusive.
+    "Pass when the whole interval lies in claim × [1 − T, 1 + T]": the band is closed, so an
+    interval ending exactly at claim·(1 − T) or claim·(1 + T) (exact in binary for T = 0.25)
+    passes; a strict comparison would call it inconclusive.
     """
     lo, hi = claim * lo_frac, claim * hi_frac
     d = _decide((lo + hi) / 2, lo, hi, claim, p_value=0.5, tolerance=0.25)
@@ -117,29 +138,66 @@ def test_interval_just_past_the_band_edge_does_not_pass(claim: float) -> None:
         assert d.outcome == INCONCLUSIVE
 
 
+def test_pass_rests_on_p_equivalence_not_on_the_interval() -> None:
+    """Bug guarded: ignoring the TOST p-value when it is given. A wide interval with
+    p_equivalence below alpha passes; at alpha it does not."""
+    wide = {"tolerance": 0.25, "p_value": 0.9}
+    assert _decide_t(1.0, 0.0, 2.0, 1.0, p_equivalence=0.01, **wide).outcome == PASS
+    assert _decide_t(1.0, 0.0, 2.0, 1.0, p_equivalence=0.05, **wide).outcome == INCONCLUSIVE
+    assert "the whole 90% interval lies within" in _decide_t(
+        1.0, 0.0, 2.0, 1.0, p_equivalence=0.01, **wide).reason  # fmt: skip
+
+
 # ---------------------------------------------------------------------------------------------
-# the equivalence test: fail when the claim is excluded
+# with a tolerance: fail only when the whole interval lies outside the band
 
 
-@pytest.mark.parametrize(("estimate", "lo", "hi"), [(2.0, 1.75, 2.25), (0.5, 0.25, 0.75)])
-def test_equivalence_failure_says_the_claim_is_excluded(
-    estimate: float, lo: float, hi: float
+@pytest.mark.parametrize("claim", [1.0, 4.0])
+@pytest.mark.parametrize("side", ["above", "below"])
+def test_interval_wholly_outside_the_band_fails(claim: float, side: str) -> None:
+    """Claim × [0.75, 1.25]: an interval beyond either end fails; one touching the end (closed
+    band) does not, one float beyond it does. The reason names the band, not the claim."""
+    band_lo, band_hi = 0.75 * claim, 1.25 * claim
+    if side == "above":
+        touching, beyond = (band_hi, 2 * claim), (math.nextafter(band_hi, math.inf), 2 * claim)
+    else:
+        touching, beyond = (0.25 * claim, band_lo), (0.25 * claim, math.nextafter(band_lo, 0.0))
+    for (lo, hi), want in [(touching, INCONCLUSIVE), (beyond, FAIL)]:
+        d = _decide((lo + hi) / 2, lo, hi, claim, p_value=1e-12, tolerance=0.25)
+        assert d.outcome == want, (lo, hi)
+    d = _decide(sum(beyond) / 2, *beyond, claim, p_value=1e-12, tolerance=0.25)
+    assert (d.reason, d.more_samples) == ("the whole interval lies outside the claim ± 0.25", None)
+
+
+@pytest.mark.parametrize("estimate", [0.875, 1.125])
+def test_interval_straddling_the_band_with_the_estimate_inside_never_fails(
+    estimate: float,
 ) -> None:
-    """Bug guarded: the equivalence test's fail branch returning a wrong outcome or reason.
+    """The defect fixed: a variance inside the band failed when the interval excluded the point
+    claim. Claim 1, T = 0.25: band [0.75, 1.25]; the 90% interval estimate ± 0.25 sticks out of
+    the band, and the point claim's p-value (1e-9) says "excluded" — yet it is inconclusive, with
+    the products that would bring the interval inside: room to the nearest edge 0.125,
+    1000 · ((0.25/0.125)² − 1) = 3000."""
+    d = _decide_t(estimate, estimate - 0.25, estimate + 0.25, 1.0, p_value=1e-9,
+                  tolerance=0.25, p_equivalence=0.3, p_outside=1.0)  # fmt: skip
+    assert d.outcome == INCONCLUSIVE
+    assert d.more_samples == 3000
+    assert d.reason.startswith("the estimate lies within the claim ± 0.25")
+    # without p-values, the interval's geometry decides the same way
+    geo = _decide(estimate, estimate - 0.25, estimate + 0.25, 1.0, p_value=0.0, tolerance=0.25)
+    assert (geo.outcome, geo.more_samples) == (d.outcome, d.more_samples)
 
-    Claim 1, T = 0.1 and an interval far from it with p = 1e-6 < alpha: the outcome is ``fail``
-    and the reason the same sentence the consistency test gives (it is printed in every output
-    format), with no "more samples" count.
-    """
-    d = _decide(estimate, lo, hi, 1.0, p_value=1e-6, tolerance=0.1)
-    assert d.outcome == FAIL
-    assert d.reason == EXCLUDED
-    assert d.more_samples is None
+
+def test_interval_inside_the_band_but_excluding_the_claim_passes() -> None:
+    """The whole interval [1.0625, 1.1875] lies in [0.75, 1.25] while it excludes claim 1: a
+    pass, whatever the point claim's p-value."""
+    d = _decide(1.125, 1.0625, 1.1875, 1.0, p_value=1e-12, tolerance=0.25)
+    assert d.outcome == PASS
 
 
 @pytest.mark.statistical
 def test_equivalence_failure_through_verify() -> None:
-    """Bug guarded: a wrong outcome or reason for a failed equivalence test reaching the user.
+    """Bug guarded: a wrong outcome or reason for a failed tolerance test reaching the user.
 
     The true Var(q·k) for standard normal entries is d_k = 8; the claim is 2·d_k = 16. At
     ``precision=0.05`` the interval's relative half-width is at most 5%, so it ends below
@@ -148,11 +206,13 @@ def test_equivalence_failure_through_verify() -> None:
     """
     res = varcheck.verify(8, claim="2*dk", tolerance=0.05, precision=0.05, seed=1)
     assert res.confidence_interval.high < 15.2
-    assert (res.outcome, res.reason, res.more_samples, res.exit_code) == (FAIL, EXCLUDED, None, 1)
+    assert (res.outcome, res.more_samples, res.exit_code) == (FAIL, None, 1)
+    assert res.reason == "the whole 95% interval lies outside the claim ± 0.05"
+    assert res.p_outside < 1e-10 and res.p_value <= res.p_outside and res.p_equivalence > 0.5
 
 
 # ---------------------------------------------------------------------------------------------
-# the equivalence test: inconclusive, and how many more products would settle it
+# with a tolerance: inconclusive, and how many more products would settle it
 
 
 @pytest.mark.parametrize(
@@ -161,19 +221,15 @@ def test_equivalence_failure_through_verify() -> None:
     ids=["on-upper-edge", "on-lower-edge"],
 )
 def test_estimate_exactly_on_the_band_edge(estimate: float, lo: float, hi: float) -> None:
-    """Bug guarded: treating zero room to the band's edge as room (``room >= 0``).
+    """Bug guarded: dividing by the zero room to the band's edge.
 
-    Claim 1, T = 0.25, the estimate exactly on a band edge (room 0) and an interval of
-    half-width 0.5 that contains the claim but sticks out of the band: this is the "estimate
-    outside the band" case, not a division by the zero room. Distance to the claim 0.25, so
-    1000 · ((0.5/0.25)² − 1) = 3000 more products would exclude the claim if the estimate holds;
-    a pass needs 0.5 / (0.25 · 1) = 2 times narrower, 4 times the products.
+    Claim 1, T = 0.25, the estimate exactly on a band edge (the band is closed: inside it, so
+    p_outside is 1) and an interval sticking out of the band: inconclusive, and no finite
+    number of products settles it if the estimate holds, so ``more_samples`` is ``None``.
     """
     d = _decide(estimate, lo, hi, 1.0, p_value=0.5, tolerance=0.25, samples=1000)
-    assert d.outcome == INCONCLUSIVE
-    assert d.more_samples == 3000
-    assert d.reason.startswith(OUTSIDE_BAND)
-    assert "an interval 2 times narrower (4 times the products)" in d.reason
+    assert (d.outcome, d.more_samples) == (INCONCLUSIVE, None)
+    assert d.reason.startswith("the estimate lies within the claim ± 0.25")
 
 
 @pytest.mark.parametrize(
@@ -182,39 +238,34 @@ def test_estimate_exactly_on_the_band_edge(estimate: float, lo: float, hi: float
     ids=["above-band", "below-band"],
 )
 @pytest.mark.parametrize("samples", [800, 1000])
-def test_estimate_outside_the_band_narrower_factor(
+def test_estimate_outside_the_band_more_samples_to_its_edge(
     estimate: float, lo: float, hi: float, samples: int
 ) -> None:
-    """Bug guarded: "times narrower" computed as half-width / (T / claim) instead of (T · claim).
+    """Bug guarded: sizing "more samples to fail" on the gap to the claim, not to the band.
 
-    Claim 2, T = 0.125: band [1.75, 2.25], half-width of the band T·claim = 0.25. The interval has
-    half-width 1 and contains the claim, the estimate is 0.5 from it (outside the band). A pass
-    needs the half-width at 0.25: 1 / 0.25 = 4 times narrower, 16 times the products (the wrong
-    formula gives 1 / (0.125 / 2) = 16 times). More products to exclude the claim:
-    samples · ((1 / 0.5)² − 1) = 3 · samples. The claim is not 1, so T·claim ≠ T/claim.
+    Claim 2, T = 0.125: band [1.75, 2.25]. The interval has half-width 1 and reaches into the
+    band; the estimate is 0.25 from the band's nearest edge (0.5 from the claim). A fail needs
+    the half-width under 0.25: samples · ((1 / 0.25)² − 1) = 15 · samples (the gap to the
+    claim would give 3 · samples).
     """
-    d = _decide(estimate, lo, hi, 2.0, p_value=0.5, tolerance=0.125, samples=samples)
+    d = _decide(estimate, lo, hi, 2.0, p_value=1e-6, tolerance=0.125, samples=samples)
     assert d.outcome == INCONCLUSIVE
-    assert d.more_samples == 3 * samples
-    assert d.reason.startswith(OUTSIDE_BAND)
-    assert "an interval 4 times narrower (16 times the products)" in d.reason
+    assert d.more_samples == 15 * samples
+    assert d.reason.startswith("the estimate lies outside the claim ± 0.125")
 
 
 def test_estimate_equal_to_claim_with_a_band_collapsed_by_rounding() -> None:
-    """Bug guarded: dividing by a zero distance between estimate and claim.
+    """Bug guarded: dividing by a zero room to the band's edges.
 
     A tolerance of 1e-17 is accepted (it is in (0, 1)), but 1 ± 1e-17 rounds to 1, so the band
-    is the single point [1, 1] and the room to its edges is 0. With the estimate exactly on the
-    claim, the gap is 0 as well: no finite number of products would exclude the claim, so
-    ``more_samples`` is ``None`` rather than a ZeroDivisionError. A pass would need an interval
-    0.5 / (1e-17 · 1) = 5e16 times narrower.
+    is the single point [1, 1]. With the estimate exactly on it, it is inside the band with no
+    room: no finite number of products would make a pass, so ``more_samples`` is ``None``
+    rather than a ZeroDivisionError.
     """
     tol = 1e-17
     assert 1.0 - tol == 1.0 == 1.0 + tol  # the premise: the band has collapsed
     d = _decide(1.0, 0.5, 1.5, 1.0, p_value=1.0, tolerance=tol, samples=1000)
-    assert d.outcome == INCONCLUSIVE
-    assert d.more_samples is None
-    assert "an interval 5e+16 times narrower (2.5e+33 times the products)" in d.reason
+    assert (d.outcome, d.more_samples) == (INCONCLUSIVE, None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -41,8 +41,9 @@ def test_inconclusive_says_how_many_more_samples() -> None:
     """A tolerance of 0.5% against a 1% interval is inconclusive; ``more_samples`` is what makes
     a half-width (shrinking as 1/sqrt(products)) reach the room left: the equivalence test's
     90% interval's to the band's nearer edge when the estimate is inside the band (a pass),
-    else the 95% interval's to the claim (where more data would fail it). Seeds 0 and 1 put the
-    estimate outside the band, 5 and 6 inside: both branches."""
+    else the 95% interval's to the band's nearer edge (where more data would fail it, the whole
+    interval then outside the band). Seeds 0 and 1 put the estimate outside the band, 5 and 6
+    inside: both branches."""
     branches = set()
     for seed in (0, 1, 5, 6):
         res = verify(64, claim="dk", tolerance=0.005, seed=seed)
@@ -55,7 +56,7 @@ def test_inconclusive_says_how_many_more_samples() -> None:
         if inside:
             room = min(res.estimate - band[0], band[1] - res.estimate)
         else:
-            room = abs(res.estimate - 64)
+            room = max(res.estimate - band[1], band[0] - res.estimate)
         assert res.more_samples is not None
         shrunk = half * math.sqrt(res.samples / (res.samples + res.more_samples))
         assert shrunk == pytest.approx(room, rel=1e-4), seed

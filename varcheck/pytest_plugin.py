@@ -55,8 +55,11 @@ alpha = 0.05. Ways to control it:
   p-values across all its claims (Holm): a suite-wide rate below alpha, with more power than
   Bonferroni.
 
-Equivalence tests (``tolerance=``) whose tolerance is many standard errors wide fail a true
-claim far less often than alpha; the rate above is the bound for consistency tests.
+With ``tolerance=`` T a claim is the band claim × [1 − T, 1 + T]: it passes when the whole 90%
+interval lies inside the band and fails only when the whole 95% interval lies outside it, so a
+variance inside the band fails at most alpha of the time (at most alpha / 2 once the band is
+wider than the interval, far less well inside it); the rate above is the bound for consistency
+tests.
 """
 
 from __future__ import annotations

@@ -35,10 +35,13 @@ def assert_variance(
     claim : str or float
         The claimed variance (see :func:`varcheck.verify`).
     allow_inconclusive : bool
-        Accept an inconclusive equivalence test instead of raising.
+        Accept an inconclusive test with a tolerance (neither inside nor outside the band
+        shown) instead of raising.
     **options
         Any keyword of :func:`varcheck.verify`: ``dist``, ``q_dist``, ``k_dist``, ``rho``,
-        ``scaled``, ``tolerance``, ``confidence``/``alpha``, ``precision``/``samples``,
+        ``scaled``, ``tolerance`` (pass when the whole 90% interval lies inside claim ± T;
+        fail when the whole 95% interval lies outside it; otherwise inconclusive),
+        ``confidence``/``alpha``, ``precision``/``samples``,
         ``max_seconds``, ``seed``. Pass a ``seed`` for reproducible test runs; without one, a seed
         is drawn and printed in the failure message.
 

@@ -13,7 +13,7 @@ A claim file is TOML with an optional ``[defaults]`` table and one ``[[claim]]``
     dist = "normal"                   # or q_dist / k_dist; optional rho
     claim = "dk"                      # number or expression (see varcheck.parse_claim)
     scaled = false                    # claim about Var(q·k / sqrt(d_k)) instead
-    tolerance = 0.02                  # optional: equivalence test within claim × (1 ± 0.02)
+    tolerance = 0.02                  # optional: the claim is the band claim × [0.98, 1.02]
     description = "Var(q·k) = d_k for unit normal entries"
 
     [[claim]]
@@ -35,7 +35,9 @@ read relative to the claim file's folder; a module is imported from the current 
 ``sys.path``.
 
 Every (claim, d_k) pair is one test (a probe's: one per head); Holm's procedure over all of them
-keeps the chance that a file of true claims fails at most ``1 - confidence``.
+keeps the chance that a file of true claims fails at most ``1 - confidence`` (with a tolerance,
+a claim is true when the quantity lies inside its band, and fails only when the whole interval
+lies outside it).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from ..core.files import MIB, read_text
 from ..core.options import cut, shown
 from ..core.ranges import resolve_dks
 from ..core.user_code import UserSampler, load_sampler
-from ..core.verdicts import OUTCOME_RANK, PASS, exit_code, holm_adjust
+from ..core.verdicts import OUTCOME_RANK, PASS, ClaimPValues, adjusted_p_values, exit_code
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .claims import Claim, parse_claim, sampler_claim
@@ -495,10 +497,11 @@ def _run_probes(path: str, planned: list[tuple[int, ClaimSpec, int]], effort: di
 def _judge_file(spec_file: CheckFile, rows: list[tuple[int, VerifyResult]],
                 runs: list[tuple[int, ClaimSpec, ProbeRun]], *, seed: int, confidence: float,
                 precision: float | None) -> tuple[ClaimOutcome, ...]:  # fmt: skip
-    """Holm over every variance test's and every probe head's two-sided p-value, then each
-    row's verdict from its adjusted p-value (a probe row: its worst head's)."""
-    raw = [r.p_equality for _, r in rows] + [p for *_, run in runs for p, _ in run.p_values]
-    adjusted = iter(holm_adjust(raw))
+    """Holm over every variance test's and every probe head's p-value a fail rests on (the
+    two-sided one; ``p_outside`` with a tolerance), then each row's verdict from its adjusted
+    p-values (a probe row: its worst head's)."""
+    raw = [r.p_values for _, r in rows] + [p for *_, run in runs for p in run.p_values]
+    adjusted = iter(adjusted_p_values(raw))
     alpha = 1.0 - confidence
     done = [(ci, _rejudge(r, next(adjusted), alpha)) for ci, r in rows]
     for ci, spec, run in runs:
@@ -514,14 +517,12 @@ def _judge_file(spec_file: CheckFile, rows: list[tuple[int, VerifyResult]],
     return tuple(outcomes)
 
 
-def _rejudge(r: VerifyResult, p: float, alpha: float) -> VerifyResult:
-    """A variance test judged on its Holm-adjusted two-sided p-value (the TOST's stays its own:
-    see :func:`varcheck.checks.verify.run_claim_tests`); one without a valid test is kept."""
-    if math.isnan(p) or r.claim_value is None:
+def _rejudge(r: VerifyResult, p: ClaimPValues, alpha: float) -> VerifyResult:
+    """A variance test judged on its Holm-adjusted p-values (the TOST's stays its own: see
+    :func:`varcheck.checks.verify.run_claim_tests`); one without a valid test is kept."""
+    if math.isnan(p.p_fail) or r.claim_value is None:
         return r
-    tost = None if r.tolerance is None else r.p_value
     d = claim_decision(r.estimate, r.confidence_interval, r.equivalence_interval, r.claim_value,
-                       (p, math.nan if tost is None else tost), alpha=alpha,
-                       tolerance=r.tolerance, samples=r.samples)  # fmt: skip
+                       p, alpha=alpha, tolerance=r.tolerance, samples=r.samples)  # fmt: skip
     return replace(r, outcome=d.outcome, reason=d.reason, more_samples=d.more_samples,
-                   p_value=p if tost is None else tost, p_equality=p)  # fmt: skip
+                   p_value=p.p_value, p_outside=p.p_outside)  # fmt: skip

@@ -10,11 +10,12 @@ file's seed, so that ``varcheck probe TARGET --dk D --seed S`` shows the same nu
     expect = "1/sqrt(dk)"                      # the default; an expression in dk and h
     causal = false                             # true: fail unless a causal mask is seen
     layout = "nd"                              # or bhnd / bnhd (every head probed)
-    tolerance = 0.05                           # optional: TOST within expected × (1 ± 0.05)
+    tolerance = 0.05                           # optional: the band expected × [0.95, 1.05]
     args = { layer = 0 }                       # keyword arguments bound to every call
 
-Each (claim, d_k) is one row of the check; each of its heads' two-sided p-values joins the
-file's Holm family (one per head), and a row takes its worst head's verdict. The scale's
+Each (claim, d_k) is one row of the check; each of its heads' p-values a fail rests on (the
+two-sided one; with a tolerance, ``p_outside``) joins the file's Holm family (one per head), and
+a row takes its worst head's verdict. The scale's
 interval is ``precision`` wide (the file's, relative) under ``max_seconds``; a file's fixed
 ``samples`` counts products, not kernel calls, so probe claims use the precision 0.01 then.
 """
@@ -32,7 +33,7 @@ from ..core.probe.expectation import Expectation, parse_expectation
 from ..core.probe.measure import Measurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
 from ..core.probe.weights import LAYOUTS
-from ..core.verdicts import Decision
+from ..core.verdicts import ClaimPValues, Decision
 from ..errors import VarcheckError
 from .claims import Claim
 from .verify import VerifyResult
@@ -65,11 +66,11 @@ class ProbeClaim:
 
 @dataclass(frozen=True)
 class ProbeRun:
-    """One (claim, d_k) measurement and each head's raw two-sided and TOST p-values."""
+    """One (claim, d_k) measurement and each head's raw p-values."""
 
     measurement: Measurement
     expected: float
-    p_values: tuple[tuple[float, float | None], ...]
+    p_values: tuple[ClaimPValues, ...]
 
 
 def parse_probe(table: dict[str, Any], folder: str, dks: tuple[int, ...]) -> ProbeClaim | None:
@@ -119,27 +120,29 @@ def run_probe(pc: ProbeClaim, dk: int, *, tolerance: float | None, seed: int, co
     return ProbeRun(m, expected, tuple(judge.head_p_values(m, expected, tolerance)))
 
 
-def probe_row(pc: ProbeClaim, run: ProbeRun, adjusted: list[float], *, tolerance: float | None,
-              confidence: float, seed: int, precision: float | None) -> VerifyResult:  # fmt: skip
-    """One row of the check: the worst head's verdict from its Holm-adjusted p-value."""
+def probe_row(pc: ProbeClaim, run: ProbeRun, adjusted: list[ClaimPValues], *,
+              tolerance: float | None, confidence: float, seed: int,
+              precision: float | None) -> VerifyResult:  # fmt: skip
+    """One row of the check: the worst head's verdict from its Holm-adjusted p-values."""
     alpha, m = 1.0 - confidence, run.measurement
     decisions = [
-        (judge.decide_head(h, run.expected, p, tost, alpha=alpha, tolerance=tolerance), p)
-        for h, p, (_, tost) in zip(m.heads, adjusted, run.p_values, strict=True)
+        (judge.decide_head(h, run.expected, p, alpha=alpha, tolerance=tolerance), p)
+        for h, p in zip(m.heads, adjusted, strict=True)
     ]
     decision, p = judge.worst(decisions)
     wrong = judge.causal_failure(m, pc.causal)
     if wrong is not None:
         decision = wrong
-    inner, tost_p = None, None
+    inner = None
     if tolerance is not None:
         inner = m.pooled.interval_at(max(2.0 * confidence - 1.0, 0.0))
-        tost_p = max(t for _, t in run.p_values if t is not None)
-    return _row(pc, run, decision, p, tost_p, inner, tolerance=tolerance, confidence=confidence,
+        tost = max(q.p_equivalence for q in run.p_values)  # type: ignore[type-var]
+        p = ClaimPValues(p.p_value, tost, p.p_outside)
+    return _row(pc, run, decision, p, inner, tolerance=tolerance, confidence=confidence,
                 seed=seed, precision=precision)  # fmt: skip
 
 
-def _row(pc: ProbeClaim, run: ProbeRun, decision: Decision, p: float, tost_p: float | None,
+def _row(pc: ProbeClaim, run: ProbeRun, decision: Decision, p: ClaimPValues,
          inner: ConfidenceInterval | None, *, tolerance: float | None, confidence: float,
          seed: int, precision: float | None) -> VerifyResult:  # fmt: skip
     m = run.measurement
@@ -147,8 +150,9 @@ def _row(pc: ProbeClaim, run: ProbeRun, decision: Decision, p: float, tost_p: fl
         dk=m.design.dk, q_dist=None, k_dist=None, rho=0.0, claim=pc.expect.text,
         claim_value=run.expected, scaled=False, tolerance=tolerance, theory_value=math.nan,
         estimate=m.pooled.scale, confidence_interval=m.pooled.confidence_interval,
-        p_value=p if tost_p is None else tost_p, outcome=decision.outcome, reason=decision.reason,
+        p_value=p.p_value, outcome=decision.outcome, reason=decision.reason,
         more_samples=decision.more_samples if decision.outcome == "inconclusive" else None,
         samples=m.blocks, confidence=confidence, seed=seed, precision=precision or _PRECISION,
-        sampler=pc.kernel, equivalence_interval=inner, p_equality=p,  # type: ignore[arg-type]
+        sampler=pc.kernel, equivalence_interval=inner, p_equivalence=p.p_equivalence,  # type: ignore[arg-type]
+        p_outside=p.p_outside,
     )  # fmt: skip

@@ -385,7 +385,8 @@ def verify_record(result: VerifyResult) -> dict[str, Any]:
         "equivalence_ci_low": elo,
         "equivalence_ci_high": ehi,
         "p_value": result.p_value,
-        "p_equality": result.p_equality,
+        "p_equivalence": result.p_equivalence,
+        "p_outside": result.p_outside,
         "outcome": result.outcome,
         "reason": result.reason,
         "more_samples": result.more_samples,
@@ -498,11 +499,13 @@ def _estimate_lines(result: VerifyResult) -> list[str]:
     elo, ehi = result.equivalence_interval
     band = sorted(result.claim_value * (1 + s * result.tolerance) for s in (-1, 1))  # type: ignore[operator]
     level = confidence_label(max(2 * result.confidence - 1, 0.0))
+    band_text = f"the band [{fmt(band[0], 6)}, {fmt(band[1], 6)}]"
     return [
-        f"{line}; two-sided p = {fmt_p(result.p_equality)}",
-        f"  equivalence (two one-sided tests): a pass needs the whole {level} interval "
-        f"[{fmt(elo, 6)}, {fmt(ehi, 6)}] inside [{fmt(band[0], 6)}, {fmt(band[1], 6)}]; "
-        f"p = {fmt_p(result.p_value)}",
+        f"{line}; p_value = {fmt_p(result.p_value)} (two-sided, of the claimed value)",
+        f"  pass needs the whole {level} interval [{fmt(elo, 6)}, {fmt(ehi, 6)}] inside "
+        f"{band_text}: p_equivalence = {fmt_p(result.p_equivalence)}",  # type: ignore[arg-type]
+        f"  fail needs the whole {confidence_label(result.confidence)} interval outside it: "
+        f"p_outside = {fmt_p(result.p_outside)}",  # type: ignore[arg-type]
     ]
 
 
@@ -628,7 +631,7 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     tolerances = any(co.spec.tolerance is not None for co in result.claims)
     # (header, priority: 0 never left out), in order; claim names and the claim fold
     columns = [("claim", 0), ("asserts", 2), ("d_k", 0), ("claimed", 0), ("estimate [CI]", 0),
-               ("p" if tolerances else "p (Holm)", 1), ("outcome", 0)]  # fmt: skip
+               ("p (Holm)", 1), ("outcome", 0)]  # fmt: skip
     cells = [
         [
             co.spec.name if i == 0 else "",
@@ -638,7 +641,7 @@ def render_check_table(result: CheckResult, console: Console) -> None:
             f"{fmt(r.estimate)} "
             f"{_interval(*r.confidence_interval, valid=r.outcome != 'unreliable')}"
             + (" †" if check_marginal(r) else ""),
-            fmt_p(r.p_equality if r.tolerance is not None and r.outcome == "fail" else r.p_value),
+            fmt_p(r.p_values.p_fail),
             styled(r.outcome),
         ]
         for co in result.claims
@@ -673,10 +676,8 @@ def render_check_table(result: CheckResult, console: Console) -> None:
         console.print(_tails_note(tails))
     if tolerances:
         console.print(
-            "p: Holm-adjusted for a claim without a tolerance; for one with a tolerance, its "
-            "equivalence test's (two one-sided tests: small when the whole 1 − 2α interval lies "
-            "in the band; not adjusted), or, when it fails, the Holm-adjusted two-sided p it "
-            "fails on (p_equality in JSON).",
+            "p (Holm): the adjusted p-value of the test a claim can fail on: of the claimed value; "
+            "with ± T, that the quantity lies outside claim × [1 − T, 1 + T] (p_outside in JSON).",
             width=min(console.width, 100),
         )
     for co in result.claims:

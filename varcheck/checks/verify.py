@@ -29,10 +29,12 @@ from ..core.verdicts import (
     INFINITE,
     PASS,
     UNRELIABLE,
+    ClaimPValues,
     Decision,
+    adjusted_p_values,
+    claim_p_values,
     decide,
     exit_code,
-    holm_adjust,
 )
 from ..errors import VarcheckError
 from ..output.display import Displayable
@@ -102,9 +104,9 @@ class VerifyResult(Displayable):
         Estimate of the quantity (``nan`` when it is infinite).
     confidence_interval : ConfidenceInterval
     p_value : float
-        Without a tolerance, the two-sided p-value of the claim; with one, the p-value of the
-        two one-sided tests (TOST) that the quantity lies within claim × (1 ± tolerance). Holm-
-        adjusted inside ``varcheck check``; ``nan`` without a valid interval.
+        The two-sided p-value of the claimed value, with or without a tolerance (Holm-adjusted
+        inside ``varcheck check`` for a claim without a tolerance); ``nan`` without a valid
+        interval.
     outcome : str
         ``pass``, ``fail``, ``inconclusive``, ``unreliable`` or ``infinite``.
     reason : str
@@ -124,9 +126,15 @@ class VerifyResult(Displayable):
         When fewer products were drawn than a valid interval needs, the products it needs
         (:func:`~varcheck.core.estimation.minimum_products`); the outcome is then
         ``unreliable``.
-    p_equality : float
-        The two-sided p-value of the claim (Holm-adjusted inside ``varcheck check``): what a
-        fail rests on; ``p_value`` itself without a tolerance.
+    p_equivalence : float or None
+        With a tolerance, the p-value of the two one-sided tests (TOST) that the quantity lies
+        inside claim × [1 − tolerance, 1 + tolerance]: a pass needs it below alpha (never
+        adjusted); ``None`` without a tolerance.
+    p_outside : float or None
+        With a tolerance, the two-sided p-value of the band's edge nearest the estimate when the
+        estimate lies outside the band (1 inside it): a fail needs it below alpha, the whole
+        ``1 - alpha`` interval outside the band (Holm-adjusted inside ``varcheck check``);
+        ``None`` without a tolerance.
     interrupted : bool
         True when Ctrl-C or SIGTERM stopped the run before its target: the estimate, interval
         and outcome are from the blocks drawn by then (no interval, outcome ``unreliable``,
@@ -157,13 +165,19 @@ class VerifyResult(Displayable):
     sampler: UserSampler | None = None
     equivalence_interval: ConfidenceInterval | None = None
     min_samples: int | None = None
-    p_equality: float = math.nan
+    p_equivalence: float | None = None
+    p_outside: float | None = None
     interrupted: bool = False
     version: str = __version__
 
     @property
     def passed(self) -> bool:
         return self.outcome == PASS
+
+    @property
+    def p_values(self) -> ClaimPValues:
+        """The test's p-values together (:class:`~varcheck.core.verdicts.ClaimPValues`)."""
+        return ClaimPValues(self.p_value, self.p_equivalence, self.p_outside)
 
     @property
     def caution(self) -> str | None:
@@ -287,33 +301,27 @@ def _claim_p_values(
     prepared: list[tuple[ClaimTest, DotProductTheory | None, float | None]],
     estimates: list[VarianceEstimate | None],
     adjust: bool,
-) -> list[tuple[float, float]]:
-    """Each test's two-sided and TOST (``nan`` without a tolerance) p-values.
+) -> list[ClaimPValues]:
+    """Each test's p-values (:func:`~varcheck.core.verdicts.claim_p_values`), ``nan`` without a
+    valid interval.
 
-    ``nan`` without a valid interval. With ``adjust``, Holm over the two-sided p-values: the
-    family-wise rate of false fails stays below alpha. The TOST p-values are not adjusted: each
-    tolerance claim passes wrongly (its variance off by more than the tolerance) at most alpha
-    of the time, as with ``varcheck assert``, and "more samples" stays what that test needs.
+    With ``adjust``, Holm over the p-values a fail rests on (the two-sided one; ``p_outside``
+    with a tolerance): the family-wise rate of false fails stays below alpha. The TOST p-values
+    are not adjusted: each tolerance claim passes wrongly (its variance off by more than the
+    tolerance) at most alpha of the time, as with ``varcheck assert``, and "more samples" stays
+    what that test needs.
     """
-    p_raw, p_tost = [], []
+    out = []
     for (t, th, value), est in zip(prepared, estimates, strict=True):
         ok = est is not None and (th is None or th.estimable) and value is not None
         ok = ok and _shortfall(t, th, est) is None
-        raw_claim = value * t.dk if (ok and t.scaled) else value
-        p_raw.append(est.p_value(raw_claim) if ok else math.nan)  # type: ignore[union-attr]
-        band = _band(raw_claim, t.tolerance) if ok else None
-        p_tost.append(math.nan if band is None else est.equivalence_p_value(*band))  # type: ignore[union-attr]
-    if adjust:
-        p_raw = holm_adjust(p_raw)
-    return list(zip(p_raw, p_tost, strict=True))
-
-
-def _band(claim: float | None, tolerance: float | None) -> tuple[float, float] | None:
-    """The equivalence band claim × (1 ± tolerance), low end first (``None``: no tolerance)."""
-    if tolerance is None or claim is None:
-        return None
-    ends = (claim * (1 - tolerance), claim * (1 + tolerance))
-    return min(ends), max(ends)
+        if not ok:
+            none = None if t.tolerance is None else math.nan
+            out.append(ClaimPValues(math.nan, none, none))
+            continue
+        raw_claim = value * t.dk if t.scaled else value  # type: ignore[operator]
+        out.append(claim_p_values(est, est.var, raw_claim, t.tolerance))  # type: ignore[arg-type, union-attr]
+    return adjusted_p_values(out) if adjust else out
 
 
 _NO_INTERVAL = ConfidenceInterval(math.nan, math.nan)
@@ -324,7 +332,7 @@ def _decision(
     th: DotProductTheory | None,
     value: float | None,
     est: VarianceEstimate | None,
-    p: tuple[float, float],
+    p: ClaimPValues,
     alpha: float,
 ) -> tuple[float, ConfidenceInterval, ConfidenceInterval | None, Decision]:
     """The point estimate, intervals (``1 - alpha``; ``1 - 2 alpha`` with a tolerance) and
@@ -352,26 +360,26 @@ def claim_decision(
     interval: ConfidenceInterval,
     inner: ConfidenceInterval | None,
     value: float | None,
-    p: tuple[float, float],
+    p: ClaimPValues,
     *,
     alpha: float,
     tolerance: float | None,
     samples: int,
 ) -> Decision:
     """The decision of one claim test with a valid interval, on the claim's scale: ``p`` is its
-    two-sided and TOST p-values (the two-sided one Holm-adjusted inside ``varcheck check``),
-    ``inner`` the ``1 - 2 alpha`` interval of an equivalence test (``None`` without a
-    tolerance). The one place :func:`verify` and ``varcheck check`` call
-    :func:`~varcheck.core.verdicts.decide`."""
+    p-values (the one a fail rests on Holm-adjusted inside ``varcheck check``), ``inner`` the
+    ``1 - 2 alpha`` interval of an equivalence test (``None`` without a tolerance). The one
+    place :func:`verify` and ``varcheck check`` call :func:`~varcheck.core.verdicts.decide`."""
     return decide(
         point,
         interval if inner is None else inner,
         value,  # type: ignore[arg-type]
-        p_value=p[0],
+        p_value=p.p_value,
         alpha=alpha,
         tolerance=tolerance,
         samples=samples,
-        tost_p=p[1],
+        p_equivalence=p.p_equivalence,
+        p_outside=p.p_outside,
         fail_interval=interval,
     )
 
@@ -407,7 +415,7 @@ def _verify_result(
     th: DotProductTheory | None,
     value: float | None,
     est: VarianceEstimate | None,
-    p: tuple[float, float],
+    p: ClaimPValues,
     *,
     confidence: float,
     seed: int,
@@ -428,7 +436,7 @@ def _verify_result(
         theory_value=math.nan if th is None else th.var * factor,
         estimate=point,
         confidence_interval=interval,
-        p_value=p[0] if t.tolerance is None else p[1],
+        p_value=p.p_value,
         outcome=outcome.outcome,
         reason=outcome.reason,
         more_samples=outcome.more_samples,
@@ -441,7 +449,8 @@ def _verify_result(
         sampler=t.sampler,
         equivalence_interval=inner,
         min_samples=_shortfall(t, th, est),
-        p_equality=p[0],
+        p_equivalence=p.p_equivalence,
+        p_outside=p.p_outside,
     )
 
 
@@ -483,9 +492,9 @@ def verify(
     scaled : bool
         Test the variance of q·k / sqrt(d_k) (of the values / sqrt(d_k)) instead.
     tolerance : float, optional
-        Relative tolerance: an equivalence test (two one-sided tests at level alpha) that
-        passes only when the whole ``1 - 2 alpha`` interval (90% at the default alpha) lies
-        within claim × (1 ± tolerance); its p-value is the TOST p-value.
+        Relative tolerance T: pass when the whole ``1 - 2 alpha`` interval (90%) lies inside
+        claim × [1 − T, 1 + T] (``p_equivalence``); fail when the whole ``1 - alpha`` interval
+        (95%) lies outside it (``p_outside``); otherwise inconclusive.
     confidence, alpha : float, optional
         Interval level, or its complement (give one; default 0.95).
     seed : int, optional

@@ -26,11 +26,10 @@ Examples:
 
 \b
 Without --tolerance: a consistency test, fail when the interval excludes the claim.
-With --tolerance T: an equivalence test (two one-sided tests at level alpha = 1 - confidence):
-pass only when the whole (1 − 2α) interval (90% by default) lies inside claim × (1 ± T), so a
-variance on the band's edge passes at most alpha of the time; p is then the TOST p-value. Fail
-when the (1 − α) interval excludes the claim; otherwise inconclusive (with the number of
-further products that would settle it).
+With --tolerance T: pass when the whole 90% interval lies inside claim ± T; fail when the
+whole 95% interval lies outside it; otherwise inconclusive (with the number of further
+products that would settle it). At --confidence C the intervals are 2C − 1 and C: a variance
+on the band's edge passes, and one inside it fails, at most 1 − C of the time.
 A fixed --samples below what a valid interval needs for these laws (high kurtosis of q·k,
 heavy tails) gives an estimate without a verdict (unreliable, exit 4) and says how many.
 
@@ -51,7 +50,7 @@ heavy tails) gives an estimate without a verdict (unreliable, exit 4) and says h
     "--tolerance",
     type=FiniteFloat(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
     default=None,
-    help="Relative tolerance for an equivalence test.",
+    help="Relative tolerance T: the claim is the band claim × [1 − T, 1 + T].",
 )
 @sampling_options
 @parallel_options

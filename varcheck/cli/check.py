@@ -65,12 +65,14 @@ File format (TOML):
   scaled = false             # optional
   # sampler = "attention.py:logits"   # or your own code instead of dist (path relative to
   # args = { heads = 4 }              # this file), with keyword arguments bound to it
-  tolerance = 0.02           # optional: equivalence test
+  tolerance = 0.02           # optional: the band claim × [0.98, 1.02]
   description = "..."        # optional
 
 \b
 Every (claim, d_k) pair is one test, and Holm's procedure over all of them keeps the chance
-that a file of true claims fails at most 1 - confidence. The exit code is the worst outcome.
+that a file of true claims fails at most 1 - confidence. With a tolerance T: pass when the
+whole 90% interval lies inside claim ± T; fail when the whole 95% interval lies outside it;
+otherwise inconclusive. The exit code is the worst outcome.
 
 """
     + EXIT_CODES_HELP,

@@ -71,10 +71,10 @@ With several d_k, s ∝ d_k^p is fitted. See docs/probe.md.
 
 \b
 Without --tolerance: a consistency test, fail when the interval excludes
-the expected scale. With --tolerance T: an equivalence test, as in assert
-(two one-sided tests at alpha = 1 - confidence): pass only when the whole
-(1 − 2α) interval (90% by default) lies inside expected × (1 ± T); fail
-when the (1 − α) interval excludes the expected scale; else inconclusive.
+the expected scale. With --tolerance T, as in assert: pass when the whole
+90% interval lies inside expected ± T; fail when the whole 95% interval
+lies outside it; otherwise inconclusive (at --confidence C: the 2C − 1
+and C intervals).
 
 """
     + exit_codes_help(0, 1, 2, 3),
@@ -106,7 +106,7 @@ when the (1 − α) interval excludes the expected scale; else inconclusive.
     text="KEY=VALUE passed to the kernel on every call (a Python literal; repeatable).",
 )
 @option("--tolerance", kind=FiniteFloat(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
-        default=None, text="Relative tolerance for an equivalence test.")  # fmt: skip
+        default=None, text="Relative tolerance T: the band expected × [1 − T, 1 + T].")  # fmt: skip
 @effort_options
 @output_options("the effective scale against d_k with the expected law")
 def command(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
-from typing import Any
+from typing import Any, Protocol
 
 from .estimation import ConfidenceInterval
 
@@ -26,6 +26,10 @@ __all__ = [
     "marginal_only",
     "Decision",
     "decide",
+    "ClaimPValues",
+    "claim_p_values",
+    "adjusted_p_values",
+    "tolerance_band",
     "CONSISTENT",
     "REJECTED",
     "UNRELIABLE",
@@ -161,6 +165,77 @@ class Decision:
     more_samples: int | None = None
 
 
+def tolerance_band(claim: float, tolerance: float) -> tuple[float, float]:
+    """The band claim × [1 − tolerance, 1 + tolerance], low end first."""
+    ends = (claim * (1 - tolerance), claim * (1 + tolerance))
+    return min(ends), max(ends)
+
+
+class _IntervalTest(Protocol):
+    def p_value(self, claim: float) -> float: ...
+    def equivalence_p_value(self, low: float, high: float) -> float: ...
+
+
+@dataclass(frozen=True)
+class ClaimPValues:
+    """The p-values of one claim test, each with one meaning wherever varcheck reports it.
+
+    Attributes
+    ----------
+    p_value : float
+        Two-sided, of the claimed value itself (with or without a tolerance).
+    p_equivalence : float or None
+        With a tolerance: the two one-sided tests' (TOST) p-value that the quantity lies inside
+        the band claim × [1 − T, 1 + T]; below alpha exactly when the whole ``1 − 2 alpha``
+        interval lies inside it (a pass). ``None`` without a tolerance.
+    p_outside : float or None
+        With a tolerance: the two-sided p-value of the band's edge nearest the estimate when the
+        estimate lies outside the band, 1 when it lies inside; below alpha exactly when the
+        whole ``1 − alpha`` interval lies outside the band (a fail). ``None`` without one.
+    """
+
+    p_value: float
+    p_equivalence: float | None = None
+    p_outside: float | None = None
+
+    @property
+    def p_fail(self) -> float:
+        """The p-value a fail rests on (the one a family Holm-adjusts): ``p_outside`` with a
+        tolerance, else ``p_value``."""
+        return self.p_value if self.p_outside is None else self.p_outside
+
+    def with_p_fail(self, p: float) -> ClaimPValues:
+        """The same p-values with ``p`` (say, Holm-adjusted) as the one a fail rests on."""
+        if self.p_outside is None:
+            return replace(self, p_value=p)
+        return replace(self, p_outside=p)
+
+
+def claim_p_values(
+    test: _IntervalTest, estimate: float, claim: float, tolerance: float | None
+) -> ClaimPValues:
+    """The :class:`ClaimPValues` of ``claim`` (``tolerance``: relative, or ``None``) from an
+    interval test (:class:`~varcheck.core.estimation.IntervalTest`) and its point estimate, all
+    on one scale."""
+    p = test.p_value(claim)
+    if tolerance is None:
+        return ClaimPValues(p)
+    low, high = tolerance_band(claim, tolerance)
+    if low <= estimate <= high:
+        outside = 1.0
+    else:
+        outside = test.p_value(high if estimate > high else low)
+    return ClaimPValues(p, test.equivalence_p_value(low, high), outside)
+
+
+def adjusted_p_values(family: Sequence[ClaimPValues]) -> list[ClaimPValues]:
+    """A family of claim tests' p-values with the one each can fail on (``p_fail``)
+    Holm-adjusted over the family; ``p_equivalence`` (a pass) and, with a tolerance,
+    ``p_value`` stay their own."""
+    adjusted = holm_adjust([p.p_fail for p in family])
+    return [p.with_p_fail(a) for p, a in zip(family, adjusted, strict=True)]
+
+
 def decide(
     estimate: float,
     interval: ConfidenceInterval,
@@ -170,58 +245,66 @@ def decide(
     alpha: float,
     tolerance: float | None,
     samples: int,
-    tost_p: float | None = None,
+    p_equivalence: float | None = None,
+    p_outside: float | None = None,
     fail_interval: ConfidenceInterval | None = None,
 ) -> Decision:
-    """Judge a claim from an interval (and its, possibly multiplicity-adjusted, p-values).
+    """Judge a claim from an interval and its (possibly multiplicity-adjusted) p-values.
 
     Without ``tolerance`` it is a consistency test: fail when ``p_value < alpha`` (the interval
-    excludes the claim), else pass. With ``tolerance`` T it is an equivalence test, two
-    one-sided tests at level alpha: pass when ``tost_p < alpha``, i.e. when the whole
-    ``1 - 2 alpha`` interval (``interval``) lies in claim × (1 ± T) (without ``tost_p``, when
-    ``interval`` does); otherwise fail when the two-sided test excludes the claim
-    (``p_value < alpha``); otherwise inconclusive, with the number of further products that
-    would make the interval narrow enough (its width shrinks as 1/sqrt(products)), or, with
-    the estimate outside the band, ``fail_interval`` (the ``1 - alpha`` one; default
-    ``interval``) exclude the claim.
+    excludes the claim), else pass. With ``tolerance`` T the claim is the band
+    B = claim × [1 − T, 1 + T] (``p_value`` plays no part): pass when ``p_equivalence < alpha``
+    (two one-sided tests: the whole ``1 - 2 alpha`` interval, ``interval``, lies inside B;
+    without ``p_equivalence``, when ``interval`` does); fail when ``p_outside < alpha`` (the
+    whole ``1 - alpha`` interval, ``fail_interval``, default ``interval``, lies outside B;
+    without ``p_outside``, when it does); otherwise inconclusive, with about how many further
+    products would settle it, the width shrinking as 1/sqrt(products): with the estimate inside
+    B, until ``interval`` fits in B; outside it, until ``fail_interval`` clears B's nearest edge.
+    A variance inside B fails at most alpha of the time (alpha / 2 when the interval is
+    narrow next to the band); one on B's edge passes at most alpha of the time.
     """
     lo, hi = interval
-    excluded = p_value < alpha
     if tolerance is None:
-        if excluded:
+        if p_value < alpha:
             return Decision(FAIL, "the interval excludes the claimed value")
         return Decision(PASS, "the interval contains the claimed value")
-    band = (claim * (1 - tolerance), claim * (1 + tolerance))
-    band_lo, band_hi = min(band), max(band)
-    if tost_p is None:
+    band_lo, band_hi = tolerance_band(claim, tolerance)
+    f_lo, f_hi = interval if fail_interval is None else fail_interval
+    within, beyond = f"the claim ± {tolerance:.3g}", ""
+    if p_equivalence is None:
         inside, whole = band_lo <= lo and hi <= band_hi, "the whole interval"
     else:
-        inside, whole = tost_p < alpha, f"the whole {100 * (1 - 2 * alpha):.3g}% interval"
+        inside, whole = p_equivalence < alpha, f"the whole {100 * (1 - 2 * alpha):.3g}% interval"
     if inside:
-        return Decision(PASS, f"{whole} lies within the claim ± {tolerance:.3g}")
-    if excluded:
-        return Decision(FAIL, "the interval excludes the claimed value")
-    half_now = (hi - lo) / 2.0
-    room = min(band_hi - estimate, estimate - band_lo)
-    if room > 0:
-        # narrower interval around the same estimate: width shrinks as 1/sqrt(products)
-        more = int(math.ceil(samples * max((half_now / room) ** 2 - 1.0, 0.0)))
-        return Decision(INCONCLUSIVE, "the interval is wider than the tolerance band allows", more)
-    # the estimate is outside the band while the interval still holds the claim: more data
-    # would most likely exclude the claim (fail); a pass needs a far narrower interval
-    gap = abs(estimate - claim)
-    f_lo, f_hi = interval if fail_interval is None else fail_interval
-    half_fail = (f_hi - f_lo) / 2.0
-    more = int(math.ceil(samples * max((half_fail / gap) ** 2 - 1.0, 0.0))) if gap > 0 else None
-    narrower = half_now / (tolerance * abs(claim))
-    products = narrower**2  # the width shrinks as 1/sqrt(products)
+        return Decision(PASS, f"{whole} lies within {within}")
+    if p_outside is None:
+        outside, beyond = f_lo > band_hi or f_hi < band_lo, "the whole interval"
+    else:
+        outside, beyond = p_outside < alpha, f"the whole {100 * (1 - alpha):.3g}% interval"
+    if outside:
+        return Decision(FAIL, f"{beyond} lies outside {within}")
+    if band_lo <= estimate <= band_hi:
+        room = min(band_hi - estimate, estimate - band_lo)
+        return Decision(
+            INCONCLUSIVE,
+            f"the estimate lies within {within} but the interval is wider than the band allows",
+            _more(samples, (hi - lo) / 2.0, room),
+        )
+    gap = estimate - band_hi if estimate > band_hi else band_lo - estimate
     return Decision(
         INCONCLUSIVE,
-        "the estimate lies outside the tolerance band while the interval still contains the "
-        f"claim; if the estimate holds, more products will fail it, and a pass would need an "
-        f"interval {narrower:.3g} times narrower ({products:.2g} times the products)",
-        more,
+        f"the estimate lies outside {within} but the interval still reaches into it: "
+        "if the estimate holds, more data will fail it",
+        _more(samples, (f_hi - f_lo) / 2.0, gap),
     )
+
+
+def _more(samples: int, half_width: float, distance: float) -> int | None:
+    """Further products for an interval of ``half_width`` (at ``samples``) to shrink to
+    ``distance``, the width going as 1/sqrt(products); ``None`` for no distance."""
+    if not distance > 0:
+        return None
+    return int(math.ceil(samples * max((half_width / distance) ** 2 - 1.0, 0.0)))
 
 
 def holm_adjust(p_values: Sequence[float]) -> list[float]:

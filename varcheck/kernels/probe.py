@@ -26,7 +26,7 @@ from ..core.probe.measure import Measurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
 from ..core.probe.weights import Design
 from ..core.ranges import resolve_dks
-from ..core.verdicts import OUTCOME_RANK, GrowthFit, exit_code, fit_growth, holm_adjust
+from ..core.verdicts import OUTCOME_RANK, GrowthFit, adjusted_p_values, exit_code, fit_growth
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .laws import Expectation, Reading, law_exponent, nearest_law, parse_expectation
@@ -97,9 +97,12 @@ class Diagnostics:
 class HeadScale:
     """One head's scale, its test and verdict.
 
-    ``p_value`` (two-sided) is Holm-adjusted over every head (and d_k) of the run;
-    ``raw_p_value`` is the head's own, for a caller that adjusts over a larger family (a claim
-    file); ``p_equivalence``, with a tolerance, is the head's TOST p-value (not adjusted).
+    ``p_value`` is the two-sided p-value of the expected scale, Holm-adjusted over every head
+    (and d_k) of the run without a tolerance; ``raw_p_value`` is the head's own, for a caller
+    that adjusts over a larger family (a claim file). With a tolerance, ``p_equivalence`` is the
+    head's TOST p-value (a pass needs it below alpha; not adjusted) and ``p_outside`` the
+    p-value that its scale lies outside the band (a fail needs it below alpha; Holm-adjusted
+    over every head and d_k instead of ``p_value``); both ``None`` without a tolerance.
     """
 
     head: int
@@ -109,6 +112,7 @@ class HeadScale:
     outcome: str
     raw_p_value: float = float("nan")
     p_equivalence: float | None = None
+    p_outside: float | None = None
 
 
 @dataclass(frozen=True, repr=False)
@@ -139,13 +143,15 @@ class ProbeResult(Displayable):
     more_calls : int or None
         For ``inconclusive``: about how many more calls would settle it.
     p_value : float
-        Two-sided, of the expected scale (Holm-adjusted over heads: the deciding head's).
+        Two-sided, of the expected scale (the deciding head's; without a tolerance Holm-adjusted
+        over heads and d_k).
     tolerance : float or None
-        With a tolerance the verdict is an equivalence test, as in ``assert``: two one-sided
-        tests at size ``1 - confidence``; a pass needs the whole ``equivalence_interval`` (the
-        ``2 confidence - 1`` interval: 90% at 95%) inside expected × (1 ± tolerance), and
-        ``p_equivalence`` is that test's p-value (its largest over heads); a fail needs
-        ``p_value`` below ``1 - confidence``.
+        With a tolerance T, as in ``assert``, the expected scale is the band
+        expected × [1 − T, 1 + T]: a pass needs the whole ``equivalence_interval`` (the
+        ``2 confidence - 1`` interval: 90% at 95%) inside it, and ``p_equivalence`` is that
+        test's (TOST) p-value (its largest over heads); a fail needs the whole
+        ``confidence`` interval outside it, and ``p_outside`` (the deciding head's,
+        Holm-adjusted over heads and d_k) is that test's p-value; otherwise inconclusive.
     per_head : tuple of HeadScale
     diagnostics : Diagnostics
     calls : int
@@ -187,6 +193,7 @@ class ProbeResult(Displayable):
     seed: int
     equivalence_interval: ConfidenceInterval | None = None
     p_equivalence: float | None = None
+    p_outside: float | None = None
     version: str = field(default=__version__)
 
     @property
@@ -300,21 +307,21 @@ def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
 
 def _judge(measurements: list[Measurement], expected: list[float], *, confidence: float,
            tolerance: float | None) -> list[tuple[list[HeadScale], Any]]:  # fmt: skip
-    """Each head's verdict, Holm over every head of every measurement; the worst per row."""
+    """Each head's verdict, Holm over every head of every measurement (the p-values a fail
+    rests on); the worst per row, with its head's p-values."""
     alpha = 1.0 - confidence
     tests = [
         judge.head_p_values(m, e, tolerance) for m, e in zip(measurements, expected, strict=True)
     ]
-    raw = [p for row in tests for p, _ in row]
-    adjusted, own = iter(holm_adjust(raw)), iter(raw)
+    adjusted = iter(adjusted_p_values([p for row in tests for p in row]))
     out = []
     for m, e, row in zip(measurements, expected, tests, strict=True):
         heads, decisions = [], []
-        for i, (h, (_, tost)) in enumerate(zip(m.heads, row, strict=True)):
+        for i, (h, own) in enumerate(zip(m.heads, row, strict=True)):
             p = next(adjusted)
-            d = judge.decide_head(h, e, p, tost, alpha=alpha, tolerance=tolerance)
-            heads.append(HeadScale(i, h.scale, h.confidence_interval, p, d.outcome, next(own),
-                                   tost))  # fmt: skip
+            d = judge.decide_head(h, e, p, alpha=alpha, tolerance=tolerance)
+            heads.append(HeadScale(i, h.scale, h.confidence_interval, p.p_value, d.outcome,
+                                   own.p_value, p.p_equivalence, p.p_outside))  # fmt: skip
             decisions.append((d, p))
         out.append((heads, judge.worst(decisions)))
     return out
@@ -342,7 +349,8 @@ def _result(kernel: KernelTarget, m: Measurement, judged: Any, *, expect: Expect
         law=nearest_law(m.pooled.scale, lo_hi.low, lo_hi.high, d.dk, law_h),
         outcome=outcome, reason=reason,
         more_calls=decision.more_samples if outcome == "inconclusive" else None,
-        p_value=p, tolerance=tolerance, confidence=confidence, per_head=tuple(heads),
+        p_value=p.p_value, p_outside=p.p_outside, tolerance=tolerance, confidence=confidence,
+        per_head=tuple(heads),
         diagnostics=diag, calls=m.blocks, kernel_calls=m.kernel_calls,
         stop_reason=m.stop_reason, precision=m.precision, input_sd=m.input_sd, seed=seed,
         **_equivalence(m, heads, tolerance, confidence),
@@ -461,10 +469,10 @@ def probe(
     confidence : float
         Of the interval (the test's level is 1 − confidence).
     tolerance : float, optional
-        Equivalence test, as in ``assert``: two one-sided tests at size 1 − confidence; pass
-        only when the whole ``2·confidence − 1`` interval (90% at the default) lies in
-        expected × (1 ± tolerance), fail when the two-sided test rejects the expected scale,
-        inconclusive otherwise.
+        Relative tolerance T, as in ``assert``: pass when the whole ``2·confidence − 1``
+        interval (90% at the default) lies inside expected × [1 − T, 1 + T] (two one-sided
+        tests), fail when the whole ``confidence`` interval (95%) lies outside it, otherwise
+        inconclusive.
     seed : int, optional
         Root seed (drawn when omitted; ``result.seed`` reports it).
     args : dict, optional

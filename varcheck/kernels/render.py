@@ -92,8 +92,9 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
         *_wrap(
             f"expected {fmt(result.expected, 6)}; effective scale {fmt(result.scale, 6)}, "
             f"{confidence_label(result.confidence)} interval [{fmt(lo, 6)}, {fmt(hi, 6)}] "
-            f"from {result.calls:,} calls; {'two-sided ' if result.tolerance else ''}"
-            f"p = {fmt_p(result.p_value)}"
+            f"from {result.calls:,} calls; "
+            + (f"p = {fmt_p(result.p_value)}" if result.tolerance is None else
+               f"p_value = {fmt_p(result.p_value)} (two-sided, of the expected scale)")
         ),
         *_equivalence_lines(result),
         *_wrap(
@@ -117,15 +118,18 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
 
 
 def _equivalence_lines(result: ProbeResult) -> list[str]:
-    """What a pass under a tolerance needs (TOST, as in ``assert``), or nothing without one."""
+    """What a pass and a fail under a tolerance need (as in ``assert``), or nothing without
+    one."""
     if result.equivalence_interval is None or result.tolerance is None:
         return []
     band = sorted(result.expected * (1 + s * result.tolerance) for s in (-1, 1))
     level = confidence_label(max(2 * result.confidence - 1, 0.0))
     return _wrap(
-        f"equivalence (two one-sided tests): a pass needs the whole {level} interval "
-        f"{interval(*result.equivalence_interval, 6)} inside {interval(*band, 6)}; "
-        f"p = {fmt_p(result.p_equivalence)}"  # type: ignore[arg-type]
+        f"band {interval(*band, 6)}: a pass needs the whole {level} interval "
+        f"{interval(*result.equivalence_interval, 6)} inside it (p_equivalence = "
+        f"{fmt_p(result.p_equivalence)}), a fail the whole "  # type: ignore[arg-type]
+        f"{confidence_label(result.confidence)} interval outside it (p_outside = "
+        f"{fmt_p(result.p_outside)})"  # type: ignore[arg-type]
     )
 
 
@@ -144,7 +148,7 @@ def _head_dict(h: Any) -> dict[str, Any]:
     return {
         **_fields(h, "head scale"),
         **_ci(h.confidence_interval),
-        **_fields(h, "p_value raw_p_value p_equivalence outcome"),
+        **_fields(h, "p_value raw_p_value p_equivalence p_outside outcome"),
     }
 
 
@@ -164,7 +168,7 @@ def probe_dict(result: ProbeResult) -> dict[str, Any]:
         "meaning": law.meaning,
         **_fields(result, "outcome reason more_calls p_value tolerance"),
         **_ci(result.equivalence_interval, "equivalence"),
-        **_fields(result, "p_equivalence causal"),
+        **_fields(result, "p_equivalence p_outside causal"),
         "per_head": [_head_dict(h) for h in result.per_head],
         "diagnostics": {
             **_fields(d, "mask masked bias bias_size"),

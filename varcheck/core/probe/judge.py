@@ -2,10 +2,11 @@
 
 Each head's scale is tested as ``assert`` tests a variance
 (:class:`~varcheck.core.estimation.IntervalTest`, :func:`~varcheck.core.verdicts.decide`):
-without a tolerance, a consistency test on the two-sided p-value; with one, two one-sided tests
-(TOST) at exact size alpha, which pass when the whole ``1 - 2 alpha`` interval lies in
-expected × (1 ± tolerance). The two-sided p-values are those a caller Holm-adjusts (over the
-heads of a probe, or over a claim file).
+without a tolerance, a consistency test on the two-sided p-value; with one, the expected scale
+is the band expected × [1 − T, 1 + T]: pass when the whole ``1 - 2 alpha`` interval lies inside
+it (two one-sided tests, TOST), fail when the whole ``1 - alpha`` interval lies outside it,
+otherwise inconclusive. The p-values a fail rests on (``ClaimPValues.p_fail``) are those a
+caller Holm-adjusts (over the heads of a probe, or over a claim file).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from ...errors import VarcheckError
 from ..options import valid_count
-from ..verdicts import FAIL, OUTCOME_RANK, Decision, decide
+from ..verdicts import FAIL, OUTCOME_RANK, ClaimPValues, Decision, claim_p_values, decide
 from .measure import HeadEstimate, Measurement
 from .weights import DTYPES, LAYOUTS, Design
 
@@ -51,33 +52,24 @@ def design(dk: int, queries: int, keys: int, heads: int | None, dv: int | None, 
     return Design(dk, queries, keys, h, dv, layout, dtype_name(dtype))
 
 
-def _band(expected: float, tolerance: float) -> tuple[float, float]:
-    ends = (expected * (1 - tolerance), expected * (1 + tolerance))
-    return min(ends), max(ends)
+def head_p_values(m: Measurement, expected: float, tolerance: float | None) -> list[ClaimPValues]:
+    """Each head's p-values of ``expected`` (:func:`~varcheck.core.verdicts.claim_p_values`)."""
+    return [claim_p_values(h, h.scale, expected, tolerance) for h in m.heads]
 
 
-def head_p_values(
-    m: Measurement, expected: float, tolerance: float | None
-) -> list[tuple[float, float | None]]:
-    """Each head's two-sided p-value of ``expected`` and, with a tolerance, its TOST p-value."""
-    return [
-        (h.p_value(expected), None if tolerance is None else h.equivalence_p_value(
-            *_band(expected, tolerance)))
-        for h in m.heads
-    ]  # fmt: skip
-
-
-def decide_head(h: HeadEstimate, expected: float, p_value: float, tost_p: float | None, *,
-                alpha: float, tolerance: float | None) -> Decision:  # fmt: skip
-    """One head's verdict from its (adjusted) two-sided p-value and its TOST p-value."""
+def decide_head(h: HeadEstimate, expected: float, p: ClaimPValues, *, alpha: float,
+                tolerance: float | None) -> Decision:  # fmt: skip
+    """One head's verdict from its p-values (the one a fail rests on, maybe Holm-adjusted)."""
     inner = h.confidence_interval if tolerance is None else h.interval_at(max(1 - 2 * alpha, 0))
-    return decide(h.scale, inner, expected, p_value=p_value, alpha=alpha, tolerance=tolerance,
-                  samples=h.blocks, tost_p=tost_p, fail_interval=h.confidence_interval)  # fmt: skip
+    return decide(h.scale, inner, expected, p_value=p.p_value, alpha=alpha, tolerance=tolerance,
+                  samples=h.blocks, p_equivalence=p.p_equivalence, p_outside=p.p_outside,
+                  fail_interval=h.confidence_interval)  # fmt: skip
 
 
-def worst(decisions: list[tuple[Decision, float]]) -> tuple[Decision, float]:
-    """The worst of (decision, p-value) pairs: highest outcome rank, then smallest p."""
-    return max(decisions, key=lambda dp: (OUTCOME_RANK[dp[0].outcome], -dp[1]))
+def worst(decisions: list[tuple[Decision, ClaimPValues]]) -> tuple[Decision, ClaimPValues]:
+    """The worst of (decision, p-values) pairs: highest outcome rank, then smallest p-value a
+    fail rests on."""
+    return max(decisions, key=lambda dp: (OUTCOME_RANK[dp[0].outcome], -dp[1].p_fail))
 
 
 def mask_of(m: Measurement) -> str:
