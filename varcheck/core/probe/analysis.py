@@ -32,7 +32,9 @@ __all__ = [
     "call_slopes",
     "check_convex",
     "pilot_structure",
+    "offset_slope",
     "rough_slope",
+    "underflow_edge",
     "BIAS_FLOOR",
     "CURVE_FLOOR",
     "EXPLAINED_MIN",
@@ -50,6 +52,8 @@ EXPLAINED_MIN = 0.9
 Z_FLAG = 5.0
 #: Fit of a bias pattern to a shape (ALiBi, relative) counted as that shape.
 SHAPE_FIT = 0.99
+#: Nats a zero's predicted log-weight may exceed the rounding floor and still be underflow.
+UNDERFLOW_MARGIN = 1.0
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,10 @@ class HeadStructure:
     masked : int
         Weights exactly zero in every pilot call.
     underflowed : int
-        Of those, the ones past a causal mask that a steep position bias drove to 0 (the mask is
-        then named ``causal``).
+        Of those, the ones past a causal mask (or with no mask) that a steep ALiBi bias drove
+        to 0: their log-weights, predicted from the fitted bias and scale, are below the
+        formats' rounding floor in every pilot call (the mask is then named ``causal`` or
+        ``none``).
     bias : numpy.ndarray or None
         The (n, m) row-centred position bias, in logit units, subtracted from every block.
     bias_size : float
@@ -161,6 +167,47 @@ def rough_slope(w: np.ndarray, x: np.ndarray) -> float:
     return float((xt * yt).sum()) / den if den > 0 else math.nan
 
 
+def offset_slope(w: np.ndarray, x: np.ndarray, tiny: float, rounds: int = 40) -> float:
+    """The scale from one call with each row's and each offset ``j − i``'s level removed.
+
+    A position bias that is a function of ``j − i`` (ALiBi, relative) is absorbed by the
+    offsets' levels. It matters when the bias is steep: far keys are then readable (at least
+    ``tiny``) only when their ``q · k`` is large, and :func:`rough_slope`, which ignores the
+    bias, reads a slope of that selection. Within a row and an offset the log-weight is exact
+    in ``q · k``, so selecting on it does not bias this slope. NaN if nothing varies.
+    """
+    heads, n, m = w.shape
+    ok = w >= tiny
+    wt = ok.astype(float)
+    size = heads * (n + m - 1)
+    index = (
+        np.arange(heads)[:, None, None] * (n + m - 1)
+        + np.arange(m)[None, None, :]
+        - np.arange(n)[None, :, None]
+        + n
+        - 1
+    )[ok]
+    count = np.maximum(np.bincount(index, minlength=size), 1)
+    y = np.log(np.where(ok, w, 1.0))
+    pair = [x * wt, y * wt]
+    for _ in range(rounds):  # alternating projections onto the row and the offset levels
+        pair = [centre_rows(z, wt) for z in pair]
+        for z in pair:
+            z[ok] -= (np.bincount(index, z[ok], minlength=size) / count)[index]
+    xt, yt = pair
+    den = float((xt * xt).sum())
+    return float((xt * yt).sum()) / den if den > 1e-12 * float((x * x * wt).sum()) else math.nan
+
+
+def underflow_edge(name: str, tiny: float, where: str) -> str:
+    """The error for weights too close to the format's underflow edge to read a slope."""
+    return (
+        f"kernel {name}: its weights sit at the underflow edge of its format: no query has two "
+        f"keys of weight ≥ {tiny:.2g} {where}, so the scale cannot be read; return float32 "
+        "weights, or probe fewer keys or a gentler position bias"
+    )
+
+
 def _causal_patterns(n: int, m: int) -> list[tuple[str, np.ndarray]]:
     i, j = np.indices((n, m))
     return [("causal", j > i), ("causal (bottom-right)", j > i + (m - n))]
@@ -175,38 +222,48 @@ def _mask_kind(zero: np.ndarray) -> str:
     return "other"
 
 
-def _underflow_mask(zero: np.ndarray, w: np.ndarray, tiny: float) -> tuple[str, int] | None:
-    """A causal mask (or none) whose extra zeros are weights underflowed under a steep bias.
+def _underflow_mask(
+    zero: np.ndarray, w: np.ndarray, x: np.ndarray, used: np.ndarray, scale: float, log_floor: float
+) -> tuple[str, int] | None:
+    """A causal mask (or none) whose extra zeros are weights a steep ALiBi bias drove to 0.
 
-    The extra zeros count as underflow when, in every row that has them, they lie farther from
-    the query's own position than every key it attends (a distance penalty drives the far keys
-    to 0 first) and the row's smallest weight is within 20% of the format's underflow range of
-    its smallest normal number (it has reached the edge). A sliding-window mask keeps ordinary
-    weights at its edge, so it stays ``other``. Returns the mask and the extra zeros, or None.
+    ``w``, ``x``: the pilot's (P, n, m) weights and dot products; ``used``: the places read in
+    every call; ``log_floor``: the log of the largest weight the formats may round (or flush)
+    to 0. For each
+    candidate mask, the bias of the used places is fitted as linear in the distance to the
+    query's own position (ALiBi); each call's log-weight at an extra zero is then predicted
+    from that slope, the scale times its ``q · k`` and the row's level in that call. The zeros
+    are underflow when every prediction, in every call, is below ``log_floor`` (with a margin
+    for the fit's error). A mask (a sliding window) zeroes keys whose predicted weight is far
+    above the floor, so it stays ``other``. Returns the mask and the extra zeros, or None.
     """
     n, m = zero.shape
-    low = w.min(axis=0)
-    edge = 0.8 * math.log(tiny)
+    wt = used.astype(float)
+    y = np.log(np.where(used, w, 1.0))
+    rows = used.any(axis=1)
     for name, pattern in [*_causal_patterns(n, m), ("none", np.zeros((n, m), dtype=bool))]:
-        if not (pattern <= zero).all():
-            continue
         extra = zero & ~pattern
-        distance = np.abs(
-            np.arange(n)[:, None]
-            - np.arange(m)[None, :]
-            + (m - n) * (name == "causal (bottom-right)")
-        )
-        rows = np.nonzero(extra.any(axis=1))[0]
-        ok = len(rows) > 0
-        for r in rows:
-            seen = ~zero[r]
-            if not seen.any() or distance[r][extra[r]].min() <= distance[r][seen].max():
-                ok = False
-                break
-            if math.log(max(float(low[r][seen].min()), 1e-320)) > edge:
-                ok = False
-                break
-        if ok:
+        if not (pattern <= zero).all() or not extra.any() or not rows[extra.any(axis=1)].all():
+            continue
+        off = (m - n) * (name == "causal (bottom-right)")
+        dist = np.abs(np.arange(n)[:, None] + off - np.arange(m)[None, :]).astype(float)
+        dc = centre_rows(-dist, wt)
+        level = y - scale * x
+        lc = centre_rows(level.mean(axis=0), wt)
+        den = float((dc * dc).sum())
+        total = float((lc * lc).sum())
+        if den <= 0 or total <= 0:
+            continue
+        slope = float((dc * lc).sum()) / den
+        rms = math.sqrt(float(((lc - slope * dc) ** 2).sum()) / max(float(wt.sum()), 1.0))
+        # a penalty on distance (far keys get less), and linear in it
+        if slope <= 0 or 1.0 - rms * rms * float(wt.sum()) / total < SHAPE_FIT:
+            continue
+        # each call's level of each row, from its used places with the fitted bias removed
+        row_level = ((level + slope * dist) * wt).sum(-1) / np.maximum(wt.sum(-1), 1.0)
+        predicted = scale * x - slope * dist + row_level[..., None]
+        margin = UNDERFLOW_MARGIN + 4.0 * (rms + rms / math.sqrt(den) * dist)
+        if (predicted.max(axis=0) - margin < log_floor)[extra].all():
             return name, int(extra.sum())
     return None
 
@@ -254,11 +311,14 @@ def _toeplitz_fit(bias: np.ndarray, valid: np.ndarray, rounds: int = 50) -> floa
     return 1.0 - float(((target - fit) ** 2).sum()) / total if total > 0 else 1.0
 
 
-def pilot_structure(w: np.ndarray, x: np.ndarray, name: str, tiny: float = TINY) -> HeadStructure:
+def pilot_structure(
+    w: np.ndarray, x: np.ndarray, name: str, tiny: float = TINY, log_floor: float | None = None
+) -> HeadStructure:
     """Mask, bias and non-linearity of one head from P independent calls.
 
     ``w`` and ``x`` are (P, n, m): the weights and the dot products of each call; ``tiny`` the
-    smallest normal number of the format the kernel returns.
+    smallest normal number of the format the kernel returns; ``log_floor`` the log of the largest
+    weight its formats may round or flush to 0 (default ``log(tiny)``).
     """
     calls = w.shape[0]
     zero = (w == 0).all(axis=0)
@@ -266,6 +326,8 @@ def pilot_structure(w: np.ndarray, x: np.ndarray, name: str, tiny: float = TINY)
     # places that underflowed (or were subnormal, a few bits) in some call are left out
     used = valid & (w >= tiny).all(axis=0)
     if not (used.sum(-1) >= 2).any():
+        if (valid.sum(-1) >= 2).any():
+            raise VarcheckError(underflow_edge(name, tiny, "in every pilot call"))
         raise VarcheckError(
             f"kernel {name}: no query attends to two keys or more, so the weights say nothing "
             "about the scale"
@@ -298,7 +360,9 @@ def pilot_structure(w: np.ndarray, x: np.ndarray, name: str, tiny: float = TINY)
     kind, slope = _bias_shape(bias, used) if biased else ("none", math.nan)
     mask, underflowed = _mask_kind(zero), 0
     if mask == "other" and biased:
-        mask, underflowed = _underflow_mask(zero, w, tiny) or (mask, 0)
+        floor = math.log(tiny) if log_floor is None else log_floor
+        found = _underflow_mask(zero, w, x, used, s_u * unit, floor)
+        mask, underflowed = found or (mask, 0)
     return HeadStructure(
         valid=valid,
         used=used,
@@ -340,7 +404,11 @@ def call_slopes(
     wt = ok.astype(float)
     xt, yt = centre_rows(x, wt), centre_rows(y, wt)
     if not curved:
-        slope = (xt * yt).sum((-2, -1)) / (xt * xt).sum((-2, -1))
+        den = (xt * xt).sum((-2, -1))
+        # NaN for a head with no row of two readable places: the caller refuses the call
+        slope = np.divide(
+            (xt * yt).sum((-2, -1)), den, out=np.full(den.shape, np.nan), where=den > 0
+        )
         return np.stack([slope, slope])
     u = x * unit
     cols = np.stack([centre_rows(u**p, wt) for p in range(1, 6)])

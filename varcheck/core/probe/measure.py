@@ -28,8 +28,10 @@ from .analysis import (
     HeadStructure,
     call_slopes,
     check_convex,
+    offset_slope,
     pilot_structure,
     rough_slope,
+    underflow_edge,
 )
 from .weights import Design, call_kernel, draw_qk, input_eps, read_weights, rounded
 
@@ -142,6 +144,30 @@ def _smallest_normal(dtype: np.dtype, design: Design) -> float:
     return max(tiny, float(np.finfo(np.dtype(fmt)).tiny))
 
 
+def _log_floor(w: np.ndarray, dtype: np.dtype, design: Design) -> float:
+    """The log of the largest weight the kernel's formats may turn into an exact 0.
+
+    Those of the output and of the inputs (a kernel may compute in either). A weight below half
+    a format's smallest subnormal rounds to 0 there; a kernel that flushes subnormals to 0
+    (fast-math GPU code) zeroes every weight below the smallest normal, so a format none of
+    whose subnormals shows among the pilot's weights counts up to its smallest normal.
+    """
+    formats = [(float(np.finfo(dtype).tiny), float(np.finfo(dtype).smallest_subnormal))]
+    if dtype.kind != "f":
+        formats = []
+    if design.dtype == "bfloat16":
+        formats.append((2.0**-126, 2.0**-133))
+    else:
+        f = np.finfo(np.dtype(design.dtype))
+        formats.append((float(f.tiny), float(f.smallest_subnormal)))
+    shown = w[w > 0]
+    # half of float64's smallest subnormal is 0 in float64: take its log
+    return max(
+        math.log(sub) - math.log(2.0) if (shown < tiny).any() else math.log(tiny)
+        for tiny, sub in formats
+    )
+
+
 def _resolution(dtype: np.dtype, design: Design) -> float:
     """The interval's floor: 4 eps of the coarser of the output format and the inputs' format.
 
@@ -160,6 +186,10 @@ def _size_inputs(kernel: Any, design: Design, rng: np.random.Generator, sd: floa
         w, x, dtype, qk = _read(kernel, design, rng, sd)
         check_convex(w, _tolerance(dtype, design), kernel.label, _low_tolerance(design))
         s = rough_slope(w, x)
+        fitted = offset_slope(w, x, _smallest_normal(dtype, design))
+        # a steep position bias confounds the rough slope (an ALiBi kernel's was 1/50 of it)
+        if fitted > 0 and not 2.0 / 3.0 < s / fitted < 1.5:
+            s = fitted
         if math.isnan(s):  # every row one-hot: logits far too wide to read
             sd /= 4.0
             continue
@@ -202,9 +232,9 @@ def _pilot(kernel: Any, design: Design, expected: float, seed: int):  # noqa: AN
         ws.append(w)
         xs.append(x)
     wa, xa = np.stack(ws), np.stack(xs)
-    tiny = _smallest_normal(dtype, design)
+    tiny, floor = _smallest_normal(dtype, design), _log_floor(wa, dtype, design)
     heads = tuple(
-        pilot_structure(wa[:, h], xa[:, h], kernel.label, tiny) for h in range(design.heads)
+        pilot_structure(wa[:, h], xa[:, h], kernel.label, tiny, floor) for h in range(design.heads)
     )
     worst = min(h.explained for h in heads)
     if worst < EXPLAINED_MIN:
@@ -225,7 +255,16 @@ def _chunk(kernel: Any, design: Design, seed: int, chunk: int, blocks: int, sd: 
     out = np.empty((blocks, 2, design.heads))
     for i, child in enumerate(children):
         w, x, _, _ = _read(kernel, design, np.random.default_rng(child), sd)
-        out[i] = call_slopes(w, x, list(heads), curved=curved, unit=unit)
+        try:
+            out[i] = call_slopes(w, x, list(heads), curved=curved, unit=unit)
+        except np.linalg.LinAlgError:
+            out[i] = math.nan
+        readable = np.isfinite(out[i]).all(axis=0)
+        if not readable.all():  # a head with no query of two readable keys in this call
+            h = int(np.argmin(readable))
+            raise VarcheckError(
+                underflow_edge(kernel.label, heads[h].tiny, f"in a call (head {h})")
+            )
     return out
 
 
