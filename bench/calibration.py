@@ -1,6 +1,6 @@
 """Calibration of fixed budgets and of the equivalence test, measured by hand (issue #16).
 
-    nice .venv/bin/python bench/calibration.py [--seeds 1000] [--part budgets|edge|...|all]
+    nice .venv/bin/python bench/calibration.py [--seeds 1000] [--part budgets|edge|...|fail|all]
 
 ``budgets``: for each entry law, d_k and fixed budget (1000 and 10^4 products), ``--seeds``
 estimates of Var(q·k) through the fixed-budget path of ``sweep``/``assert``/``check``
@@ -19,6 +19,11 @@ budget rule's minimum), coverage of each row.
 ``tost``: the equivalence test (``--tolerance T``) of a claim whose true variance lies on the edge
 of the band (size: passes at most alpha) and in its middle (power), against the rule it replaces
 (the whole 95% interval inside the band), on the same estimates.
+
+``fail``: the fail rate of the same tolerance claims with the true variance inside the band
+(at 1 ± 0.75 T), on its edges and outside it (1 ± 2 T, 1 ± 5 T): the rule of 0.1.0 (fail only
+when the whole 95% interval lies outside the band, ``p_outside < alpha``) against the rule it
+replaces (fail when the 95% interval excludes the claim itself), on the same estimates.
 
 Prints one Markdown table per part; docs/calibration.md quotes them.
 """
@@ -185,18 +190,60 @@ def tost(seeds: int) -> None:
             )
 
 
+def _fail_counts(ests: list, claim: float, tol: float) -> tuple[int, int]:
+    """How many estimates fail ``claim`` ± ``tol``: by :func:`decide`, and by the old rule."""
+    from varcheck.core.verdicts import FAIL, PASS, claim_p_values, decide
+
+    new = old = 0
+    for e in ests:
+        p = claim_p_values(e, e.var, claim, tol)
+        d = decide(e.var, e.interval_at(1 - 2 * ALPHA), claim, p_value=p.p_value, alpha=ALPHA,
+                   tolerance=tol, samples=e.samples, p_equivalence=p.p_equivalence,
+                   p_outside=p.p_outside, fail_interval=e.confidence_interval)  # fmt: skip
+        new += d.outcome == FAIL
+        old += d.outcome != PASS and p.p_value < ALPHA
+    return new, old
+
+
+def fail(seeds: int) -> None:
+    from varcheck import dot_product_theory, estimate_variance, parse_distribution
+
+    print("| truth / claim | d_k, budget | tolerance | seeds | fail rate | old rule's |")
+    print("|---|---|---:|---:|---|---|")
+    z = parse_distribution("normal")
+    for dk, budget, tol in ((16, 20_000, 0.05), (64, 100_000, 0.02)):
+        th = dot_product_theory(dk, z, z)
+        ests = [
+            estimate_variance(z, z, th, seed=s, stream=(dk,), precision=None, samples=budget)
+            for s in range(seeds)
+        ]
+        for k in (0.75, -0.75, 1.0, -1.0, 2.0, -2.0, 5.0, -5.0):
+            ratio = 1 + k * tol if k > 0 else 1 / (1 - k * tol)  # truth = ratio × claim
+            new, old = _fail_counts(ests, th.var / ratio, tol)
+            test = ""
+            if abs(k) <= 1:  # inside the band or on its edge: at most alpha / 2
+                p = binomtest(new, seeds, ALPHA / 2, alternative="greater").pvalue
+                test = f", p(> 2.5%) = {p:.2g}"
+            print(
+                f"| {ratio:.4g} | {dk}, {budget:,} | {tol} | {seeds} | {_pct_ci(new, seeds)}"
+                f"{test} | {_pct_ci(old, seeds)} |",
+                flush=True,
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=1000)
     parser.add_argument("--laws", default=None, help="comma-separated subset of the laws")
     parser.add_argument(
-        "--part", choices=["budgets", "edge", "precision", "tost", "all"], default="all"
+        "--part", choices=["budgets", "edge", "precision", "tost", "fail", "all"], default="all"
     )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.laws:
         LAWS[:] = args.laws.split(",")
-    parts = (("budgets", budgets), ("edge", edge), ("precision", precision), ("tost", tost))
+    parts = (("budgets", budgets), ("edge", edge), ("precision", precision), ("tost", tost),
+             ("fail", fail))  # fmt: skip
     for name, part in parts:
         if args.part in (name, "all"):
             print(f"\n## {name} ({args.seeds} seeds per configuration)\n")
