@@ -125,11 +125,12 @@ def _equivalence_lines(result: ProbeResult) -> list[str]:
     band = sorted(result.expected * (1 + s * result.tolerance) for s in (-1, 1))
     level = confidence_label(max(2 * result.confidence - 1, 0.0))
     return _wrap(
-        f"band {interval(*band, 6)}: a pass needs the whole {level} interval "
-        f"{interval(*result.equivalence_interval, 6)} inside it (p_equivalence = "
-        f"{fmt_p(result.p_equivalence)}), a fail the whole "  # type: ignore[arg-type]
-        f"{confidence_label(result.confidence)} interval outside it (p_outside = "
-        f"{fmt_p(result.p_outside)})"  # type: ignore[arg-type]
+        f"pass needs the whole {level} interval {interval(*result.equivalence_interval, 6)} "
+        f"inside the band {interval(*band, 6)}: "
+        f"p_equivalence = {fmt_p(result.p_equivalence)}"  # type: ignore[arg-type]
+    ) + _wrap(
+        f"fail needs the whole {confidence_label(result.confidence)} interval outside it: "
+        f"p_outside = {fmt_p(result.p_outside)}"  # type: ignore[arg-type]
     )
 
 
