@@ -119,7 +119,7 @@ def test_underflowed_keys_are_counted() -> None:
 
 def test_a_flush_to_zero_kernel_keeps_its_causal_mask() -> None:
     """float32 weights below the smallest normal flushed to 0 (no subnormal ever shows): the
-    floor is the smallest normal, not half the smallest subnormal (40 nats lower)."""
+    floor is the smallest normal, not half the smallest subnormal (17 nats lower)."""
     kernel = functools.partial(uk.causal_alibi, slope=2.0, dtype="float32", ftz=True)
     r = _probe(kernel, 1, dtype="float32", causal=True)
     assert (r.diagnostics.mask, r.outcome) == ("causal", "pass"), r.diagnostics.notes
