@@ -328,3 +328,34 @@ def test_bundled_checkpoint_found_in_a_later_location(
     assert bert.bundled_minilm_path() is None
     monkeypatch.setitem(sys.modules, PKG, _fake_package([empty, without, with_weights]))
     assert bert.bundled_minilm_path() == with_weights / "model"
+
+
+@pytest.mark.parametrize("tolerance", [None, 0.25])
+@pytest.mark.parametrize(
+    "nan_at",
+    ["estimate", "low", "p_value", "p_equivalence", "p_outside"],
+)
+def test_a_nan_decides_nothing(tolerance: float | None, nan_at: str) -> None:
+    """Guards against a NaN passing: ``nan < alpha`` is False, so a NaN p-value read as "not
+    rejected" (a probe whose per-call slopes were 0/0 passed a kernel scaled twice)."""
+    values = {
+        "estimate": 1.0,
+        "low": 0.875,
+        "p_value": 0.5,
+        "p_equivalence": 0.01,
+        "p_outside": 1.0,
+    }
+    values[nan_at] = math.nan
+    res = decide(
+        values["estimate"],
+        ConfidenceInterval(values["low"], 1.125),
+        1.0,
+        p_value=values["p_value"],
+        alpha=0.05,
+        tolerance=tolerance,
+        samples=1000,
+        p_equivalence=values["p_equivalence"] if tolerance else None,
+        p_outside=values["p_outside"] if tolerance else None,
+    )
+    skipped = tolerance is None and nan_at in ("p_equivalence", "p_outside")
+    assert res.outcome == (PASS if skipped else "unreliable")

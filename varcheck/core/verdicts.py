@@ -261,9 +261,14 @@ def decide(
     products would settle it, the width shrinking as 1/sqrt(products): with the estimate inside
     B, until ``interval`` fits in B; outside it, until ``fail_interval`` clears B's nearest edge.
     A variance inside B fails at most alpha of the time (alpha / 2 when the interval is
-    narrow next to the band); one on B's edge passes at most alpha of the time.
+    narrow next to the band); one on B's edge passes at most alpha of the time. A NaN estimate,
+    interval end or p-value decides nothing: ``unreliable`` (a NaN compares false with alpha,
+    which would read as a pass).
     """
     lo, hi = interval
+    given = (estimate, lo, hi, p_value, p_equivalence, p_outside)
+    if any(x is not None and math.isnan(x) for x in given) or not math.isfinite(estimate):
+        return Decision(UNRELIABLE, "the estimate, its interval or a p-value is not a number")
     if tolerance is None:
         if p_value < alpha:
             return Decision(FAIL, "the interval excludes the claimed value")
