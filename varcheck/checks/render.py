@@ -7,7 +7,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from ..core.estimation import MIN_BLOCKS
-from ..core.verdicts import CONSISTENT, OUTCOME_RANK, marginal_only
+from ..core.verdicts import CONSISTENT, INTERRUPTED, OUTCOME_RANK, marginal_only
 from ..output import formats
 from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
 from .verify import sampler_tails_caution
@@ -396,7 +396,17 @@ def verify_record(result: VerifyResult) -> dict[str, Any]:
 
 
 def verify_dict(result: VerifyResult) -> dict[str, Any]:
+    """assert's JSON. Interrupted, its ``outcome`` is ``interrupted`` (the word its exit code
+    follows, as in every command's JSON), and ``reason`` says what the blocks drawn by then
+    decided."""
     record = list(verify_record(result).items())
+    if result.interrupted:
+        said = dict(record)
+        said["reason"] = (
+            f"interrupted: from the blocks drawn so far, {result.outcome} ({result.reason})"
+        )
+        said["outcome"] = INTERRUPTED
+        record = list(said.items())
     after_reason = [k for k, _ in record].index("reason") + 1
     record.insert(after_reason, ("caution", result.caution))
     return {

@@ -26,7 +26,13 @@ from ..core.probe.measure import Measurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
 from ..core.probe.weights import Design
 from ..core.ranges import resolve_dks
-from ..core.verdicts import OUTCOME_RANK, GrowthFit, adjusted_p_values, exit_code, fit_growth
+from ..core.verdicts import (
+    GrowthFit,
+    adjusted_p_values,
+    exit_code,
+    fit_growth,
+    outcome_of,
+)
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .laws import Expectation, Reading, law_exponent, nearest_law, parse_expectation
@@ -236,7 +242,8 @@ class ProbeSweepResult(Displayable):
 
     @property
     def outcome(self) -> str:
-        return max((r.outcome for r in self.rows), key=OUTCOME_RANK.__getitem__)
+        """The worst row's outcome, or ``interrupted``: the word the exit code follows."""
+        return outcome_of((r.outcome for r in self.rows), interrupted=self.interrupted)
 
     @property
     def exit_code(self) -> int:
