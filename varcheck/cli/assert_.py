@@ -20,16 +20,17 @@ from .types import CLAIM, FiniteFloat
 Examples:
   varcheck assert --dk 64 --claim dk
   varcheck assert --dk 64 --claim 1 --scaled --tolerance 0.02
-  varcheck assert --dk 64 --dist normal:mean=0.5 --claim dk          # fails: Var = 1.5 dk
+  varcheck assert --dk 64 --dist normal:mean=0.5 --claim dk   # fails: 1.5 dk
   varcheck assert --dk 32 --rho 0.5 --claim 'dk*(1+rho**2)' --format json
-  varcheck assert --dk 64 --sampler examples/attention.py:logits --claim 1 --tolerance 0.05
+  varcheck assert --dk 64 --sampler examples/attention.py:logits --claim 1
 
-\b
 Without --tolerance: a consistency test, fail when the interval excludes the claim.
+
 With --tolerance T: pass when the whole 90% interval lies inside claim ± T; fail when the
 whole 95% interval lies outside it; otherwise inconclusive (with the number of further
 products that would settle it). At --confidence C the intervals are 2C − 1 and C: a variance
 on the band's edge passes, and one inside it fails, at most 1 − C of the time.
+
 A fixed --samples below what a valid interval needs for these laws (high kurtosis of q·k,
 heavy tails) gives an estimate without a verdict (unreliable, exit 4) and says how many.
 

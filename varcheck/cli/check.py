@@ -55,20 +55,21 @@ Examples:
 
 \b
 File format (TOML):
-  [defaults]                 # optional: seed, confidence (or alpha), precision or samples,
-  seed = 2024                #           max_seconds; options given here override them
+  [defaults]            # optional: seed, confidence (or alpha), precision
+  seed = 2024           #   or samples, max_seconds (the command line wins)
   [[claim]]
-  name = "textbook"          # unique
-  dk = "2..512"              # integer, range spec or list
-  dist = "normal"            # or q_dist / k_dist; optional rho
-  claim = "dk"               # number or expression
-  scaled = false             # optional
-  # sampler = "attention.py:logits"   # or your own code instead of dist (path relative to
-  # args = { heads = 4 }              # this file), with keyword arguments bound to it
-  tolerance = 0.02           # optional: the band claim × [0.98, 1.02]
-  description = "..."        # optional
+  name = "textbook"     # unique
+  dk = "2..512"         # integer, range spec or list
+  dist = "normal"       # or q_dist / k_dist; optional rho
+  claim = "dk"          # number or expression
+  scaled = false        # optional
+  tolerance = 0.02      # optional: the band claim × [0.98, 1.02]
+  description = "..."   # optional
+  # instead of dist, your code: sampler = "attention.py:logits" (path
+  #   relative to this file), args = { heads = 4 } (docs/own-code.md)
+  # or a kernel's scale: probe = "kernels.py:attn", with dk, expect,
+  #   causal, layout, tolerance, args (docs/probe.md)
 
-\b
 Every (claim, d_k) pair is one test, and Holm's procedure over all of them keeps the chance
 that a file of true claims fails at most 1 - confidence. With a tolerance T: pass when the
 whole 90% interval lies inside claim ± T; fail when the whole 95% interval lies outside it;

@@ -54,12 +54,13 @@ effort_options = grouped(
     "probe",
     epilog="""\b
 Examples:
-  varcheck probe examples/attention_kernels.py:attention --dk 64
-  varcheck probe examples/attention_kernels.py:scale_forgotten --dk 64
-  varcheck probe examples/attention_kernels.py:scaled_by_dk --dk 64 --expect 1/dk
-  varcheck probe examples/attention_kernels.py:layer_scaled --dk 64 --arg layer=2
-  varcheck probe examples/attention_kernels.py:attention --dk 8..512 --plot p.png
-  varcheck probe examples/attention_kernels.py:alibi_heads --dk 64 --layout bhnd
+  cd examples
+  varcheck probe attention_kernels.py:attention --dk 64
+  varcheck probe attention_kernels.py:scale_forgotten --dk 64
+  varcheck probe attention_kernels.py:scaled_by_dk --dk 64 --expect 1/dk
+  varcheck probe attention_kernels.py:layer_scaled --dk 64 --arg layer=2
+  varcheck probe attention_kernels.py:attention --dk 8..512 --plot p.png
+  varcheck probe attention_kernels.py:alibi_heads --dk 64 --layout bhnd
 
 \b
 The kernel is fn(q, k, v) -> softmax(s·q kᵀ + bias) v. varcheck gives it

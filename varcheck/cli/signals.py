@@ -8,7 +8,7 @@ further signals are only noted, so the partial output is never cut in the middle
 signal, two seconds or more after the first, stops the output too (for a writer stuck on a
 blocked pipe): a burst of signals (a CI runner's, a key held down) cannot cut it. The exit status
 is 128 + the first signal's number (130 for SIGINT, 143 for SIGTERM), and so is the
-``exit_code`` the results write (:func:`varcheck.core.verdicts.note_signal`). Once that status is
+``exit_code`` the results write (:func:`varcheck.core.interrupts.note_signal`). Once that status is
 known, the console script ignores both signals: Python's own teardown would otherwise restore
 their default actions, and a late signal would kill the process instead of letting it exit with
 its status.
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from ..core.verdicts import note_signal
+from ..core.interrupts import note_signal
 
 __all__ = [
     "Terminated",

@@ -9,6 +9,7 @@ from statistics import NormalDist
 from typing import Any, Protocol
 
 from .estimation import ConfidenceInterval
+from .interrupts import EXIT_INTERRUPTED, interrupted_exit, note_signal
 
 __all__ = [
     "PASS",
@@ -52,11 +53,6 @@ INCONCLUSIVE = "inconclusive"
 #: exit status of each outcome; the worst (highest rank) wins for a set of claims
 OUTCOME_EXIT = {PASS: 0, INCONCLUSIVE: 3, UNRELIABLE: 4, INFINITE: 4, FAIL: 1}
 OUTCOME_RANK = {PASS: 0, INCONCLUSIVE: 1, UNRELIABLE: 2, INFINITE: 2, FAIL: 3}
-#: the exit status of a run stopped by Ctrl-C (128 + SIGINT)
-EXIT_INTERRUPTED = 130
-#: what :func:`exit_code` returns for an interrupted run: 128 + the signal :func:`note_signal`
-#: recorded (the command line's), so that its JSON says the status the process exits with
-_interrupted_exit = EXIT_INTERRUPTED
 #: the outcome of a run stopped by Ctrl-C or SIGTERM, whatever it found
 INTERRUPTED = "interrupted"
 
@@ -80,17 +76,9 @@ def exit_code(verdicts: Iterable[str], *, interrupted: bool = False) -> int:
     (1, 3)
     """
     if interrupted:
-        return _interrupted_exit
+        return interrupted_exit()
     worst = max(verdicts, key=_RANK.__getitem__, default=PASS)
     return _EXIT[worst]
-
-
-def note_signal(signum: int | None) -> None:
-    """Record the signal that stops this run: an interrupted :func:`exit_code` is then
-    128 + ``signum`` (``None``: back to 130, Ctrl-C's). The command line's signal handler
-    calls it, so the status written in the results is the one the process exits with."""
-    global _interrupted_exit
-    _interrupted_exit = EXIT_INTERRUPTED if signum is None else 128 + signum
 
 
 def outcome_of(verdicts: Iterable[str], *, interrupted: bool = False, best: str = PASS) -> str:
