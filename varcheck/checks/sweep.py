@@ -179,6 +179,11 @@ class SweepResult(Displayable):
 
         return render_sweep, sweep_dict
 
+    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
+        from .figures import plot_sweep
+
+        return plot_sweep
+
 
 def sweep(
     dk: int | str | Iterable[int] = "2..512",
