@@ -70,12 +70,6 @@ FIGURES = {
     "audit (decoder)": _decoder_audit,
 }
 MARKS = {
-    # until SweepResult names its figure (checks/ is being edited elsewhere)
-    "sweep": [
-        pytest.mark.skipif(
-            "_figure" not in vars(varcheck.SweepResult), reason="SweepResult has no _figure yet"
-        )
-    ],
     "audit": [_needs("safetensors", "tokenizers")],
     "audit (decoder)": [_needs("gguf", "tokenizers")],
 }
@@ -203,12 +197,16 @@ def test_every_result_type_draws_what_its_command_draws() -> None:
             found.add(cls)
             queue.append(cls)
     drawing = {cls.__name__ for cls in found if "_figure" in vars(cls)}
-    expected = {"ExplainResult", "SoftmaxResult", "DeriveResult", "ProjectionResult",
-                "TrainResult", "AuditResult", "DecoderAuditResult", "ProbeSweepResult",
+    expected = {"SweepResult", "ExplainResult", "SoftmaxResult", "DeriveResult",
+                "ProjectionResult", "TrainResult", "AuditResult", "DecoderAuditResult",
+                "ProbeSweepResult",
                 "ProbeResult"}  # fmt: skip  # ProbeResult's _figure says to use probe_sweep
-    assert drawing - {"SweepResult"} == expected  # SweepResult: see MARKS
+    assert drawing == expected
     assert {cls.__name__ for cls in found} - expected == {
-        "SweepResult", "VerifyResult", "CheckResult", "BetaReport"}  # fmt: skip
+        "VerifyResult",
+        "CheckResult",
+        "BetaReport",
+    }
 
 
 def test_plot_keeps_the_sessions_backend_and_figures(derived) -> None:  # noqa: ANN001
