@@ -552,14 +552,14 @@ Either way it stays far below the target of one minute on two cores.
 """
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """Write docs/audit.md's encoder part and its figure; with ``--check``, write nothing and
+    exit 1 when any section but "Speed" (timings of this machine) differs from the page."""
+    check = "--check" in (sys.argv[1:] if argv is None else argv)
     os.chdir(ROOT)
     result = audit(MODEL)
-    FIGURE.parent.mkdir(parents=True, exist_ok=True)
-    plot_audit(result, str(FIGURE))
     ref = reference_diff()
     para, unrelated = paraphrase_numbers()
-    times = timings()
     sections = [
         intro_section(result),
         measured_section(result),
@@ -568,15 +568,23 @@ def main() -> None:
         findings_section(result),
         sequences_section(),
         limits_section(),
-        speed_section(result, times),
     ]
-    # the decoder's part of the page is docs/_generate/decoder.py's: keep it
     old = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
+    if check:
+        if not old.startswith("".join(sections) + "## Speed\n"):
+            print("stale generated docs: audit.md", file=sys.stderr)
+            return 1
+        return 0
+    FIGURE.parent.mkdir(parents=True, exist_ok=True)
+    plot_audit(result, str(FIGURE))
+    sections.append(speed_section(result, timings()))
+    # the decoder's part of the page is docs/_generate/decoder.py's: keep it
     i = old.find("<!-- generated:decoder -->")
     tail = old[i:] if i >= 0 else ""
     DOC.write_text("".join(sections) + ("\n" + tail if tail else ""), encoding="utf-8")
     print(f"wrote {DOC.relative_to(ROOT)} and {FIGURE.relative_to(ROOT)}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -480,15 +480,37 @@ command line sets one BLAS thread by default.
 """
 
 
-def main() -> None:
+#: what ``--check`` puts where the timings go: the speed part is this machine's, not checked
+_NO_TIMING = {
+    "runs": {
+        "api": [{"wall": 0.0, "cpu": 0.0, "peak_mb": 0.0}],
+        "api, BLAS 2 threads": [{"wall": 0.0}],
+    },
+    "machine": {"load average (1/5/15 min) at start": "-"},
+}
+_SPEED = "## Speed and memory of the decoder audit"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the decoder part of docs/audit.md and its figures; with ``--check``, write nothing
+    and exit 1 when that part, up to its speed section (timings of this machine), differs."""
+    check = "--check" in (sys.argv[1:] if argv is None else argv)
     os.chdir(ROOT)
     dec = audit_decoder("smollm2-135m")
     enc = audit("all-MiniLM-L6-v2")
+    text = DOC.read_text(encoding="utf-8")
+    if check:
+        body = section(dec, enc, forward_checks(), quantisation(dec), _NO_TIMING)
+        fresh = body.lstrip("\n").split(_SPEED)[0]
+        start = text.find(START)
+        if start < 0 or fresh not in text[start:].split(_SPEED)[0]:
+            print("stale generated docs: audit.md (decoder part)", file=sys.stderr)
+            return 1
+        return 0
     FIGURES.mkdir(parents=True, exist_ok=True)
     plot_audit(dec, str(HEATMAP))
     plot_distance(dec, str(DISTANCE))
     body = section(dec, enc, forward_checks(), quantisation(dec), bench())
-    text = DOC.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
     note = "<!-- written by docs/_generate/decoder.py: edit that script, not this block -->\n"
     block = START + note + body.lstrip("\n") + END
@@ -499,7 +521,8 @@ def main() -> None:
     )
     DOC.write_text(text, encoding="utf-8")
     print(f"wrote the decoder part of {DOC.relative_to(ROOT)}, {HEATMAP.name}, {DISTANCE.name}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

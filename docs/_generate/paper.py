@@ -286,16 +286,21 @@ def train_tables(res: TrainResult) -> tuple[str, str]:
     return over_steps, robust
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """Write docs/paper.md and its figures; with ``--check``, write nothing and exit 1 when the
+    page is not what the code gives today."""
+    check = "--check" in (sys.argv[1:] if argv is None else argv)
     t0 = time.perf_counter()
     FIGURES.mkdir(parents=True, exist_ok=True)
     grid, _ = relaxed_grid()
     same = same_token_table()
     spread = spread_table()
     default = project(32, 16, init="xavier", precision=0.02, seed=SEED)
-    plot_project(default, str(FIGURES / "paper_project.png"))
+    if not check:
+        plot_project(default, str(FIGURES / "paper_project.png"))
     tr = train(TrainConfig(every=30), seed=SEED)
-    plot_train(tr, str(FIGURES / "paper_train.png"))
+    if not check:
+        plot_train(tr, str(FIGURES / "paper_train.png"))
     over_steps, robust = train_tables(tr)
 
     fixed, paper, exact = (tr.run(s) for s in ("fixed", "paper", "exact"))
@@ -357,7 +362,13 @@ def main() -> int:
         text = text.replace("{{" + key + "}}", value)
     if "{{" in text:
         raise SystemExit("docs/_generate/paper.py: a placeholder was left unfilled")
-    (DOCS / "paper.md").write_text(text, encoding="utf-8")
+    page = DOCS / "paper.md"
+    if check:
+        if page.read_text(encoding="utf-8") != text:
+            print("stale generated docs: paper.md", file=sys.stderr)
+            return 1
+        return 0
+    page.write_text(text, encoding="utf-8")
     print(f"wrote docs/paper.md and 2 figures in {time.perf_counter() - t0:.1f} s")
     return 0
 
