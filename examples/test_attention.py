@@ -6,10 +6,11 @@
 Why the tolerance and precision are safe: the scaled logits have variance exactly
 ``1 + 2 / (TOKENS * D_MODEL) = 1.00024`` on average over a batch (the diagonal, a token's logit
 with itself, is a little wider), so the truth sits 0.00024 from the claim, far inside ±2%. An
-equivalence test passes when its whole interval lies within 1 ± 0.02; at precision 0.006 the
-interval's half-width is at most 0.006, so the estimate may stray up to 0.014 - 0.00024 = 0.0138
-from the truth, 4.5 standard errors (SE = 0.006 / 1.96): a true claim is inconclusive with
-probability below 1e-5 per test, whatever seed the session draws. The wrong variants have
+equivalence test passes when its whole 90% interval lies within 1 ± 0.02; at precision 0.006
+that interval's half-width is at most 0.006 · 1.645 / 1.96 = 0.005, so the estimate may stray
+up to 0.02 - 0.005 - 0.00024 = 0.0148 from the truth, 4.8 standard errors (SE = 0.006 / 1.96):
+a true claim is inconclusive with probability below 1e-5 per test, whatever seed the session
+draws (docs/own-code.md works the same numbers). The wrong variants have
 variance d_k (16 or 64) and (256 / d_k)² (256 or 16): hundreds of standard errors from 1.
 """
 
