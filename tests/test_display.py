@@ -78,3 +78,30 @@ def test_every_json_says_its_exit_code(case, run_cli) -> None:
     if name in ("sweep", "assert", "check"):
         assert doc["outcome"] in ("consistent", "rejected", "pass", "fail", "inconclusive",
                                   "unreliable", "infinite")  # fmt: skip
+
+
+def test_str_is_the_table_as_plain_text(monkeypatch) -> None:
+    """Guards against ``print(result)`` in a terminal showing only the one-line repr: it prints
+    the terminal's table, without colour codes, at the terminal's width."""
+    monkeypatch.setenv("COLUMNS", "80")
+    res = varcheck.sweep("2..16", precision=0.05, seed=1)
+    text = str(res)
+    assert "\x1b[" not in text and "consistent" in text and "growth law" in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_an_assert_paragraph_wraps_with_a_hanging_indent() -> None:
+    """Guards against long paragraph lines wrapping to column 0 on a narrow terminal; the
+    reproduce command alone stays one line, to copy."""
+    import io
+
+    from rich.console import Console
+
+    from varcheck.checks.render import render_verify
+
+    res = varcheck.verify(64, claim=1, scaled=True, tolerance=0.02, seed=1)
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    render_verify(res, "table", console)
+    lines = console.file.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines if "reproduce:" not in line)
+    assert [line for line in lines if line and not line.startswith(" ")] == [lines[0]]

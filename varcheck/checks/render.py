@@ -548,10 +548,15 @@ VERIFY_INTERRUPTED_NOTE = (
 def _print_verify(result: VerifyResult, console: Console) -> None:
     style = formats.VERDICT_STYLE.get(result.outcome, "")
     head, *rest = verify_paragraph(result).splitlines()
-    console.print(f"[{style}]{head}[/]" if style else head, highlight=False)
+    for part in _hanging(head, console.width, "    "):
+        console.print(f"[{style}]{part}[/]" if style else part, highlight=False)
     for line in rest:
-        # a long reproduce command stays one line to copy, whatever the width
-        console.print(line, highlight=False, soft_wrap=line.startswith("  reproduce: "))
+        if line.startswith("  reproduce: "):
+            # a long reproduce command stays one line to copy, whatever the width
+            console.print(line, highlight=False, soft_wrap=True)
+            continue
+        for part in _hanging(line, console.width, "      "):
+            console.print(part, highlight=False, markup=False)
     if result.outcome in ("unreliable", "infinite"):
         console.print(
             "  (no verdict: no interval for this variance can be trusted, for the reason "
@@ -564,6 +569,18 @@ def _print_verify(result: VerifyResult, console: Console) -> None:
     if result.caution:
         console.print("  " + _tails_note(result.caution))
     console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
+
+
+def _hanging(line: str, width: int, indent: str) -> list[str]:
+    """``line`` wrapped to ``width`` at spaces, its continuation lines indented by ``indent``
+    (a terminal's own wrapping starts them at column 0)."""
+    import textwrap
+
+    lead = line[: len(line) - len(line.lstrip(" "))]
+    return textwrap.wrap(
+        line, width, initial_indent="", subsequent_indent=lead + indent,
+        break_long_words=False, break_on_hyphens=False,
+    ) or [line]  # fmt: skip
 
 
 #: Write one claim's result: JSON, or its paragraph (in every text format).

@@ -7,6 +7,8 @@ the dataclass does not write its own ``__repr__``) gets
   JSON text read back, so NaN and infinities are ``None`` there as in the file);
 * a one-line ``repr``: the command, d_k, claim and estimate where the result has one, outcome,
   exit code, seed and row count;
+* ``str()`` (and ``print(result)``): the terminal's table as plain text, at the terminal's width
+  (100 columns where there is no terminal);
 * ``_repr_html_()``: the terminal's table, with its colours, as HTML for Jupyter and friends;
 * ``plot(path=None)``: the figure the command's ``--plot PATH`` draws, as a :class:`FigureImage`
   that Jupyter shows inline (written to ``path`` when one is given).
@@ -147,6 +149,17 @@ class Displayable:
         if isinstance(rows, list):
             parts.append(f"{len(rows)} rows")
         return f"<{type(self).__name__} " + " ".join(parts) + ">"
+
+    def __str__(self) -> str:
+        import shutil
+
+        from rich.console import Console
+
+        render, _ = self._renderer()
+        width = shutil.get_terminal_size((100, 24)).columns
+        out = io.StringIO()
+        render(self, "table", Console(file=out, width=width, color_system=None, soft_wrap=False))
+        return out.getvalue().rstrip("\n")
 
     def _repr_html_(self) -> str:
         from rich.console import Console
