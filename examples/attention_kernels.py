@@ -9,7 +9,8 @@ through, so every kernel also takes the ``bhnd`` layout.
     varcheck probe examples/attention_kernels.py:scaled_by_dk --dk 64 --expect 1/dk   # passes
 
 The wrong variants are the bugs public reports describe: the 1/√d_k forgotten, applied twice,
-the whole model's width in place of one head's, an extra 1/(layer+1). The others are correct
+the token count in place of d_k, the whole model's width in place of one head's, an extra
+1/(layer+1). The others are correct
 kernels with something a scale alone does not explain (soft-capping, ALiBi, a causal mask),
 and two that are not softmax attention at all (refused).
 """
@@ -50,6 +51,15 @@ def scaled_twice(q, k, v):  # noqa: ANN001, ANN201
 def scaled_by_dk(q, k, v):  # noqa: ANN001, ANN201
     """1/d_k, as μP prescribes: right when that is the intent (``--expect 1/dk``)."""
     return softmax(_logits(q, k) / q.shape[-1]) @ v
+
+
+def scaled_by_tokens(q, k, v):  # noqa: ANN001, ANN201
+    """Bug: divides by √n, the number of queries (``q.shape[0]`` of a 2-D q), in place of √d_k.
+
+    Right by coincidence whenever n = d_k: probe's default 48 queries and 80 keys match no
+    d_k that is a power of two, so the bug shows at d_k = 64.
+    """
+    return softmax(_logits(q, k) / np.sqrt(q.shape[-2])) @ v
 
 
 def model_width(q, k, v, heads: int = 4):  # noqa: ANN001, ANN201

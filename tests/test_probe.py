@@ -96,6 +96,18 @@ def test_every_variant_is_named_at_every_seed(name: str) -> None:
         assert d.mask == diag.get("mask", "none"), seed
 
 
+@pytest.mark.statistical
+def test_a_kernel_scaled_by_its_token_count_fails_at_dk_64_with_the_defaults() -> None:
+    """Dividing by √n (the queries) in place of √d_k passed by coincidence when the defaults were
+    64 queries and 64 keys: 48 and 80 give the factor √(64/48) at d_k = 64, at every seed."""
+    assert (varcheck.probe.__kwdefaults__["queries"], varcheck.probe.__kwdefaults__["keys"]) == (
+        48, 80)  # fmt: skip
+    for seed in SEEDS:
+        r = varcheck.probe(ak.scaled_by_tokens, 64, samples=20, seed=seed)
+        assert (r.outcome, r.queries, r.keys) == ("fail", 48, 80), (seed, r.reason)
+        assert r.ratio == pytest.approx(math.sqrt(64 / 48), rel=1e-9), seed
+
+
 def test_scaled_by_dk_passes_when_expected() -> None:
     assert _probe(ak.scaled_by_dk, expect="1/dk").outcome == "pass"
     assert _probe(ak.scaled_by_dk).outcome == "fail"

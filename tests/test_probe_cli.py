@@ -134,3 +134,18 @@ def test_a_16_bit_kernel_with_float32_output_needs_its_dtype(run_cli) -> None:  
     line = one_error_line(run_cli("probe", target, *FAST))
     assert re.search(r"sums to \d\.\d{5} \(1 [+−] 0\.000\d+\)", line) and "give --dtype" in line
     assert run_cli("probe", target, *FAST, "--dtype", "float16").exit_code == 0
+
+
+def test_the_default_queries_and_keys_are_the_apis_and_catch_a_token_count_scale(run_cli) -> None:  # noqa: ANN001
+    """--queries and --keys default to the API's 48 and 80 (no power of two, unequal): a kernel
+    dividing by √n in place of √d_k fails at d_k = 64, and the rerun line adds neither."""
+    from varcheck.core.probe.judge import KEYS, QUERIES
+
+    assert (QUERIES, KEYS) == (48, 80)
+    res = run_cli("probe", f"{EXAMPLES}:scaled_by_tokens", "--dk", "64", "--samples", "20",
+                  "--seed", "1", "--format", "json")  # fmt: skip
+    assert res.exit_code == 1, res.stdout
+    row = json.loads(res.stdout)["rows"][0]
+    assert (row["queries"], row["keys"], row["dv"], row["outcome"]) == (48, 80, 80, "fail")
+    text = run_cli("probe", f"{EXAMPLES}:attention", "--dk", "64", "--samples", "20", "--seed", "1")
+    assert "--queries" not in text.stdout and "--keys" not in text.stdout

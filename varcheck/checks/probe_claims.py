@@ -42,8 +42,6 @@ __all__ = ["PROBE_KEYS", "ProbeClaim", "ProbeRun", "parse_probe", "run_probe", "
 
 #: Keys of a probe claim that a variance claim does not take.
 PROBE_KEYS = ("probe", "expect", "causal", "layout")
-#: Queries and keys per call, as ``varcheck probe``'s defaults.
-SIDE = 64
 _PRECISION = 0.01
 #: Keys of a variance claim that mean nothing for a kernel.
 _VARIANCE_KEYS = ("claim", "scaled", "sampler", "dist", "q_dist", "k_dist", "rho")
@@ -113,7 +111,7 @@ def run_probe(pc: ProbeClaim, dk: int, *, tolerance: float | None, seed: int, co
               precision: float | None, max_seconds: float | None) -> ProbeRun:  # fmt: skip
     """Measure one d_k of a probe claim (the pilot's refusals are errors naming the kernel)."""
     h = _heads(pc.layout)
-    design = judge.design(dk, SIDE, SIDE, None, None, pc.layout, None)
+    design = judge.design(dk, judge.QUERIES, judge.KEYS, None, None, pc.layout, None)
     expected = pc.expect.value(dk, h)
     m = measure(pc.kernel, design, expected=expected, seed=seed, confidence=confidence,
                 precision=precision or _PRECISION, calls=None, max_seconds=max_seconds)  # fmt: skip

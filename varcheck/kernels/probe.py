@@ -430,8 +430,8 @@ def probe(
     dk: int,
     *,
     expect: str | float = "1/sqrt(dk)",
-    queries: int = 64,
-    keys: int = 64,
+    queries: int = judge.QUERIES,
+    keys: int = judge.KEYS,
     heads: int | None = None,
     dv: int | None = None,
     causal: bool = False,
@@ -458,7 +458,8 @@ def probe(
     expect : str or float
         The expected scale: an expression in ``dk`` and ``h`` (heads), default ``1/sqrt(dk)``.
     queries, keys : int
-        n and m, per head and call (default 64 each).
+        n and m, per head and call (default 48 and 80: no power of two and unequal, so that a
+        kernel dividing by the token count in place of √d_k cannot pass at d_k = 64).
     heads : int, optional
         Heads per call for ``bhnd``/``bnhd`` (default 2), every one probed; with ``nd`` only
         the ``h`` of the laws (``1/sqrt(dk*h)``).
@@ -522,8 +523,8 @@ def probe_sweep(
     law's exponent (−½ for 1/√d_k, −1 for 1/d_k, 0 for a forgotten scale).
     """
     dks = resolve_dks(dks)
-    defaults = {"queries": 64, "keys": 64, "heads": None, "dv": None, "causal": False,
-                "layout": "nd", "dtype": None, "precision": 0.01, "samples": None,
+    defaults = {"queries": judge.QUERIES, "keys": judge.KEYS, "heads": None, "dv": None,
+                "causal": False, "layout": "nd", "dtype": None, "precision": 0.01, "samples": None,
                 "max_seconds": None, "confidence": 0.95, "tolerance": None, "seed": None,
                 "args": None}  # fmt: skip
     unknown = sorted(set(options) - set(defaults))

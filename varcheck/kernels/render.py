@@ -10,6 +10,7 @@ import shlex
 import textwrap
 from typing import TYPE_CHECKING, Any
 
+from ..core.probe.judge import KEYS, QUERIES
 from ..output import formats
 from ..output.formats import confidence_label, fmt_p
 from ..output.formats import fmt as _fmt
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 WIDTH = 80
-_DEFAULTS = {"queries": 64, "keys": 64, "layout": "nd", "dtype": "float64", "confidence": 0.95}
+_DEFAULTS = {"queries": QUERIES, "keys": KEYS, "layout": "nd", "dtype": "float64"}
 
 
 def reproduce_command(result: ProbeResult, dks: str | None = None) -> str | None:

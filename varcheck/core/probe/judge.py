@@ -23,6 +23,9 @@ __all__ = ["design", "dtype_name", "head_p_values", "decide_head", "worst", "mas
            "causal_failure", "CAUSAL_MASKS"]  # fmt: skip
 
 CAUSAL_MASKS = ("causal", "causal (bottom-right)")
+#: Queries and keys per head and call by default: no power of two and unequal, so that a kernel
+#: dividing by √n or √m (the tokens) in place of √d_k cannot pass by coincidence at d_k = 64.
+QUERIES, KEYS = 48, 80
 _DTYPE_NAMES = {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "single": "float32",
                 "fp32": "float32", "double": "float64", "fp64": "float64"}  # fmt: skip
 
