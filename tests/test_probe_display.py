@@ -70,3 +70,18 @@ def test_the_text_formats_of_one_dk_are_those_of_the_command(one) -> None:  # no
         render_probe_row(one, fmt, console)
         out = console.file.getvalue()
         assert "scale_forgotten" in out and "16" in out
+
+
+def test_a_tables_scale_and_interval_have_the_same_digits(run_cli) -> None:  # noqa: ANN001
+    """1/√4096 = 0.015625 was shown to five digits beside a four-digit interval, [0.01562,
+    0.01562], as if outside it: every number of a row now has the same significant digits, so
+    the estimate shown lies inside its interval shown."""
+    res = run_cli("probe", "examples/attention_kernels.py:attention", "--dk", "1024,4096",
+                  *ARGV)  # fmt: skip
+    assert res.exit_code == 0, res.stdout
+    rows = re.findall(r"^\s*(\d+)\s+(\S+)\s+\[(\S+), (\S+)\]", res.stdout, re.M)
+    assert [r[0] for r in rows] == ["1024", "4096"], res.stdout
+    for _, scale, low, high in rows:
+        assert float(low) <= float(scale) <= float(high), (scale, low, high)
+        assert len({len(x.lstrip("0.")) for x in (scale, low, high)}) == 1, (scale, low, high)
+    assert "0.01562   [0.01562, 0.01562]" in res.stdout

@@ -32,6 +32,10 @@ __all__ = [
 ]
 
 WIDTH = 80
+#: Significant digits of a table's scale, its interval's ends and its ratio: one count for all,
+#: as output.formats.fmt's elsewhere, so rounding keeps the estimate inside its interval as shown
+#: (0.015625 beside [0.01562, 0.01562] read as outside it).
+DIGITS = 4
 _DEFAULTS = {"queries": QUERIES, "keys": KEYS, "layout": "nd", "dtype": "float64"}
 
 
@@ -276,7 +280,7 @@ def _print_table(result: ProbeSweepResult, console: Console) -> None:
         lo, hi = r.confidence_interval
         law = r.law.law + ("" if r.law.factor_label in ("1", "—") else f" × {r.law.factor_label}")
         table.add_row(
-            str(r.dk), fmt(r.scale, 5), interval(lo, hi, 4), fmt(r.ratio, 4), law,
+            str(r.dk), fmt(r.scale, DIGITS), interval(lo, hi, DIGITS), fmt(r.ratio, DIGITS), law,
             formats.styled(r.outcome),
         )  # fmt: skip
     console.print(table)
