@@ -96,7 +96,7 @@ def test_a_sweep_table_fits_80_columns(run_cli) -> None:  # noqa: ANN001
     res = run_cli("probe", f"{EXAMPLES}:scale_forgotten", "--dk", "8..128", "--samples", "20",
                   "--queries", "16", "--keys", "16", "--seed", "1")  # fmt: skip
     assert res.exit_code == 1
-    assert "p = 0" in res.stdout.replace("p = 0.000", "p = 0") and "(rejected)" in res.stdout
+    assert "b = 0" in res.stdout.replace("b = 0.000", "b = 0") and "(rejected)" in res.stdout
     long = [ln for ln in res.stdout.splitlines() if len(ln) > 80 and "reproduce:" not in ln]
     assert not long, long
 

@@ -85,3 +85,20 @@ def test_a_tables_scale_and_interval_have_the_same_digits(run_cli) -> None:  # n
         assert float(low) <= float(scale) <= float(high), (scale, low, high)
         assert len({len(x.lstrip("0.")) for x in (scale, low, high)}) == 1, (scale, low, high)
     assert "0.01562   [0.01562, 0.01562]" in res.stdout
+
+
+def test_the_exponent_is_b_not_p(sweep, run_cli, monkeypatch) -> None:  # noqa: ANN001
+    """The d_k exponent is called b, as the sweep's growth law calls it, beside p-values: in the
+    table, the figure's title and JSON (``exponent.slope``, as the sweep's ``fit.slope``)."""
+    res = run_cli("probe", KERNEL, "--dk", "8,32", *ARGV)
+    assert "s ∝ d_k^b: b = " in res.stdout and "d_k^p" not in res.stdout, res.stdout
+    exponent = sweep.to_dict()["exponent"]
+    assert "p" not in exponent and exponent["slope"] == sweep.exponent.slope
+    pytest.importorskip("matplotlib")
+    from varcheck.kernels import figures
+
+    titles = []
+    monkeypatch.setattr(figures, "save_figure",
+                        lambda fig, path: titles.append(fig.axes[0].get_title()))  # fmt: skip
+    figures.plot_probe(sweep, "unused.png")
+    assert "s ∝ d_k^b, b = " in titles[0] and "d_k^p" not in titles[0], titles

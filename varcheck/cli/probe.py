@@ -68,7 +68,7 @@ random q and k and values that make its output the attention weights; the
 log-weights regressed on q·k give s, each call one independent block of the
 interval. Masks, position biases (ALiBi) and non-linearities (soft-capping)
 are reported; outputs that are not softmax attention are refused (exit 2).
-With several d_k, s ∝ d_k^p is fitted. See docs/probe.md.
+With several d_k, s ∝ d_k^b is fitted. See docs/probe.md.
 
 \b
 Without --tolerance: a consistency test, fail when the interval excludes

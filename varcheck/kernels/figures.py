@@ -33,7 +33,7 @@ def plot_probe(result: ProbeSweepResult, path: str) -> None:
     fit = result.exponent
     title = f"varcheck probe {rows[0].kernel.label}, seed {result.seed}"
     if fit is not None:
-        title += f"\ns ∝ d_k^p, p = {fit.slope:.4g} (expected {fit.expected:.4g})"
+        title += f"\ns ∝ d_k^b, b = {fit.slope:.4g} (expected {fit.expected:.4g})"
     ax.set_title(title, fontsize=9)
     ax.legend()
     save_figure(fig, path)

@@ -15,7 +15,7 @@ __all__ = ["Expectation", "parse_expectation", "Reading", "nearest_law", "LAWS",
 
 
 def law_exponent(expect: Expectation, dks: list[int], h: int) -> float:
-    """The exponent p of s ∝ d_k^p an expectation implies between the first and last d_k."""
+    """The exponent b of s ∝ d_k^b an expectation implies between the first and last d_k."""
     a, b = min(dks), max(dks)
     if a == b:
         a, b = a, 2 * a

@@ -1,6 +1,6 @@
 """``varcheck.probe``: the effective scale of a black-box attention kernel, with its verdict.
 
-:func:`probe` reads one d_k; :func:`probe_sweep` reads several and fits ``s ∝ d_k^p``. Both
+:func:`probe` reads one d_k; :func:`probe_sweep` reads several and fits ``s ∝ d_k^b``. Both
 test the scale against an expected law (``1/sqrt(dk)`` by default) on core's ladder: a
 consistency test, or with ``tolerance`` an equivalence test (:func:`varcheck.core.verdicts.decide`);
 the heads of a 4-D kernel (and the rows of a sweep) are one family under Holm's procedure.
@@ -218,14 +218,15 @@ class ProbeResult(Displayable):
 
 @dataclass(frozen=True, repr=False)
 class ProbeSweepResult(Displayable):
-    """A probe at several d_k and the power law ``s ∝ d_k^p`` fitted to them.
+    """A probe at several d_k and the power law ``s ∝ d_k^b`` fitted to them.
 
     Attributes
     ----------
     rows : tuple of ProbeResult
         One per d_k (verdicts Holm-adjusted over all rows and heads).
     exponent : GrowthFit or None
-        The fitted p with its interval, against the expected law's exponent (None with one d_k).
+        The fitted exponent b with its interval, against the expected law's exponent (None with
+        one d_k; JSON ``exponent.slope``).
     outcome : str
         The worst row's outcome.
     interrupted : bool
@@ -515,7 +516,7 @@ def probe_sweep(
     progress: Callable[[int, int, float], None] | None = None,
     **options: Any,
 ) -> ProbeSweepResult:
-    """:func:`probe` at every d_k of ``dks`` (``"8..512"``, a list), and ``s ∝ d_k^p`` fitted.
+    """:func:`probe` at every d_k of ``dks`` (``"8..512"``, a list), and ``s ∝ d_k^b`` fitted.
 
     Takes the keyword arguments of :func:`probe`. Rows share the seed (row d_k is the probe of
     that d_k alone); the verdicts are Holm-adjusted over all rows and heads together. The

@@ -190,7 +190,7 @@ def _exponent_dict(result: ProbeSweepResult) -> dict[str, Any] | None:
     fit = result.exponent
     if fit is None:
         return None
-    return {"p": fit.slope, **_ci(fit.confidence_interval), "expected": fit.expected,
+    return {"slope": fit.slope, **_ci(fit.confidence_interval), "expected": fit.expected,
             "verdict": fit.verdict}  # fmt: skip
 
 
@@ -246,7 +246,7 @@ def _exponent_line(result: ProbeSweepResult) -> str | None:
         round(v, 9) + 0.0 for v in (fit.slope, *fit.confidence_interval, fit.expected)
     )
     return (
-        f"s ∝ d_k^p: p = {fmt(slope, 4)} {interval(lo, hi)} against {fmt(want, 4)} "
+        f"s ∝ d_k^b: b = {fmt(slope, 4)} {interval(lo, hi)} against {fmt(want, 4)} "
         f"expected ({fit.verdict}); −0.5 is 1/√d_k, −1 is 1/d_k, 0 a forgotten scale"
     )
 
