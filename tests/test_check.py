@@ -299,3 +299,30 @@ def test_a_spec_holds_one_template_test_and_check_decides_as_verify(tmp_path: Pa
         row.reason,
         row.more_samples,
     )
+
+
+@pytest.mark.parametrize(
+    ("fmt", "marker"), [("csv", "interrupted=True"), ("markdown", "interrupted: `True`")]
+)
+def test_an_interrupted_check_says_so_in_csv_and_markdown(
+    tmp_path: Path, fmt: str, marker: str
+) -> None:
+    """Guards against a cut-short check's CSV or Markdown having no ``interrupted`` key (#17):
+    JSON and sweep's CSV have it."""
+    import io
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from varcheck.checks.render import render_check
+
+    res = check(
+        _write(tmp_path, '[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n'), seed=1, precision=0.1
+    )
+    for result, word in (
+        (res, marker.replace("True", "False")),
+        (replace(res, interrupted=True), marker),
+    ):
+        out = io.StringIO()
+        render_check(result, fmt, Console(file=out, width=200))
+        assert word in out.getvalue().splitlines()[0], out.getvalue()

@@ -201,8 +201,9 @@ def test_check_keeps_the_finished_claims_and_writes_junit(
         assert [c["name"] for c in doc["claims"]] == ["quick"]
     elif fmt == "csv":
         assert "outcome=interrupted" in res.out.splitlines()[0]
+        assert "interrupted=True" in res.out.splitlines()[0]
     elif fmt == "markdown":
-        assert "interrupted" in res.out
+        assert "interrupted: `True`" in res.out
     else:
         assert "Interrupted" in res.out and "partial" in res.out
     junit = (_claims_file().parent / f"junit-{fmt}-{name}.xml").read_text()

@@ -737,6 +737,7 @@ def check_meta(result: CheckResult) -> dict[str, Any]:
         "family_size": result.family_size,
         "outcome": result.outcome,
         "time_limited": _check_time_limited(result),
+        "interrupted": result.interrupted,
     }
 
 
