@@ -59,7 +59,8 @@ REFUSED = [
     ([f"{BAD}:good", "--arg", "x=1", "--arg", "x=2"], "--arg x is given twice"),
     ([f"{BAD}:good", "--arg", "x"], "give KEY=VALUE"),
     ([f"{BAD}:good", "--layout", "bhnd"], "raised ValueError"),
-    ([f"{BAD}:good", "--samples", "5"], "--samples"),
+    ([f"{BAD}:good", "--samples", "5"], "'5' must be a whole number of calls >= 20 (e.g. 200 or"),
+    ([f"{BAD}:good", "--samples", "many"], "give a whole number of calls such as 200 or 1000"),
     ([f"{BAD}:good", "--precision", "0.01", "--samples", "100"], "cannot be used together"),
     ([f"{BAD}:good", "--layout", "nhd"], "--layout"),
 ]
@@ -149,3 +150,30 @@ def test_the_default_queries_and_keys_are_the_apis_and_catch_a_token_count_scale
     assert (row["queries"], row["keys"], row["dv"], row["outcome"]) == (48, 80, 80, "fail")
     text = run_cli("probe", f"{EXAMPLES}:attention", "--dk", "64", "--samples", "20", "--seed", "1")
     assert "--queries" not in text.stdout and "--keys" not in text.stdout
+
+
+TUPLE_KERNEL = """
+import numpy as np
+
+def with_weights(q, k, v):
+    x = q @ k.T / np.sqrt(q.shape[-1])
+    w = np.exp(x - x.max(axis=-1, keepdims=True))
+    w /= w.sum(axis=-1, keepdims=True)
+    return w @ v, w
+"""
+
+
+@pytest.mark.parametrize("dv", [None, "16"])
+def test_a_kernel_returning_out_and_weights_is_told_to_return_only_the_output(
+    run_cli, tmp_path, dv  # noqa: ANN001
+) -> None:
+    """(out, weights) read as one 2 x n x m array said 'returned shape 2x48x80', and with
+    d_v < m 'numpy cannot read' it: both now name the tuple and say what to return."""
+    path = tmp_path / "tuple_kernel.py"
+    path.write_text(TUPLE_KERNEL)
+    extra = [] if dv is None else ["--dv", dv]
+    line = one_error_line(run_cli("probe", f"{path}:with_weights", "--dk", "16", *extra,
+                                  "--samples", "20", "--seed", "1"))  # fmt: skip
+    want = "48x80" if dv is None else "48x16"
+    assert f"returned a tuple of 2 arrays; return only the output ({want})" in line, line
+    assert "shape 2x" not in line and "--layout" not in line, line

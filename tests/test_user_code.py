@@ -519,3 +519,41 @@ def test_arguments_in_the_wrong_order_are_named() -> None:
 
     with pytest.raises(VarcheckError, match=r"takes \(dk, rng\); varcheck passes \(rng, dk\)"):
         as_sampler(swapped)
+
+
+def test_a_relative_import_in_a_file_says_to_use_the_module_form(tmp_path) -> None:
+    """A file is loaded as a top-level module, so ``from . import x`` inside it has no package:
+    the error says to name code inside a package as package.module:FUNCTION."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "__init__.py").write_text("")
+    (tmp_path / "sub" / "helpers.py").write_text("X = 1\n")
+    (tmp_path / "sub" / "rel.py").write_text(
+        "from .helpers import X\n\ndef f(rng, dk):\n    return rng.standard_normal(dk) * X\n"
+    )
+    with pytest.raises(VarcheckError) as info:
+        load_sampler(f"{tmp_path}/sub/rel.py:f")
+    msg = str(info.value)
+    assert "raised ImportError: attempted relative import" in msg and "\n" not in msg
+    assert msg.endswith("(use the package.module:FUNCTION form for code inside a package)"), msg
+    os.chdir(tmp_path)  # the module form finds the package from the current directory
+    try:
+        assert load_sampler("sub.rel:f").fn.__name__ == "f"
+    finally:
+        os.chdir(Path(__file__).parents[1])
+    with pytest.raises(VarcheckError) as other:  # any other import failure: no such hint
+        (tmp_path / "broken.py").write_text("import no_such_module_vc_rel\n")
+        load_sampler(f"{tmp_path}/broken.py:f")
+    assert "package.module" not in str(other.value)
+
+
+def test_a_tuple_of_arrays_is_named_when_one_array_is_wanted() -> None:
+    from varcheck.core.user_code import ReturnedTuple, call_user
+
+    a = np.zeros((3, 4))
+    with pytest.raises(ReturnedTuple, match=r"^kernel k returned a tuple of 2 arrays; return x$"):
+        call_user(lambda: (a, a), what="kernel k", one_array="return x")
+    with pytest.raises(ReturnedTuple, match="a tuple of 1 array;"):
+        call_user(lambda: (a,), what="kernel k", one_array="return x")
+    # a tuple of numbers is an array; without one_array (samplers) a tuple is read as before
+    assert call_user(lambda: (1.0, 2.0), what="k", one_array="x")[1].tolist() == [1.0, 2.0]
+    assert call_user(lambda: (a, a), what="sampler s")[1].shape == (2, 3, 4)

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..core.options import shown
 from . import exit_codes_help
 from .options import (
     confidence_option,
@@ -21,7 +22,22 @@ from .options import (
     stack,
 )
 from .run import run
-from .types import DK_RANGE, SAMPLER_ARG, CountType, FiniteFloat
+from .types import DK_RANGE, SAMPLER_ARG, CountType, FiniteFloat, as_number
+
+
+class CallsType(CountType):
+    """A number of kernel calls (>= ``minimum``): the examples are numbers of calls, not the
+    products of ``assert`` (100000 or 1e6)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        number = as_number(self, value, "give a whole number of calls such as 200 or 1000",
+                           param, ctx)  # fmt: skip
+        if not number.is_integer() or number < self.minimum:  # NaN and ∞ fail is_integer
+            self.fail(f"{shown(value)} must be a whole number of calls >= {self.minimum} "
+                      "(e.g. 200 or 1000)", param, ctx)  # fmt: skip
+        return int(number)
 
 
 def _effort(**values: Any) -> dict[str, Any]:
@@ -38,7 +54,7 @@ effort_options = grouped(
         precision_option(0.01, "Target relative half-width of the scale's interval."),
         option(
             "--samples",
-            kind=CountType(20),
+            kind=CallsType(20),
             default=None,
             text="Fixed number of independent calls instead of --precision (>= 20).",
         ),

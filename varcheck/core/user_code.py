@@ -84,12 +84,26 @@ def first_line(exc: BaseException) -> str:
     return f": {_cut(lines[0], MESSAGE_CHARS)}" if lines else ""
 
 
-def call_user(fn: Callable[..., Any], *args: Any, what: str) -> tuple[Any, Any]:
+class ReturnedTuple(VarcheckError):
+    """A user's function returned a tuple of arrays (``(out, weights)``) where one was wanted."""
+
+
+def _is_array(x: Any) -> bool:
+    """An array, a tensor or a list: something with elements, not a number."""
+    ndim = getattr(x, "ndim", 0)
+    return isinstance(x, list) or (isinstance(ndim, int) and ndim > 0)
+
+
+def call_user(
+    fn: Callable[..., Any], *args: Any, what: str, one_array: str | None = None
+) -> tuple[Any, Any]:
     """Call a user's function: what it returned, and that as a numpy array.
 
     Any failure of the user's code, and a return value numpy cannot read as an array, is one
     :class:`~varcheck.errors.VarcheckError` line naming ``what`` (``"sampler NAME"``,
-    ``"kernel NAME"``); the caller checks the array's kind, shape and values.
+    ``"kernel NAME"``); the caller checks the array's kind, shape and values. With
+    ``one_array`` (what to return instead), a tuple of arrays (``(out, weights)``) is refused
+    as such, not read as one stacked array of the wrong shape.
     """
     import numpy as np
 
@@ -97,6 +111,9 @@ def call_user(fn: Callable[..., Any], *args: Any, what: str) -> tuple[Any, Any]:
         out = fn(*args)
     except (Exception, SystemExit) as exc:  # the user's code: any failure is one line
         raise VarcheckError(f"{what} raised {type(exc).__name__}{first_line(exc)}") from exc
+    if one_array and isinstance(out, tuple) and any(_is_array(x) for x in out):
+        count = f"{len(out)} array" + ("" if len(out) == 1 else "s")
+        raise ReturnedTuple(f"{what} returned a tuple of {count}; {one_array}")
     try:
         return out, np.asarray(out)
     except Exception as exc:  # e.g. a tensor that needs .detach() or lives on a GPU
@@ -367,9 +384,13 @@ def _run_import(target: str, what: str, load: Callable[[], Any], word: str) -> A
             first = (str(exc).strip().splitlines() or [""])[0]
         except Exception:  # noqa: BLE001 - an exception that cannot say what it is
             first = ""
+        # a file's code is loaded as a top-level module: a relative import has no package
+        relative = isinstance(exc, ImportError) and "relative import" in first
         raise VarcheckError(
             f"{word} {_tail(target)}: importing {what} raised {type(exc).__name__}"
             + (f": {_cut(first)}" if first else "")
+            + (" (use the package.module:FUNCTION form for code inside a package)" if relative
+               else "")
         ) from exc
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import VarcheckError
-from ..user_code import call_user
+from ..user_code import ReturnedTuple, call_user
 
 __all__ = ["LAYOUTS", "DTYPES", "Design", "call_kernel", "read_weights", "draw_qk", "rounded"]
 
@@ -145,14 +145,17 @@ def call_kernel(kernel: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray, design
     shapes = ", ".join(
         f"{n} {'x'.join(map(str, x.shape))}" for n, x in zip("qkv", args, strict=True)
     )
+    want = design.shape(design.queries, design.dv)
+    only = f"return only the output ({'x'.join(map(str, want))}), not the attention weights too"
     try:
-        _, arr = call_user(kernel, *args, what=f"kernel {name}")
+        _, arr = call_user(kernel, *args, what=f"kernel {name}", one_array=only)
+    except ReturnedTuple:
+        raise
     except VarcheckError as exc:  # often a layout the kernel does not take: say what it got
         raise VarcheckError(
             f"{exc} (called with layout {design.layout}: {shapes}; --layout takes "
             f"{', '.join(LAYOUTS)})"
         ) from exc.__cause__
-    want = design.shape(design.queries, design.dv)
     if arr.dtype.kind not in "biuf":
         raise VarcheckError(f"kernel {name} returned {arr.dtype} values, not real numbers")
     if arr.shape != want:
