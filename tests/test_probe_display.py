@@ -102,3 +102,20 @@ def test_the_exponent_is_b_not_p(sweep, run_cli, monkeypatch) -> None:  # noqa: 
                         lambda fig, path: titles.append(fig.axes[0].get_title()))  # fmt: skip
     figures.plot_probe(sweep, "unused.png")
     assert "s ∝ d_k^b, b = " in titles[0] and "d_k^p" not in titles[0], titles
+
+
+READINGS = [
+    (None, "reading: one-hot values: the output is the weight matrix"),
+    ("4", "reading: d_v=4 < 16 keys: 4 calls per matrix"),
+]
+
+
+@pytest.mark.parametrize("dv,reading", READINGS)
+def test_the_reading_is_shown_beside_the_numbers(run_cli, dv, reading: str) -> None:  # noqa: ANN001
+    """How the weights were read (one-hot values, or solved from several calls when d_v < m)
+    was in JSON only: the paragraph of one d_k and the table of several show it in one line."""
+    extra = () if dv is None else ("--dv", dv)
+    for dks in ("16", "8,32"):
+        res = run_cli("probe", KERNEL, "--dk", dks, *ARGV, *extra)
+        lines = [ln for ln in res.stdout.splitlines() if "reading:" in ln]
+        assert len(lines) == 1 and lines[0].startswith(f"  {reading}"), res.stdout

@@ -114,6 +114,7 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
     if len(result.per_head) > 1:
         heads = ", ".join(f"{fmt(h.scale, 6)}" for h in result.per_head)
         lines += _wrap(f"per head ({result.layout}): {heads}")
+    lines += _wrap(f"reading: {result.reading}")
     for note in result.diagnostics.notes:
         lines += _wrap(note)
     cmd = reproduce or reproduce_command(result)
@@ -287,6 +288,8 @@ def _print_table(result: ProbeSweepResult, console: Console) -> None:
     lines = []
     if (line := _exponent_line(result)) is not None:
         lines += _wrap(line)
+    for reading in dict.fromkeys(r.reading for r in result.rows):
+        lines += _wrap(f"reading: {reading}")
     notes = dict.fromkeys(n for r in result.rows for n in r.diagnostics.notes)
     for note in notes:
         lines += _wrap(note)
