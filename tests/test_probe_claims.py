@@ -37,8 +37,10 @@ def test_example_file_passes_and_every_row_is_a_probe() -> None:
     res = check(EXAMPLE)
     assert res.outcome == "pass" and res.exit_code == 0
     rows = [r for c in res.claims for r in c.results]
-    assert len(rows) == res.family_size == 8
-    assert all(abs(r.estimate / r.claim_value - 1) < 1e-9 for r in rows)
+    assert len(rows) == res.family_size == 9
+    exact, half = rows[:-1], rows[-1]  # the last claim's kernel computes in float16
+    assert all(abs(r.estimate / r.claim_value - 1) < 1e-9 for r in exact)
+    assert abs(half.estimate / half.claim_value - 1) < 0.01
 
 
 def test_a_probe_claim_reads_what_varcheck_probe_reads() -> None:
@@ -198,3 +200,56 @@ def test_probe_rows_say_scale_and_calls(run_cli, tmp_path: Path) -> None:
     row = check(path, seed=1).claims[1].results[0]
     assert row.kernel is not None and row.kernel.target.endswith(":scaled_twice")
     assert check(path, seed=1).claims[0].results[0].kernel is None
+
+
+def test_a_probe_claim_takes_queries_keys_heads_and_dtype(tmp_path: Path) -> None:
+    """A float16 kernel (computing in 16 bits, returning float32) is refused without its dtype:
+    a claim file can now give it, and the shapes, as --queries, --keys, --heads, --dtype."""
+    half = _claim("half", "half_precision_upcast", 'dtype = "float16"')
+    shaped = _claim("shaped", "alibi_heads", 'layout = "bhnd"\nheads = 3\nqueries = 24\nkeys = 40')
+    width = _claim("width", "model_width", 'heads = 4\nargs = { heads = 4 }\n'
+                   'expect = "1/sqrt(dk*h)"')  # fmt: skip
+    path = _write(tmp_path, "[defaults]\nprecision = 0.05\n" + half + shaped + width)
+    spec = load_check_file(path)
+    h, s, w = (c.probe for c in spec.claims)
+    assert (h.dtype, h.queries, h.keys, h.heads) == ("float16", 48, 80, None)
+    assert (s.layout, s.heads, s.queries, s.keys, s.law_heads) == ("bhnd", 3, 24, 40, 3)
+    assert (w.layout, w.law_heads) == ("nd", 4)
+    res = check(path, seed=3)
+    assert [c.outcome for c in res.claims] == ["pass", "pass", "pass"], [
+        r.reason for c in res.claims for r in c.results
+    ]
+    assert res.family_size == 1 + 3 + 1  # one head, three heads, one head
+    alone = varcheck.probe(f"{KERNELS}:alibi_heads", 64, layout="bhnd", heads=3, queries=24,
+                           keys=40, precision=0.05, seed=3)  # fmt: skip
+    assert res.claims[1].results[0].estimate == alone.scale
+    refused = _write(tmp_path, _claim("half", "half_precision_upcast"))
+    with pytest.raises(varcheck.VarcheckError, match="dtype"):
+        check(refused, seed=3)
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        ("queries = 1", "queries must be a whole number in 2..4096, got 1"),
+        ("keys = 5000", "keys must be a whole number in 2..4096, got 5000"),
+        ("keys = 8.5", "keys must be a whole number in 2..4096"),
+        ("heads = 0", "heads must be a whole number in 1..1024, got 0"),
+        ("heads = true", "heads must be a whole number"),
+        ('dtype = "int8"', "dtype 'int8' is not one of float64, float32, float16, bfloat16"),
+        ("dtype = 16", "dtype must be one of float64, float32, float16, bfloat16, got 16"),
+    ],
+)
+def test_bad_shapes_and_dtypes_are_one_line_naming_the_claim(
+    run_cli, tmp_path: Path, extra: str, fragment: str
+) -> None:
+    res = run_cli("check", str(_write(tmp_path, _claim("p", "attention", extra))))
+    assert res.exit_code == 2, res.output
+    assert len(res.output.strip().splitlines()) == 1, res.output
+    assert "claims.toml:1: claim 'p'" in res.output and fragment in res.output, res.output
+
+
+def test_shape_keys_without_probe_describe_a_probe(run_cli, tmp_path: Path) -> None:
+    body = '[[claim]]\nname = "v"\ndk = 8\nclaim = "dk"\nqueries = 48\n'
+    res = run_cli("check", str(_write(tmp_path, body)))
+    assert res.exit_code == 2 and "queries describes a probe" in res.output, res.output

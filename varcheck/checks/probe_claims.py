@@ -10,6 +10,10 @@ file's seed, so that ``varcheck probe TARGET --dk D --seed S`` shows the same nu
     expect = "1/sqrt(dk)"                      # the default; an expression in dk and h
     causal = false                             # true: fail unless a causal mask is seen
     layout = "nd"                              # or bhnd / bnhd (every head probed)
+    heads = 4                                  # per call (bhnd/bnhd; default 2); h of the laws
+    queries = 48                               # n and m per head and call, as varcheck probe's
+    keys = 80                                  #   defaults (--queries, --keys)
+    dtype = "float16"                          # round the inputs to float32, float16 or bfloat16
     tolerance = 0.05                           # optional: the band expected × [0.95, 1.05]
     args = { layer = 0 }                       # keyword arguments bound to every call
 
@@ -32,7 +36,7 @@ from ..core.probe import judge
 from ..core.probe.expectation import Expectation, parse_expectation
 from ..core.probe.measure import Measurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
-from ..core.probe.weights import LAYOUTS
+from ..core.probe.weights import DTYPES, LAYOUTS
 from ..core.verdicts import ClaimPValues, Decision
 from ..errors import VarcheckError
 from .claims import Claim
@@ -41,7 +45,7 @@ from .verify import VerifyResult
 __all__ = ["PROBE_KEYS", "ProbeClaim", "ProbeRun", "parse_probe", "run_probe", "probe_row"]
 
 #: Keys of a probe claim that a variance claim does not take.
-PROBE_KEYS = ("probe", "expect", "causal", "layout")
+PROBE_KEYS = ("probe", "expect", "causal", "layout", "queries", "keys", "heads", "dtype")
 _PRECISION = 0.01
 #: Keys of a variance claim that mean nothing for a kernel.
 _VARIANCE_KEYS = ("claim", "scaled", "sampler", "dist", "q_dist", "k_dist", "rho")
@@ -49,12 +53,22 @@ _VARIANCE_KEYS = ("claim", "scaled", "sampler", "dist", "q_dist", "k_dist", "rho
 
 @dataclass(frozen=True)
 class ProbeClaim:
-    """A checked ``probe = ...`` claim: the kernel, the expected scale, mask and layout."""
+    """A checked ``probe = ...`` claim: the kernel, the expected scale, mask, layout and the
+    shapes and format of its inputs (``heads`` None: ``varcheck probe``'s default)."""
 
     kernel: KernelTarget
     expect: Expectation
     causal: bool
     layout: str
+    queries: int = judge.QUERIES
+    keys: int = judge.KEYS
+    heads: int | None = None
+    dtype: str = "float64"
+
+    @property
+    def law_heads(self) -> int:
+        """The ``h`` of the laws: ``heads``, or the heads per call of the layout."""
+        return self.heads or (1 if self.layout == "nd" else 2)
 
     @property
     def claim(self) -> Claim:
@@ -83,7 +97,7 @@ def parse_probe(table: dict[str, Any], folder: str, dks: tuple[int, ...]) -> Pro
     if given:
         raise VarcheckError(
             f"{given[0]} belongs to a variance claim; a probe claim takes dk, expect, causal, "
-            "layout, tolerance, args"
+            "layout, heads, queries, keys, dtype, tolerance, args"
         )
     if not isinstance(target, str):
         raise VarcheckError(f'probe must be a string "MODULE:FUNCTION", got {shown(target)}')
@@ -95,24 +109,31 @@ def parse_probe(table: dict[str, Any], folder: str, dks: tuple[int, ...]) -> Pro
     layout = table.get("layout", "nd")
     if layout not in LAYOUTS:
         raise VarcheckError(f"layout must be one of {', '.join(LAYOUTS)}, got {shown(layout)}")
+    shapes = _shapes(table, layout)
     expect = parse_expectation(table.get("expect", "1/sqrt(dk)"))
+    pc = ProbeClaim(as_kernel(target, args, base=folder), expect, causal, layout, **shapes)
     for dk in dks:
         valid_count("dk", dk, 1, 65536)
-        expect.value(dk, _heads(layout))
-    return ProbeClaim(as_kernel(target, args, base=folder), expect, causal, layout)
+        expect.value(dk, pc.law_heads)
+    return pc
 
 
-def _heads(layout: str) -> int:
-    """Heads per call: one for ``nd``, ``varcheck probe``'s default of two otherwise."""
-    return 1 if layout == "nd" else 2
+def _shapes(table: dict[str, Any], layout: str) -> dict[str, Any]:
+    """``queries``, ``keys``, ``heads`` and ``dtype``, checked as ``varcheck probe`` checks
+    ``--queries`` (2..4096), ``--keys`` (2..4096), ``--heads`` (1..1024) and ``--dtype``."""
+    dtype = table.get("dtype", "float64")
+    if not isinstance(dtype, str):
+        raise VarcheckError(f"dtype must be one of {', '.join(DTYPES)}, got {shown(dtype)}")
+    d = judge.design(1, table.get("queries", judge.QUERIES), table.get("keys", judge.KEYS),
+                     table.get("heads"), None, layout, dtype)  # fmt: skip
+    return {"queries": d.queries, "keys": d.keys, "heads": table.get("heads"), "dtype": d.dtype}
 
 
 def run_probe(pc: ProbeClaim, dk: int, *, tolerance: float | None, seed: int, confidence: float,
               precision: float | None, max_seconds: float | None) -> ProbeRun:  # fmt: skip
     """Measure one d_k of a probe claim (the pilot's refusals are errors naming the kernel)."""
-    h = _heads(pc.layout)
-    design = judge.design(dk, judge.QUERIES, judge.KEYS, None, None, pc.layout, None)
-    expected = pc.expect.value(dk, h)
+    design = judge.design(dk, pc.queries, pc.keys, pc.heads, None, pc.layout, pc.dtype)
+    expected = pc.expect.value(dk, pc.law_heads)
     m = measure(pc.kernel, design, expected=expected, seed=seed, confidence=confidence,
                 precision=precision or _PRECISION, calls=None, max_seconds=max_seconds)  # fmt: skip
     return ProbeRun(m, expected, tuple(judge.head_p_values(m, expected, tolerance)))
