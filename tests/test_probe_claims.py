@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import math
@@ -126,7 +127,7 @@ def test_cli_json_and_junit_carry_probe_rows(run_cli, tmp_path: Path) -> None:
     assert res.exit_code == 1, res.output
     doc = json.loads(res.output)
     assert [c["outcome"] for c in doc["claims"]] == ["pass", "fail"]
-    assert doc["claims"][1]["tests"][0]["sampler"].endswith(":scaled_twice")
+    assert doc["claims"][1]["probe"]["target"].endswith(":scaled_twice")
     suite = ET.parse(report).getroot()[0]
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert set(cases) == {"ok", "bug"}
@@ -253,3 +254,60 @@ def test_shape_keys_without_probe_describe_a_probe(run_cli, tmp_path: Path) -> N
     body = '[[claim]]\nname = "v"\ndk = 8\nclaim = "dk"\nqueries = 48\n'
     res = run_cli("check", str(_write(tmp_path, body)))
     assert res.exit_code == 2 and "queries describes a probe" in res.output, res.output
+
+
+def test_probe_rows_carry_no_variance_fields_in_json_and_csv(run_cli, tmp_path: Path) -> None:
+    """A probe row's sampler, scaled, rho and q_dist/k_dist mean nothing for a kernel: present
+    (the keys are those of every row) but null; the claim's "probe" names the kernel."""
+    body = '[[claim]]\nname = "var"\ndk = 4\nclaim = "dk"\n' + _claim("k", "attention")
+    path = _write(tmp_path, body)
+    doc = json.loads(run_cli("check", str(path), "--seed", "1", "--format", "json").output)
+    var, probe = (c["tests"][0] for c in doc["claims"])
+    assert list(var) == list(probe)
+    assert {k: probe[k] for k in ("sampler", "scaled", "rho", "q_dist", "k_dist")} == dict.fromkeys(
+        ("sampler", "scaled", "rho", "q_dist", "k_dist"))  # fmt: skip
+    assert (var["scaled"], var["rho"], var["q_dist"]) == (False, 0.0, "normal")
+    assert doc["claims"][1]["probe"]["target"].endswith(":attention")
+    text = run_cli("check", str(path), "--seed", "1", "--format", "csv").output
+    rows = list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+    assert rows[1]["sampler"] == rows[1]["scaled"] == rows[1]["rho"] == "", rows[1]
+
+
+def test_a_failing_probe_rows_junit_names_its_law_and_the_probe_that_shows_it(
+    run_cli, tmp_path: Path
+) -> None:
+    """The failure message reads the scale as ``varcheck probe`` does (× 1/2 of the expected
+    scale: nearest law …); the details give the ``varcheck probe TARGET --dk D --seed S`` line,
+    which prints the row's numbers, and the file's rerun."""
+    (tmp_path / "k.py").write_text(KERNELS.read_text(encoding="utf-8"), encoding="utf-8")
+    body = ('[defaults]\nprecision = 0.05\n[[claim]]\nname = "width"\nprobe = "k.py:model_width"\n'
+            'dk = 64\nqueries = 24\n')  # fmt: skip
+    path = _write(tmp_path, body)
+    report = tmp_path / "r.xml"
+    res = run_cli("check", str(path), "--seed", "7", "--junit-xml", str(report))
+    assert res.exit_code == 1, res.output
+    failure = ET.parse(report).getroot()[0].find("testcase[@name='width']/failure")
+    message = failure.get("message")
+    assert message.startswith("fail: the interval excludes the claimed value; × 1/2 of the "
+                              "expected scale: nearest law 1/sqrt(dk) × 1/2"), message  # fmt: skip
+    assert message.endswith("(d_k=64)"), message
+    lines = failure.text.splitlines()
+    command = (f"varcheck probe {tmp_path}/k.py:model_width --dk 64 --queries 24 "
+               "--precision 0.05 --seed 7")  # fmt: skip
+    assert f"  reproduce: {command}" in lines, lines
+    assert f"  rerun the file: varcheck check {path} --seed 7 --precision 0.05" in lines, lines
+    assert any(ln.startswith("  × 1/2 of the expected scale: nearest law") for ln in lines)
+    shown = json.loads(run_cli(*command.split()[1:], "--format", "json").stdout)["rows"][0]
+    row = check(path, seed=7).claims[0].results[0]
+    assert (shown["scale"], shown["calls"]) == (row.estimate, row.samples)
+    assert (shown["law"], shown["factor_label"]) == ("1/sqrt(dk)", "1/2")
+
+
+def test_a_passing_probe_row_reads_the_expected_scale(tmp_path: Path) -> None:
+    from varcheck.checks.render import check_to_junit
+
+    res = check(_write(tmp_path, _claim("ok", "attention", "causal = false")), seed=1)
+    out = ET.fromstring(check_to_junit(res)).find(".//testcase[@name='ok']/system-out").text
+    assert "  the expected scale: nearest law 1/sqrt(dk) (the standard 1/√d_k)" in out, out
+    assert f"  reproduce: varcheck probe {KERNELS}:attention --dk 64 --seed 1" in out, out
+

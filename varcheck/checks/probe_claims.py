@@ -27,6 +27,8 @@ interval is ``precision`` wide (the file's, relative) under ``max_seconds``; a f
 from __future__ import annotations
 
 import math
+import os
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +36,7 @@ from ..core.estimation import ConfidenceInterval
 from ..core.options import shown, valid_count
 from ..core.probe import judge
 from ..core.probe.expectation import Expectation, parse_expectation
+from ..core.probe.laws import law_sentence
 from ..core.probe.measure import Measurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
 from ..core.probe.weights import DTYPES, LAYOUTS
@@ -42,7 +45,8 @@ from ..errors import VarcheckError
 from .claims import Claim
 from .verify import VerifyResult
 
-__all__ = ["PROBE_KEYS", "ProbeClaim", "ProbeRun", "parse_probe", "run_probe", "probe_row"]
+__all__ = ["PROBE_KEYS", "ProbeClaim", "ProbeRun", "parse_probe", "run_probe", "probe_row",
+           "probe_command", "probe_reading"]  # fmt: skip
 
 #: Keys of a probe claim that a variance claim does not take.
 PROBE_KEYS = ("probe", "expect", "causal", "layout", "queries", "keys", "heads", "dtype")
@@ -175,3 +179,41 @@ def _row(pc: ProbeClaim, run: ProbeRun, decision: Decision, p: ClaimPValues,
         sampler=pc.kernel, equivalence_interval=inner, p_equivalence=p.p_equivalence,  # type: ignore[arg-type]
         p_outside=p.p_outside,
     )  # fmt: skip
+
+
+def probe_reading(pc: ProbeClaim, row: VerifyResult) -> str:
+    """The row's scale against the expected one and its nearest law, as ``varcheck probe``
+    reads it (``× 1/2 of the expected scale: nearest law 1/sqrt(dk) × 1/2 (…)``)."""
+    lo, hi = row.confidence_interval
+    return law_sentence(row.estimate, lo, hi, row.claim_value, row.dk, pc.law_heads)
+
+
+def probe_command(pc: ProbeClaim, row: VerifyResult, folder: str) -> str:
+    """The ``varcheck probe`` command that shows a row's numbers (from the current directory:
+    a kernel file relative to the claim file is joined to its ``folder``)."""
+    target = pc.kernel.target
+    path, _, name = target.rpartition(":")
+    if path.endswith(".py") and not os.path.isabs(path) and folder:
+        target = f"{os.path.join(folder, path)}:{name}"
+    parts = ["varcheck", "probe", target, "--dk", str(row.dk)]
+    for key, value in pc.kernel.args:
+        parts += ["--arg", f"{key}={value!r}"]
+    if pc.expect.text != "1/sqrt(dk)":
+        parts += ["--expect", pc.expect.text]
+    shown_options = (("layout", pc.layout, "nd"), ("queries", pc.queries, judge.QUERIES),
+                     ("keys", pc.keys, judge.KEYS), ("heads", pc.heads, None),
+                     ("dtype", pc.dtype, "float64"))  # fmt: skip
+    for name, value, default in shown_options:
+        if value != default:
+            parts += [f"--{name}", str(value)]
+    if pc.causal:
+        parts.append("--causal")
+    if row.tolerance is not None:
+        parts += ["--tolerance", f"{row.tolerance:g}"]
+    if row.precision != _PRECISION:
+        parts += ["--precision", f"{row.precision:g}"]
+    if row.confidence != 0.95:
+        parts += ["--confidence", f"{row.confidence:g}"]
+    parts += ["--seed", str(row.seed)]
+    return " ".join(shlex.quote(p) for p in parts)
+

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import shlex
 from typing import TYPE_CHECKING, Any
 
@@ -368,15 +369,17 @@ def verify_record(result: VerifyResult) -> dict[str, Any]:
     if result.outcome == "unreliable":  # no interval is valid: none is shown
         lo = hi = math.nan
     elo, ehi = result.equivalence_interval or (None, None)
+    # a probe row's kernel is its claim's "probe": the variance fields mean nothing for it (null)
+    probe = result.kernel is not None
     return {
         "dk": result.dk,
         "q_dist": _spec(result.q_dist),
         "k_dist": _spec(result.k_dist),
-        "rho": result.rho,
-        "sampler": _sampler(result.sampler),
+        "rho": None if probe else result.rho,
+        "sampler": None if probe else _sampler(result.sampler),
         "claim": result.claim,
         "claim_value": result.claim_value,
-        "scaled": result.scaled,
+        "scaled": None if probe else result.scaled,
         "tolerance": result.tolerance,
         "theory_value": result.theory_value,
         "estimate": result.estimate,
@@ -754,6 +757,28 @@ def rerun_command(result: CheckResult) -> str:
     return " ".join(parts)
 
 
+def _junit_reading(spec: Any, row: VerifyResult) -> str:
+    """``; × 1/2 of the expected scale: nearest law …`` for a probe row, else nothing."""
+    if spec.probe is None:
+        return ""
+    from .probe_claims import probe_reading
+
+    return f"; {probe_reading(spec.probe, row)}"
+
+
+def _junit_paragraph(result: CheckResult, spec: Any, row: VerifyResult, rerun: str) -> str:
+    """A row's paragraph in JUnit: a probe row's names its nearest law and the ``varcheck
+    probe`` command that shows its numbers, then the file's rerun."""
+    if spec.probe is None:
+        return verify_paragraph(row, rerun)
+    from .probe_claims import probe_command, probe_reading
+
+    text = verify_paragraph(row, probe_command(spec.probe, row, os.path.dirname(result.path)))
+    head, _, reproduce = text.rpartition("\n")
+    reading = f"  {probe_reading(spec.probe, row)}"
+    return "\n".join([head, reading, reproduce, f"  rerun the file: {rerun}"])
+
+
 def check_to_junit(result: CheckResult) -> str:
     """JUnit XML: one test case per claim; fail → <failure>, inconclusive → <failure
     type="inconclusive">, no valid test → <error>."""
@@ -787,13 +812,13 @@ def check_to_junit(result: CheckResult) -> str:
             suite, "testcase", {"classname": "varcheck.check", "name": co.spec.name}
         )
         rerun = rerun_command(result)
-        details = "\n\n".join(verify_paragraph(r, rerun) for r in co.results)
+        details = "\n\n".join(_junit_paragraph(result, co.spec, r, rerun) for r in co.results)
         bad = [r for r in co.results if r.outcome != "pass"]
         if co.outcome == "pass":
             ET.SubElement(case, "system-out").text = details
             continue
         first = max(bad, key=lambda r: OUTCOME_RANK[r.outcome])
-        message = f"{co.outcome}: {first.reason} (d_k={first.dk})"
+        message = f"{co.outcome}: {first.reason}{_junit_reading(co.spec, first)} (d_k={first.dk})"
         tag = "error" if co.outcome in ("unreliable", "infinite") else "failure"
         ET.SubElement(case, tag, {"message": message, "type": co.outcome}).text = details
     if result.interrupted:
