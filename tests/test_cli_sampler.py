@@ -471,3 +471,25 @@ def test_a_rows_caution_joins_the_heavy_tail_one() -> None:
     assert (
         sweep(4, sampler=f"{TOY}:normal", claim=4, precision=0.01, seed=1).rows[0].caution is None
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "fmt"),
+    [("assert", "json"), ("sweep", "json"), ("sweep", "csv"), ("sweep", "markdown")],
+)
+def test_a_sampler_that_prints_keeps_the_output_valid(
+    run_cli, tmp_path: Path, command: str, fmt: str
+) -> None:
+    """Guards against a sampler's print() landing in JSON or CSV (exit 0 with output no parser
+    reads, #17): what the user's code prints goes to stderr."""
+    (tmp_path / "chatty.py").write_text(
+        "def logits(rng, dk):\n    print('debug: one call')\n    return rng.standard_normal(dk)\n"
+    )
+    res = run_cli(command, "--dk", "4", "--claim", "1", "--sampler", f"{tmp_path}/chatty.py:logits",
+                  "--format", fmt, *FAST)  # fmt: skip
+    assert res.exit_code in (0, 1, 3), res.stderr
+    assert "debug: one call" not in res.stdout and "debug: one call" in res.stderr
+    if fmt == "json":
+        assert json.loads(res.stdout)["command"] == command
+    elif fmt == "csv":
+        assert res.stdout.startswith("# command=sweep")

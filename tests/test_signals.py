@@ -278,3 +278,71 @@ def test_the_interrupted_exit_code_follows_the_signal() -> None:
         assert exit_code([], interrupted=True) == 130  # reset once the command line is done
     finally:
         note_signal(None)
+
+
+SLOW_SAMPLERS = """\
+import time
+
+
+def slow(rng, dk):
+    time.sleep(0.1)
+    return rng.standard_normal(100)
+
+
+def stuck(rng, dk, made=[0]):
+    made[0] += 1
+    if made[0] > 3 + 20:  # the pilot's three calls and 20 more, then a call that never ends
+        while True:
+            time.sleep(1)
+    return rng.standard_normal(100)
+"""
+
+
+def _samplers() -> str:
+    path = _claims_file().with_name("slow_samplers.py")
+    path.write_text(SLOW_SAMPLERS)
+    return str(path)
+
+
+@pytest.mark.parametrize("command", ["assert", "sweep"])
+def test_a_stuck_sampler_stops_at_the_time_cap(command: str) -> None:
+    """Guards against a sampler stuck in a call hanging a CI job despite --max-seconds (#17):
+    the cap was checked only between calls. A watchdog stops the call; the calls finished
+    before it give the estimate, marked time-limited."""
+    args = (command, "--dk", "8", "--claim", "1", "--sampler", f"{_samplers()}:stuck")
+    start = time.monotonic()
+    res = subprocess.run(
+        [sys.executable, "-m", "varcheck", *args, "--max-seconds", "1", "--format", "json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert time.monotonic() - start < 30, res.stderr[-2000:]
+    assert "Traceback" not in res.stderr, res.stderr[-2000:]
+    doc = json.loads(res.stdout)
+    assert doc["time_limited"] is True
+    row = doc if command == "assert" else doc["rows"][0]
+    assert row["samples"] == 20 * 100, row
+
+
+def test_a_sampler_stuck_in_its_first_call_is_one_line() -> None:
+    """Nothing to report: exit 2 and one line, within the cap and its grace."""
+    args = ("assert", "--dk", "8", "--claim", "1", "--sampler", f"{_samplers()}:stuck")
+    res = subprocess.run(
+        [sys.executable, "-m", "varcheck", *args, "--max-seconds", "1", "--sampler-arg",
+         "made=[100]"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert res.returncode == 2 and res.stdout == "", res.stderr[-2000:]
+    assert "ran past --max-seconds 1" in res.stderr and len(res.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", list(SIGNALS))
+def test_an_interrupt_keeps_the_calls_of_a_slow_sampler(name: str) -> None:
+    """Guards against a slow sampler's interrupted run keeping nothing (#17): its calls went in
+    chunks of up to 200, and the chunk under way was lost with all its finished calls."""
+    sig, code = SIGNALS[name]
+    args = ("assert", "--dk", "8", "--claim", "1", "--sampler", f"{_samplers()}:slow")
+    res = _interrupt((*args, "--seed", "1", "--format", "json"), [sig])
+    _check_clean(res, code)
+    doc = json.loads(res.out)
+    assert doc["interrupted"] is True and doc["exit_code"] == code
+    assert doc["samples"] >= 5 * 100 and doc["ci_low"] is None  # no interval below 200 calls

@@ -785,10 +785,12 @@ def _draw_until_stop(
                     stop = "max-seconds"
                     results.close()  # type: ignore[attr-defined]
                     break
-        except DrawDeadline:  # a slow law's chunk passed the cap in the middle of its draw
+        except DrawDeadline as exc:  # a chunk passed the cap in the middle of its draw
             stop = "max-seconds"
+            _keep_finished(exc, held)
             results.close()  # type: ignore[attr-defined]
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
+            _keep_finished(exc, held)
             if held:  # the chunks drawn before Ctrl-C or SIGTERM count
                 absorb(held)
             raise
@@ -805,6 +807,15 @@ def _draw_until_stop(
         target = max(target, rule.min_blocks)
         if rule.max_blocks is not None:
             target = min(target, rule.max_blocks)
+
+
+def _keep_finished(exc: BaseException, held: list[T]) -> None:
+    """Add to ``held`` the blocks that a chunk stopped by ``exc`` had finished, when it kept
+    them in ``exc.finished_blocks`` (a user's sampler: one call per block, and calls can be slow,
+    so a cut chunk's finished calls are worth keeping)."""
+    finished = getattr(exc, "finished_blocks", None)
+    if finished is not None and len(finished[0]):
+        held.append(finished)
 
 
 class PartialEstimates(NamedTuple):

@@ -94,9 +94,11 @@ def ordered_map(
 ) -> Iterator[Any]:
     """Results of ``fn(*args)`` for each ``args``, in order, with a bounded window in flight.
 
-    Closing the iterator early (``break``) cancels the chunks not yet started.
+    Closing the iterator early (``break``) cancels the chunks not yet started. A
+    :class:`SerialRunner` computes a chunk as it is submitted: none is computed ahead, so that
+    an interrupt does not lose a finished chunk held back for its turn.
     """
-    window = max(2, 2 * runner.workers)
+    window = 1 if isinstance(runner, SerialRunner) else max(2, 2 * runner.workers)
     pending: deque[Any] = deque()
     args_iter = iter(arg_lists)
     try:
@@ -105,11 +107,10 @@ def ordered_map(
             if len(pending) >= window:
                 break
         while pending:
-            result = pending.popleft().result()
+            yield pending.popleft().result()
             nxt = next(args_iter, None)
             if nxt is not None:
                 pending.append(runner.submit(fn, *nxt))
-            yield result
     finally:
         for fut in pending:
             fut.cancel()

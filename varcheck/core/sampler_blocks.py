@@ -14,16 +14,23 @@ sampler by name and the command line come on top of it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import itertools
 import math
+import signal
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any
 
 import numpy as np
 
 from ..errors import VarcheckError
 from . import estimation as est
+from .distributions import DrawDeadline
 from .estimation import MIN_BLOCKS, StopRule, VarianceEstimate
 from .parallel import Runner, SerialRunner, ordered_map
 from .user_code import call_user
@@ -43,6 +50,69 @@ MAX_SCALE = 1e70
 #: Values a chunk of calls holds at most (chunks are the unit of seeding and parallel work).
 _CHUNK_VALUES = 1 << 18
 
+#: Seconds a call may run past the time cap before the watchdog stops it (at least; 10% of the
+#: cap for long caps), and how often it looks again while no call of the sampler is under way.
+_GRACE_SECONDS = 1.0
+_RECHECK_SECONDS = 0.25
+
+
+class _Watchdog:
+    """Whether the main thread is inside a call of the user's sampler, while a timer is armed."""
+
+    def __init__(self) -> None:
+        self.main: int | None = None  # the main thread's ident while the watchdog is armed
+        self.calling = False
+
+
+_watch = _Watchdog()
+#: Estimates stopped by Ctrl-C or SIGTERM: their chunks still running in worker threads stop.
+_interrupted_runs: set[int] = set()
+_run_numbers = itertools.count()
+
+
+def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    # only a call of the user's code is stopped: varcheck's own work checks the cap itself
+    if not _watch.calling:  # look again: a call may start after the cap has passed
+        signal.setitimer(signal.ITIMER_REAL, _RECHECK_SECONDS)
+        return
+    _watch.calling = False
+    raise DrawDeadline("a call of the sampler ran past the time cap")
+
+
+@contextlib.contextmanager
+def _watchdog(seconds: float | None) -> Iterator[Callable[[], None]]:
+    """Within the block, ``arm()`` stops a call of the sampler still running ``seconds`` from
+    now (on the main thread, where SIGALRM exists; ``None``: never): a :class:`DrawDeadline`
+    raised in the user's Python code (a sleep, a loop). Code stuck in C, in a worker thread, or
+    catching every exception cannot be stopped so. The SIGALRM handler and timer found are
+    restored afterwards."""
+    usable = (
+        seconds is not None
+        and hasattr(signal, "setitimer")
+        and _watch.main is None
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield lambda: None
+        return
+    started = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, 0)
+    _watch.main = threading.get_ident()
+
+    def arm() -> None:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    try:
+        yield arm
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _watch.main, _watch.calling = None, False
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+        if old_delay > 0:
+            left = old_delay - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), old_interval)
+
 
 def _returned(out: Any, values: np.ndarray) -> str:
     """What a sampler returned, for an error: ``None (a missing return?)``, ``str`` values..."""
@@ -59,7 +129,18 @@ def call_sampler(fn: Sampler, rng: np.random.Generator, dk: int, *, name: str) -
     Anything ``numpy.asarray`` turns into a real array of numbers is accepted (numpy arrays, CPU
     tensors of other frameworks), without importing those frameworks.
     """
-    out, values = call_user(fn, rng, dk, what=f"sampler {name}")
+    watched = _watch.main is not None and threading.get_ident() == _watch.main
+    try:
+        if watched:
+            _watch.calling = True
+        out, values = call_user(fn, rng, dk, what=f"sampler {name}")
+    except VarcheckError as exc:
+        if isinstance(exc.__cause__, DrawDeadline):  # the watchdog stopped the call
+            raise DrawDeadline(f"a call of sampler {name} ran past the time cap") from None
+        raise
+    finally:
+        if watched:
+            _watch.calling = False
     kind = values.dtype.kind
     if kind == "c":
         raise VarcheckError(f"sampler {name} returned complex values; give real numbers")
@@ -89,6 +170,7 @@ def sampler_chunk(
     name: str,
     scale: float = 1.0,
     deadline: float | None = None,
+    run: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-call means of the values and of their squares, standardised as ``(x - shift) /
     scale`` (one chunk).
@@ -96,23 +178,34 @@ def sampler_chunk(
     Every call must return ``size`` values (the pilot call's count), so that the number of
     values reported is the number used. Past ``deadline`` (a ``time.perf_counter`` reading) the
     chunk stops after the call under way, with at least two calls: a slow sampler's time cap
-    holds to within a call or two instead of a whole chunk.
+    holds to within a call or two instead of a whole chunk; so does a chunk of an interrupted
+    ``run`` in a worker thread (its results are not wanted: the interrupt is not kept waiting
+    for up to :data:`MIN_BLOCKS` slow calls). On Ctrl-C, SIGTERM or the
+    watchdog's :class:`DrawDeadline`, the exception carries the calls finished so far in its
+    ``finished_blocks`` (see :func:`varcheck.core.estimation.draw_rounds`).
     """
     children = np.random.SeedSequence(seed, spawn_key=(*stream, chunk)).spawn(blocks)
     m = np.empty(blocks)
     a = np.empty(blocks)
-    for i, child in enumerate(children):
-        if deadline is not None and i >= 2 and time.perf_counter() > deadline:
-            return m[:i], a[:i]
-        values = call_sampler(fn, np.random.default_rng(child), dk, name=name)
-        x = values / scale - shift / scale
-        if x.size != size:
-            raise VarcheckError(
-                f"sampler {name} returned {size} values, then {x.size}: every call must "
-                "return the same number of values"
-            )
-        m[i] = x.mean()
-        a[i] = np.dot(x, x) / x.size
+    i = 0
+    try:
+        for i, child in enumerate(children):
+            if deadline is not None and i >= 2 and time.perf_counter() > deadline:
+                return m[:i], a[:i]
+            if run in _interrupted_runs:
+                return m[:i], a[:i]
+            values = call_sampler(fn, np.random.default_rng(child), dk, name=name)
+            x = values / scale - shift / scale
+            if x.size != size:
+                raise VarcheckError(
+                    f"sampler {name} returned {size} values, then {x.size}: every call must "
+                    "return the same number of values"
+                )
+            m[i], a[i] = x.mean(), np.dot(x, x) / x.size
+    except (KeyboardInterrupt, DrawDeadline) as exc:
+        # the calls finished before Ctrl-C, SIGTERM or the watchdog count (a call can be slow)
+        exc.finished_blocks = (m[:i].copy(), a[:i].copy())  # type: ignore[attr-defined]
+        raise
     return m, a
 
 
@@ -157,19 +250,60 @@ def estimate_sampler(
     The variance is that of one entry drawn at random from a call's values: it is the variance
     of "the logits" when every entry has the same law. Three pilot calls (their own generators)
     check the sampler before any work (see :func:`_pilot`) and fix the standardisation.
+
+    The sampler's prints go to stderr (stdout holds the results). With ``max_seconds``, a call
+    still running ``max_seconds`` plus a grace (1 s, or 10% of the cap) after the pilot or the
+    estimate began is stopped by a SIGALRM watchdog (main thread only; see :func:`_watchdog`),
+    and the estimate keeps the calls finished, stop reason ``max-seconds``.
     """
-    shift, scale, per_call = _pilot(fn, dk, seed, stream, name)
+    limit = None if max_seconds is None else max_seconds + max(_GRACE_SECONDS, 0.1 * max_seconds)
+    with contextlib.redirect_stdout(sys.stderr), _watchdog(limit) as arm:
+        arm()
+        try:
+            shift, scale, per_call = _pilot(fn, dk, seed, stream, name)
+        except DrawDeadline:
+            raise _too_slow(name, dk, 0, max_seconds) from None
+        arm()
+        return _estimate(fn, dk, seed, stream, name, runner, confidence, precision, samples,
+                         max_seconds, progress, (shift, scale, per_call))  # fmt: skip
+
+
+def _too_slow(name: str, dk: int, calls: int, max_seconds: float | None) -> VarcheckError:
+    return VarcheckError(
+        f"sampler {name} at d_k={dk}: a call ran past --max-seconds {max_seconds:g} (and its "
+        f"grace) with {calls} call(s) finished, too few for an estimate; raise the time cap or "
+        "make one call faster"
+    )
+
+
+def _estimate(
+    fn: Sampler,
+    dk: int,
+    seed: int,
+    stream: tuple[int, ...],
+    name: str,
+    runner: Runner | None,
+    confidence: float,
+    precision: float | None,
+    samples: int | None,
+    max_seconds: float | None,
+    progress: Callable[[float], None] | None,
+    pilot: tuple[float, float, int],
+) -> VarianceEstimate:
+    """The estimate of :func:`estimate_sampler` once its pilot fixed the standardisation."""
+    shift, scale, per_call = pilot
     per_chunk = max(1, min(MIN_BLOCKS, _CHUNK_VALUES // per_call))
     acc = est.BlockAccumulator()
     runner = SerialRunner() if runner is None else runner
     task = (fn, dk, seed, stream)
     deadline = None if max_seconds is None else time.perf_counter() + max_seconds
+    run = next(_run_numbers)
 
     def draw(tasks: Iterator[tuple[int, int]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         return ordered_map(
             runner,
             sampler_chunk,
-            ((*task, c, b, shift, per_call, name, scale, deadline) for c, b in tasks),
+            ((*task, c, b, shift, per_call, name, scale, deadline, run) for c, b in tasks),
         )
 
     def widest() -> float:
@@ -182,6 +316,8 @@ def estimate_sampler(
         return est.relative_half_width(var, est.block_interval(acc, var, se, confidence, "hall"))
 
     def summary(stop_reason: str) -> VarianceEstimate:
+        if acc.n < 2:  # the watchdog stopped the first calls
+            raise _too_slow(name, dk, acc.n, max_seconds)
         standard = est.summarise(
             acc,
             confidence=confidence,
@@ -193,7 +329,11 @@ def estimate_sampler(
         return _in_units(standard, shift, scale)
 
     rule = _rule(precision, samples, per_call, max_seconds)
-    return est.estimate_blocks(acc, rule, per_chunk, draw, widest, summary, progress)
+    try:
+        return est.estimate_blocks(acc, rule, per_chunk, draw, widest, summary, progress)
+    except KeyboardInterrupt:
+        _interrupted_runs.add(run)
+        raise
 
 
 def _rule(
