@@ -68,7 +68,8 @@ File format (TOML):
   # instead of dist, your code: sampler = "attention.py:logits" (path
   #   relative to this file), args = { heads = 4 } (docs/own-code.md)
   # or a kernel's scale: probe = "kernels.py:attn", with dk, expect,
-  #   causal, layout, tolerance, args (docs/probe.md)
+  #   causal, layout, heads, queries, keys, dtype, tolerance, args
+  #   (docs/probe.md)
 
 Every (claim, d_k) pair is one test, and Holm's procedure over all of them keeps the chance
 that a file of true claims fails at most 1 - confidence. With a tolerance T: pass when the
