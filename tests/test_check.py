@@ -326,3 +326,27 @@ def test_an_interrupted_check_says_so_in_csv_and_markdown(
         out = io.StringIO()
         render_check(result, fmt, Console(file=out, width=200))
         assert word in out.getvalue().splitlines()[0], out.getvalue()
+
+
+def test_a_probe_claim_refused_at_its_pilot_throws_away_no_variance_test(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Guards against a claim file's variance tests running for minutes, then a kernel
+    refused at its first call ending the check with exit 2 and no report (#17): the probe
+    claims run first."""
+    import varcheck.checks.claim_file as claim_file
+    from varcheck.errors import VarcheckError
+
+    (tmp_path / "k.py").write_text("def attention(q, k, v):\n    raise RuntimeError('boom')\n")
+    body = '[[claim]]\nname = "var"\ndk = [16, 64]\nclaim = "dk"\n'
+    body += '[[claim]]\nname = "p"\nprobe = "k.py:attention"\ndk = 16\n'
+    ran: list[int] = []
+
+    def recording(tests, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        ran.append(len(tests))
+        return []
+
+    monkeypatch.setattr(claim_file, "run_claim_tests", recording)
+    with pytest.raises(VarcheckError, match="claim 'p': kernel k.py:attention raised RuntimeError"):
+        check(_write(tmp_path, body), seed=1, precision=0.05)
+    assert ran == []

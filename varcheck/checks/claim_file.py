@@ -30,7 +30,8 @@ A claim file is TOML with an optional ``[defaults]`` table and one ``[[claim]]``
     dk = [16, 64]
     expect = "1/sqrt(dk)"             # the default; optional causal, layout, tolerance, args
 
-A probe claim is described in :mod:`.probe_claims`. A sampler's (or a kernel's) file path is
+A probe claim is described in :mod:`.probe_claims`; the probe claims run before the others, so
+that a kernel refused at its first calls (exit 2) throws away no finished test. A sampler's (or a kernel's) file path is
 read relative to the claim file's folder; a module is imported from the current directory or
 ``sys.path``.
 
@@ -455,14 +456,16 @@ def check(
         options.feasible_effort(conf, prec, samp, max_s, dks)  # the whole file, not one d_k
     tests = [replace(s.test, dk=dk, stream=(ci, dk)) for ci, s in variance for dk in s.dks]
     owners = [ci for ci, s in variance for _ in s.dks]
+    # the probe claims first: a kernel refused at its pilot (a bad input, exit 2) then throws
+    # away no finished variance test
+    planned = [(ci, s, dk) for ci, s in enumerate(spec_file.claims) if s.probe for dk in s.dks]
+    runs = _run_probes(spec_file.path, planned, effort, max_s)
     results = (
         run_claim_tests(tests, **effort, samples=samp, max_seconds=max_s, progress=progress,
                         adjust=False, workers=workers, scheduler=scheduler)
-        if tests else []
+        if tests and len(runs) == len(planned) else []
     )  # fmt: skip
     rows = list(zip(owners[: len(results)], results, strict=True))
-    planned = [(ci, s, dk) for ci, s in enumerate(spec_file.claims) if s.probe for dk in s.dks]
-    runs = [] if len(results) < len(tests) else _run_probes(spec_file.path, planned, effort, max_s)
     outcomes = _judge_file(spec_file, rows, runs, **effort)
     heads = sum(r.measurement.design.heads for _, _, r in runs)
     return CheckResult(
