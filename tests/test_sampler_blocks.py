@@ -232,3 +232,15 @@ def test_a_samplers_prints_go_to_stderr(capsys) -> None:
     estimate_sampler(chatty, 4, seed=1, samples=1000)
     out, err = capsys.readouterr()
     assert out == "" and "hello from the sampler" in err
+
+
+def test_a_time_cap_off_the_main_thread_runs_without_the_watchdog() -> None:
+    """Signals reach only the main thread: elsewhere (a notebook's worker, a test runner's
+    thread) the capped estimate runs as before, and SIGALRM is left alone."""
+    import signal
+    from concurrent.futures import ThreadPoolExecutor
+
+    before = signal.getsignal(signal.SIGALRM)
+    with ThreadPoolExecutor(1) as pool:
+        est = pool.submit(estimate_sampler, laplace, 8, seed=1, max_seconds=5.0).result()
+    assert est.blocks >= 200 and signal.getsignal(signal.SIGALRM) is before

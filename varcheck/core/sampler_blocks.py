@@ -14,16 +14,11 @@ sampler by name and the command line come on top of it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
 import math
-import signal
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
-from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -34,6 +29,7 @@ from .distributions import DrawDeadline
 from .estimation import MIN_BLOCKS, StopRule, VarianceEstimate
 from .parallel import Runner, SerialRunner, ordered_map
 from .user_code import call_user
+from .watchdog import guarded, watched_call
 
 __all__ = ["Sampler", "call_sampler", "sampler_chunk", "estimate_sampler", "PILOT_STREAM"]
 
@@ -50,68 +46,9 @@ MAX_SCALE = 1e70
 #: Values a chunk of calls holds at most (chunks are the unit of seeding and parallel work).
 _CHUNK_VALUES = 1 << 18
 
-#: Seconds a call may run past the time cap before the watchdog stops it (at least; 10% of the
-#: cap for long caps), and how often it looks again while no call of the sampler is under way.
-_GRACE_SECONDS = 1.0
-_RECHECK_SECONDS = 0.25
-
-
-class _Watchdog:
-    """Whether the main thread is inside a call of the user's sampler, while a timer is armed."""
-
-    def __init__(self) -> None:
-        self.main: int | None = None  # the main thread's ident while the watchdog is armed
-        self.calling = False
-
-
-_watch = _Watchdog()
 #: Estimates stopped by Ctrl-C or SIGTERM: their chunks still running in worker threads stop.
 _interrupted_runs: set[int] = set()
 _run_numbers = itertools.count()
-
-
-def _on_alarm(signum: int, frame: FrameType | None) -> None:
-    # only a call of the user's code is stopped: varcheck's own work checks the cap itself
-    if not _watch.calling:  # look again: a call may start after the cap has passed
-        signal.setitimer(signal.ITIMER_REAL, _RECHECK_SECONDS)
-        return
-    _watch.calling = False
-    raise DrawDeadline("a call of the sampler ran past the time cap")
-
-
-@contextlib.contextmanager
-def _watchdog(seconds: float | None) -> Iterator[Callable[[], None]]:
-    """Within the block, ``arm()`` stops a call of the sampler still running ``seconds`` from
-    now (on the main thread, where SIGALRM exists; ``None``: never): a :class:`DrawDeadline`
-    raised in the user's Python code (a sleep, a loop). Code stuck in C, in a worker thread, or
-    catching every exception cannot be stopped so. The SIGALRM handler and timer found are
-    restored afterwards."""
-    usable = (
-        seconds is not None
-        and hasattr(signal, "setitimer")
-        and _watch.main is None
-        and threading.current_thread() is threading.main_thread()
-    )
-    if not usable:
-        yield lambda: None
-        return
-    started = time.monotonic()
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, 0)
-    _watch.main = threading.get_ident()
-
-    def arm() -> None:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-
-    try:
-        yield arm
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        _watch.main, _watch.calling = None, False
-        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
-        if old_delay > 0:
-            left = old_delay - (time.monotonic() - started)
-            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), old_interval)
 
 
 def _returned(out: Any, values: np.ndarray) -> str:
@@ -129,18 +66,8 @@ def call_sampler(fn: Sampler, rng: np.random.Generator, dk: int, *, name: str) -
     Anything ``numpy.asarray`` turns into a real array of numbers is accepted (numpy arrays, CPU
     tensors of other frameworks), without importing those frameworks.
     """
-    watched = _watch.main is not None and threading.get_ident() == _watch.main
-    try:
-        if watched:
-            _watch.calling = True
+    with watched_call(f"sampler {name}"):
         out, values = call_user(fn, rng, dk, what=f"sampler {name}")
-    except VarcheckError as exc:
-        if isinstance(exc.__cause__, DrawDeadline):  # the watchdog stopped the call
-            raise DrawDeadline(f"a call of sampler {name} ran past the time cap") from None
-        raise
-    finally:
-        if watched:
-            _watch.calling = False
     kind = values.dtype.kind
     if kind == "c":
         raise VarcheckError(f"sampler {name} returned complex values; give real numbers")
@@ -253,11 +180,11 @@ def estimate_sampler(
 
     The sampler's prints go to stderr (stdout holds the results). With ``max_seconds``, a call
     still running ``max_seconds`` plus a grace (1 s, or 10% of the cap) after the pilot or the
-    estimate began is stopped by a SIGALRM watchdog (main thread only; see :func:`_watchdog`),
-    and the estimate keeps the calls finished, stop reason ``max-seconds``.
+    estimate began is stopped by a SIGALRM watchdog (main thread only; see
+    :mod:`varcheck.core.watchdog`), and the estimate keeps the calls finished, stop reason
+    ``max-seconds``.
     """
-    limit = None if max_seconds is None else max_seconds + max(_GRACE_SECONDS, 0.1 * max_seconds)
-    with contextlib.redirect_stdout(sys.stderr), _watchdog(limit) as arm:
+    with guarded(max_seconds) as arm:
         arm()
         try:
             shift, scale, per_call = _pilot(fn, dk, seed, stream, name)
