@@ -728,7 +728,9 @@ def draw_rounds(
         Blocks per chunk: the unit of seeding and of parallel work.
     draw : callable
         Maps ``(chunk number, blocks)`` tasks to their results, in order; the iterator it
-        returns is closed early when the time cap stops the run.
+        returns is closed early when the time cap stops the run. A chunk stopped by
+        :class:`DrawDeadline` or an interrupt may put the result of its finished blocks in the
+        exception's ``finished_blocks``: they are absorbed too.
     absorb : callable
         Merges a list of results into the caller's accumulators: after each chunk, or once per
         round with ``per_round``.
@@ -811,10 +813,10 @@ def _draw_until_stop(
 
 def _keep_finished(exc: BaseException, held: list[T]) -> None:
     """Add to ``held`` the blocks that a chunk stopped by ``exc`` had finished, when it kept
-    them in ``exc.finished_blocks`` (a user's sampler: one call per block, and calls can be slow,
-    so a cut chunk's finished calls are worth keeping)."""
+    them in ``exc.finished_blocks``, a result of the chunk's kind (a user's code: one call per
+    block, and calls can be slow, so a cut chunk's finished calls are worth keeping)."""
     finished = getattr(exc, "finished_blocks", None)
-    if finished is not None and len(finished[0]):
+    if finished is not None:
         held.append(finished)
 
 

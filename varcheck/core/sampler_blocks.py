@@ -130,8 +130,8 @@ def sampler_chunk(
                 )
             m[i], a[i] = x.mean(), np.dot(x, x) / x.size
     except (KeyboardInterrupt, DrawDeadline) as exc:
-        # the calls finished before Ctrl-C, SIGTERM or the watchdog count (a call can be slow)
-        exc.finished_blocks = (m[:i].copy(), a[:i].copy())  # type: ignore[attr-defined]
+        if i:  # the calls finished before Ctrl-C, SIGTERM or the watchdog count
+            exc.finished_blocks = (m[:i].copy(), a[:i].copy())  # type: ignore[attr-defined]
         raise
     return m, a
 
