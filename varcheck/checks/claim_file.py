@@ -31,9 +31,9 @@ A claim file is TOML with an optional ``[defaults]`` table and one ``[[claim]]``
     expect = "1/sqrt(dk)"             # the default; optional causal, layout, tolerance, args
 
 A probe claim is described in :mod:`.probe_claims`; the probe claims run before the others, so
-that a kernel refused at its first calls (exit 2) throws away no finished test. A sampler's (or a kernel's) file path is
-read relative to the claim file's folder; a module is imported from the current directory or
-``sys.path``.
+that a kernel refused at its first calls (exit 2) throws away no finished test. A sampler's (or
+a kernel's) file path is read relative to the claim file's folder; a module is imported from
+the current directory or ``sys.path``.
 
 Every (claim, d_k) pair is one test (a probe's: one per head); Holm's procedure over all of them
 keeps the chance that a file of true claims fails at most ``1 - confidence`` (with a tolerance,
