@@ -21,8 +21,8 @@ from ..core.options import (
     valid_count,
     valid_tolerance,
 )
-from ..core.probe import judge
-from ..core.probe.measure import Measurement, measure
+from ..core.probe import cost, judge
+from ..core.probe.measure import Measurement, PartialMeasurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
 from ..core.probe.weights import Design
 from ..core.ranges import resolve_dks
@@ -200,12 +200,23 @@ class ProbeResult(Displayable):
     equivalence_interval: ConfidenceInterval | None = None
     p_equivalence: float | None = None
     p_outside: float | None = None
+    max_seconds: float | None = None
     version: str = field(default=__version__)
 
     @property
+    def time_limited(self) -> bool:
+        """The time cap stopped the calls: the numbers depend on the machine's speed."""
+        return self.stop_reason == "max-seconds"
+
+    @property
+    def interrupted(self) -> bool:
+        """Ctrl-C or SIGTERM stopped the calls: the scale is from the calls finished by then."""
+        return self.stop_reason == "interrupted"
+
+    @property
     def exit_code(self) -> int:
-        """0 pass, 1 fail, 3 inconclusive (core.verdicts.exit_code)."""
-        return exit_code([self.outcome])
+        """0 pass, 1 fail, 3 inconclusive (core.verdicts.exit_code); 130 (143) interrupted."""
+        return exit_code([self.outcome], interrupted=self.interrupted)
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
         from .render import probe_row_dict, render_probe_row
@@ -230,7 +241,9 @@ class ProbeSweepResult(Displayable):
     outcome : str
         The worst row's outcome.
     interrupted : bool
-        Ctrl-C stopped the run: ``rows`` are the d_k finished before it (exit code 130).
+        Ctrl-C or SIGTERM stopped the run: ``rows`` are the d_k finished before it, the last
+        one maybe from the calls made by then (its ``stop_reason`` is ``interrupted``; exit
+        code 130, or 143 after SIGTERM).
     """
 
     rows: tuple[ProbeResult, ...]
@@ -245,6 +258,11 @@ class ProbeSweepResult(Displayable):
     def outcome(self) -> str:
         """The worst row's outcome, or ``interrupted``: the word the exit code follows."""
         return outcome_of((r.outcome for r in self.rows), interrupted=self.interrupted)
+
+    @property
+    def time_limited(self) -> bool:
+        """Some d_k stopped at the time cap: the numbers depend on the machine's speed."""
+        return any(r.time_limited for r in self.rows)
 
     @property
     def exit_code(self) -> int:
@@ -337,7 +355,7 @@ def _judge(measurements: list[Measurement], expected: list[float], *, confidence
 
 def _result(kernel: KernelTarget, m: Measurement, judged: Any, *, expect: Expectation,
             expected: float, law_h: int, causal: bool, tolerance: float | None,
-            confidence: float, seed: int) -> ProbeResult:  # fmt: skip
+            confidence: float, seed: int, max_seconds: float | None) -> ProbeResult:  # fmt: skip
     heads, (decision, p) = judged
     diag = _diagnostics(m, causal)
     outcome, reason = decision.outcome, decision.reason
@@ -361,7 +379,7 @@ def _result(kernel: KernelTarget, m: Measurement, judged: Any, *, expect: Expect
         per_head=tuple(heads),
         diagnostics=diag, calls=m.blocks, kernel_calls=m.kernel_calls,
         stop_reason=m.stop_reason, precision=m.precision, input_sd=m.input_sd, seed=seed,
-        **_equivalence(m, heads, tolerance, confidence),
+        max_seconds=max_seconds, **_equivalence(m, heads, tolerance, confidence),
     )  # fmt: skip
 
 
@@ -380,38 +398,47 @@ def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads
          samples: int | None, max_seconds: float | None, confidence: float,
          tolerance: float | None, seed: int | None, args: Any,
          progress: Callable[[int, int, float], None] | None,
-         ) -> tuple[list[ProbeResult], Expectation, int, float]:  # fmt: skip
+         ) -> tuple[list[ProbeResult], Expectation, int, float, bool]:  # fmt: skip
     """Validate everything once, measure each d_k, judge them together."""
-    kernel = as_kernel(fn, args)
     expectation = parse_expectation(expect)
     for dk in dks:
         valid_count("dk", dk, 1, MAX_PROBE_DK)
     confidence = valid_confidence(confidence)
+    # a call costs far more than a product: the cost of calls is checked below
     confidence, precision, samples, max_seconds = sampling_effort(
-        confidence, precision, samples, max_seconds, least=MIN_CALLS
+        confidence, precision, samples, max_seconds, least=MIN_CALLS, feasible=False
     )
     tolerance = valid_tolerance(tolerance)
     if not isinstance(causal, bool):
         raise VarcheckError(f"causal must be True or False, got {causal!r}")
     seed = resolve_seed(seed)
     designs = [judge.design(dk, queries, keys, heads, dv, layout, dtype) for dk in dks]
+    for d in designs:  # before the kernel's file is imported, let alone called
+        cost.check_memory(d)
+    cost.check_time(designs, samples, max_seconds)
+    kernel = as_kernel(fn, args)
     law_h = heads or designs[0].heads
     expected = [expectation.value(dk, law_h) for dk in dks]
     measured: list[Measurement] = []
+    interrupted = False
     try:
         _measure_all(kernel, designs, expected, measured, seed, confidence, precision, samples,
                      max_seconds, progress)  # fmt: skip
+    except PartialMeasurement as exc:  # the d_k under way keeps its calls finished
+        measured.append(exc.measurement)
+        interrupted = True
     except KeyboardInterrupt:
         if not measured:
             raise
+        interrupted = True
     expected = expected[: len(measured)]
     judged = _judge(measured, expected, confidence=confidence, tolerance=tolerance)
     rows = [
         _result(kernel, m, j, expect=expectation, expected=e, law_h=law_h, causal=causal,
-                tolerance=tolerance, confidence=confidence, seed=seed)
+                tolerance=tolerance, confidence=confidence, seed=seed, max_seconds=max_seconds)
         for m, j, e in zip(measured, judged, expected, strict=True)
     ]  # fmt: skip
-    return rows, expectation, law_h, confidence
+    return rows, expectation, law_h, confidence, interrupted
 
 
 def _measure_all(kernel: KernelTarget, designs: list[Design], expected: list[float],
@@ -531,7 +558,7 @@ def probe_sweep(
     unknown = sorted(set(options) - set(defaults))
     if unknown:
         raise VarcheckError(f"probe_sweep got unknown option {unknown[0]!r}")
-    rows, expectation, law_h, confidence = _run(
+    rows, expectation, law_h, confidence, interrupted = _run(
         fn, dks, expect=expect, progress=progress, **{**defaults, **options}
     )
     fit = None
@@ -541,6 +568,6 @@ def probe_sweep(
             done, [r.scale for r in rows], [r.se for r in rows], confidence=confidence,
             expected=law_exponent(expectation, dks, law_h),
         )  # fmt: skip
-    interrupted = len(rows) < len(dks)
+    interrupted = interrupted or len(rows) < len(dks)
     return ProbeSweepResult(tuple(rows), fit, expectation.text, rows[0].seed, confidence,
                             interrupted)  # fmt: skip

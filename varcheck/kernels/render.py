@@ -10,6 +10,7 @@ import shlex
 import textwrap
 from typing import TYPE_CHECKING, Any
 
+from ..core.interrupts import interrupted_exit
 from ..core.probe.judge import KEYS, QUERIES
 from ..output import formats
 from ..output.formats import confidence_label, fmt_p
@@ -32,6 +33,11 @@ __all__ = [
 ]
 
 WIDTH = 80
+#: The footer of a probe stopped by its time cap (the words of the other commands' footer).
+TIME_LIMITED_NOTE = (
+    "[yellow]time-limited:[/] stopped at --max-seconds, so these numbers depend on this "
+    "machine's speed, not only on the seed."
+)
 #: Significant digits of a table's scale, its interval's ends and its ratio: one count for all,
 #: as output.formats.fmt's elsewhere, so rounding keeps the estimate inside its interval as shown
 #: (0.015625 beside [0.01562, 0.01562] read as outside it).
@@ -64,6 +70,8 @@ def reproduce_command(result: ProbeResult, dks: str | None = None) -> str | None
         parts += ["--confidence", f"{result.confidence:g}"]
     if result.stop_reason == "samples":
         parts += ["--samples", str(result.calls)]
+    if result.max_seconds is not None:  # a run it stopped is reproduced only with the cap
+        parts += ["--max-seconds", f"{result.max_seconds:g}"]
     parts += ["--seed", str(result.seed)]
     return " ".join(shlex.quote(p) for p in parts)
 
@@ -199,7 +207,7 @@ def probe_sweep_dict(result: ProbeSweepResult) -> dict[str, Any]:
     """The JSON document of ``varcheck probe`` (one d_k or several)."""
     return {
         "command": "probe",
-        **_fields(result, "version seed confidence expect outcome interrupted"),
+        **_fields(result, "version seed confidence expect outcome time_limited interrupted"),
         "exponent": _exponent_dict(result),
         "rows": [probe_dict(r) for r in result.rows],
     }
@@ -208,7 +216,7 @@ def probe_sweep_dict(result: ProbeSweepResult) -> dict[str, Any]:
 def probe_row_dict(result: ProbeResult) -> dict[str, Any]:
     """The JSON document of one :func:`~varcheck.kernels.probe.probe` (a Python result)."""
     return {"command": "probe", **_fields(result, "version seed confidence"),
-            **probe_dict(result)}  # fmt: skip
+            **probe_dict(result), **_fields(result, "time_limited interrupted")}  # fmt: skip
 
 
 def probe_records(result: ProbeSweepResult) -> list[dict[str, Any]]:
@@ -234,7 +242,7 @@ def _meta(result: ProbeSweepResult) -> dict[str, Any]:
         "kernel": r.kernel.label,
         **_fields(result, "expect"),
         **_fields(r, "layout dtype"),
-        **_fields(result, "seed confidence interrupted version"),
+        **_fields(result, "seed confidence time_limited interrupted version"),
     }
 
 
@@ -261,12 +269,23 @@ def _print(result: ProbeSweepResult, console: Console) -> None:
             console.print(line, highlight=False, soft_wrap=True)
     else:
         _print_table(result, console)
+    if result.time_limited:
+        console.print("  " + TIME_LIMITED_NOTE, soft_wrap=True)
     if result.interrupted:
-        console.print(
-            f"  interrupted: {len(result.rows)} d_k finished before Ctrl-C (exit 130)",
-            highlight=False,
-        )
+        console.print(_interrupted_line(result), highlight=False, soft_wrap=True)
     console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
+
+
+def _interrupted_line(result: ProbeSweepResult) -> str:
+    """Which d_k the signal that arrived left whole, and which one it cut short."""
+    code = interrupted_exit()
+    signal = {130: "Ctrl-C", 143: "SIGTERM"}.get(code, f"signal {code - 128}")
+    whole = [r for r in result.rows if not r.interrupted]
+    cut = [r for r in result.rows if r.interrupted]
+    text = f"  interrupted: {len(whole)} d_k finished before {signal} (exit {code})"
+    if cut:
+        text += f"; d_k={cut[0].dk} from its {cut[0].calls:,} calls made by then (partial)"
+    return text
 
 
 def _print_table(result: ProbeSweepResult, console: Console) -> None:
@@ -321,7 +340,8 @@ def render_probe_row(result: ProbeResult, fmt_name: str, console: Console) -> No
     """One probe (a Python result) as ``varcheck probe`` shows a single d_k."""
     from .probe import ProbeSweepResult
 
-    sweep = ProbeSweepResult((result,), None, result.expect, result.seed, result.confidence)
+    sweep = ProbeSweepResult((result,), None, result.expect, result.seed, result.confidence,
+                             result.interrupted)  # fmt: skip
     formats.write(fmt_name, console, result, table=lambda r, c: _print(sweep, c),
                   data=probe_row_dict, records=lambda r: probe_records(sweep),
                   meta=lambda r: _meta(sweep),

@@ -13,6 +13,7 @@ format, at least 64 float64 eps: rounding that does not average out).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,9 @@ import numpy as np
 
 from ...errors import VarcheckError
 from .. import estimation as est
+from ..distributions import DrawDeadline
 from ..estimation import ConfidenceInterval, StopRule
+from ..watchdog import guarded
 from .analysis import (
     EXPLAINED_MIN,
     TINY,
@@ -35,7 +38,14 @@ from .analysis import (
 )
 from .weights import Design, call_kernel, draw_qk, input_eps, read_weights, rounded
 
-__all__ = ["Measurement", "HeadEstimate", "measure", "PILOT_CALLS", "MAX_CALLS"]
+__all__ = [
+    "Measurement",
+    "HeadEstimate",
+    "PartialMeasurement",
+    "measure",
+    "PILOT_CALLS",
+    "MAX_CALLS",
+]
 
 #: Independent calls of the pilot that finds masks, bias and curvature.
 PILOT_CALLS = 16
@@ -43,6 +53,31 @@ PILOT_CALLS = 16
 MAX_CALLS = 20_000
 #: Logit standard deviation the inputs are sized for (rescaled from a first call).
 LOGIT_SD = 1.0
+#: Fewest pilot reads a time cap leaves (masks and curvature need a few calls).
+PILOT_MIN_CALLS = 4
+
+
+class _Clock:
+    """The time cap of one d_k, from the start of its pilot (``None``: no cap)."""
+
+    def __init__(self, max_seconds: float | None) -> None:
+        self.at = None if max_seconds is None else time.monotonic() + max_seconds
+
+    def passed(self) -> bool:
+        return self.at is not None and time.monotonic() > self.at
+
+    def left(self) -> float | None:
+        return None if self.at is None else max(self.at - time.monotonic(), 1e-6)
+
+
+class PartialMeasurement(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a d_k's calls, with the :class:`Measurement` of the calls
+    finished by then (``measurement``, stop reason ``interrupted``), as
+    :class:`~varcheck.core.estimation.PartialInterrupt` carries an estimate."""
+
+    def __init__(self, measurement: Measurement) -> None:
+        super().__init__()
+        self.measurement = measurement
 
 
 @dataclass(frozen=True)
@@ -219,19 +254,21 @@ def _check_linear_in_values(kernel: Any, design: Design, w: np.ndarray, qk, tol:
         )
 
 
-def _pilot(kernel: Any, design: Design, expected: float, seed: int):  # noqa: ANN202
+def _pilot(kernel: Any, design: Design, expected: float, seed: int, clock: _Clock):  # noqa: ANN202
+    """Size the inputs, check the kernel, read its structure (fewer reads past the time cap)."""
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(design.dk, 0)))
     sd0 = 1.0 / math.sqrt(abs(expected) * math.sqrt(design.dk) / LOGIT_SD)
     sd, w, dtype, qk = _size_inputs(kernel, design, rng, sd0)
     tol = _tolerance(dtype, design)
     _check_linear_in_values(kernel, design, w, qk, tol)
-    ws, xs = [], []
-    for _ in range(PILOT_CALLS):
-        w, x, _, _ = _read(kernel, design, rng, sd)
-        check_convex(w, tol, kernel.label, _low_tolerance(design))
-        ws.append(w)
-        xs.append(x)
-    wa, xa = np.stack(ws), np.stack(xs)
+    shape = (PILOT_CALLS, design.heads, design.queries, design.keys)
+    wa, xa = np.empty(shape), np.empty(shape)  # filled in place: no list and stacked copy
+    reads = 0
+    while reads < PILOT_CALLS and (reads < PILOT_MIN_CALLS or not clock.passed()):
+        wa[reads], xa[reads], _, _ = _read(kernel, design, rng, sd)
+        check_convex(wa[reads], tol, kernel.label, _low_tolerance(design))
+        reads += 1
+    wa, xa = wa[:reads], xa[:reads]
     tiny, floor = _smallest_normal(dtype, design), _log_floor(wa, dtype, design)
     heads = tuple(
         pilot_structure(wa[:, h], xa[:, h], kernel.label, tiny, floor) for h in range(design.heads)
@@ -245,27 +282,44 @@ def _pilot(kernel: Any, design: Design, expected: float, seed: int):  # noqa: AN
         )
     resolution = _resolution(dtype, design)
     unit = 1.0 / max(float(xa.std()), 1e-300)
-    calls = (PILOT_CALLS + 2) * design.calls_per_block + 1
+    calls = (reads + 2) * design.calls_per_block + 1
     return sd, heads, resolution, unit, calls
 
 
 def _chunk(kernel: Any, design: Design, seed: int, chunk: int, blocks: int, sd: float,
-           heads: tuple[HeadStructure, ...], curved: bool, unit: float) -> np.ndarray:  # fmt: skip
+           heads: tuple[HeadStructure, ...], curved: bool, unit: float,
+           clock: _Clock) -> np.ndarray:  # fmt: skip
+    """Per-call slopes of one chunk: past the time cap it stops before the next call (with at
+    least two calls in all); on Ctrl-C, SIGTERM or the watchdog the calls finished go with
+    the exception (``finished_blocks``, read by :func:`~varcheck.core.estimation.draw_rounds`)."""
     children = np.random.SeedSequence(seed, spawn_key=(design.dk, 1, chunk)).spawn(blocks)
     out = np.empty((blocks, 2, design.heads))
-    for i, child in enumerate(children):
-        w, x, _, _ = _read(kernel, design, np.random.default_rng(child), sd)
-        try:
-            out[i] = call_slopes(w, x, list(heads), curved=curved, unit=unit)
-        except np.linalg.LinAlgError:
-            out[i] = math.nan
-        readable = np.isfinite(out[i]).all(axis=0)
-        if not readable.all():  # a head with no query of two readable keys in this call
-            h = int(np.argmin(readable))
-            raise VarcheckError(
-                underflow_edge(kernel.label, heads[h].tiny, f"in a call (head {h})")
-            )
+    i = 0
+    try:
+        for i in range(blocks):
+            if clock.passed() and (chunk > 0 or i >= 2):
+                return out[:i]
+            _slopes(kernel, design, children[i], sd, heads, curved, unit, out[i])
+    except (KeyboardInterrupt, DrawDeadline) as exc:
+        if i > 0:
+            exc.finished_blocks = out[:i].copy()  # type: ignore[attr-defined]
+        raise
     return out
+
+
+def _slopes(kernel: Any, design: Design, child: np.random.SeedSequence, sd: float,
+            heads: tuple[HeadStructure, ...], curved: bool, unit: float,
+            out: np.ndarray) -> None:  # fmt: skip
+    """One call's slopes (and their degree-5 twins) per head, into ``out``."""
+    w, x, _, _ = _read(kernel, design, np.random.default_rng(child), sd)
+    try:
+        out[:] = call_slopes(w, x, list(heads), curved=curved, unit=unit)
+    except np.linalg.LinAlgError:
+        out[:] = math.nan
+    readable = np.isfinite(out).all(axis=0)
+    if not readable.all():  # a head with no query of two readable keys in this call
+        h = int(np.argmin(readable))
+        raise VarcheckError(underflow_edge(kernel.label, heads[h].tiny, f"in a call (head {h})"))
 
 
 def measure(
@@ -280,14 +334,59 @@ def measure(
     max_seconds: float | None,
     progress: Callable[[float], None] | None = None,
 ) -> Measurement:
-    """Pilot, then independent calls until the interval is ``precision`` wide (relative)."""
-    sd, heads, resolution, unit, pilot_calls = _pilot(kernel, design, expected, seed)
+    """Pilot, then independent calls until the interval is ``precision`` wide (relative).
+
+    ``max_seconds`` counts from the pilot's first call: the pilot then stops after
+    :data:`PILOT_MIN_CALLS` reads, the blocks after at least two calls, and the stop reason is
+    ``max-seconds``. A call still running ``max_seconds`` plus a grace (1 s, or 10% of the cap)
+    after the start is stopped by the SIGALRM watchdog of
+    :mod:`varcheck.core.watchdog` (main thread only; code stuck in C is not). The kernel's
+    prints go to stderr (stdout holds the results). On Ctrl-C or SIGTERM after two blocks,
+    :class:`PartialMeasurement` carries the measurement of the calls finished.
+    """
+    with guarded(max_seconds) as arm:
+        arm()
+        clock = _Clock(max_seconds)
+        try:
+            pilot = _pilot(kernel, design, expected, seed, clock)
+        except DrawDeadline:
+            raise _too_slow(kernel, design, "its pilot had not finished", max_seconds) from None
+        found: list[np.ndarray] = []
+        try:
+            stop = _blocks(kernel, design, seed, confidence, precision, calls, clock, pilot,
+                           found, progress)  # fmt: skip
+        except KeyboardInterrupt:
+            if sum(len(f) for f in found) < 2:
+                raise
+            raise PartialMeasurement(
+                _summary(design, pilot, found, confidence, "interrupted")
+            ) from None
+    if sum(len(f) for f in found) < 2:  # the watchdog stopped the first calls
+        calls = sum(len(f) for f in found)
+        raise _too_slow(
+            kernel, design, f"only {calls} call(s) of the estimate had finished", max_seconds
+        )
+    return _summary(design, pilot, found, confidence, stop)
+
+
+def _too_slow(kernel: Any, design: Design, done: str, max_seconds: float | None) -> VarcheckError:
+    return VarcheckError(
+        f"kernel {kernel.label} at d_k={design.dk}: a call ran past --max-seconds "
+        f"{max_seconds:g} (and its grace): {done}, too few for an estimate; "
+        "raise the time cap or make one call faster"
+    )
+
+
+def _blocks(kernel: Any, design: Design, seed: int, confidence: float, precision: float | None,
+            calls: int | None, clock: _Clock, pilot: tuple[Any, ...], found: list[np.ndarray],
+            progress: Callable[[float], None] | None) -> str:  # fmt: skip
+    """Draw the blocks into ``found`` (their per-call slopes); the stop reason."""
+    sd, heads, _, unit, _ = pilot
     curved = any(h.curved for h in heads)
-    found: list[np.ndarray] = []
-    per_chunk = 50
 
     def draw(tasks: Iterator[tuple[int, int]]) -> Iterator[np.ndarray]:
-        return (_chunk(kernel, design, seed, c, b, sd, heads, curved, unit) for c, b in tasks)
+        return (_chunk(kernel, design, seed, c, b, sd, heads, curved, unit, clock)
+                for c, b in tasks)  # fmt: skip
 
     def widest() -> float:
         values = np.concatenate(found)[:, 0]
@@ -296,13 +395,22 @@ def measure(
             worst = max(worst, _relative(_estimate(column, confidence, 0.0)))
         return worst
 
+    def absorb(rs: list[np.ndarray]) -> None:
+        found.extend(r for r in rs if len(r))
+
     if calls is None:
-        rule = StopRule(precision, est.MIN_BLOCKS, None, max_seconds, max_blocks=MAX_CALLS)
+        rule = StopRule(precision, est.MIN_BLOCKS, None, clock.left(), max_blocks=MAX_CALLS)
     else:
-        rule = StopRule(None, calls, "samples", max_seconds)
-    rounds = est.draw_rounds(
-        rule, per_chunk, draw, lambda rs: found.append(rs[0]), widest, progress=progress
-    )
+        rule = StopRule(None, calls, "samples", clock.left())
+    rounds = est.draw_rounds(rule, 50, draw, absorb, widest, progress=progress)
+    # a chunk cut short by the time cap counts its calls made, not those asked for
+    return "max-seconds" if sum(len(f) for f in found) < rounds.blocks else rounds.stop_reason
+
+
+def _summary(design: Design, pilot: tuple[Any, ...], found: list[np.ndarray], confidence: float,
+             stop_reason: str) -> Measurement:  # fmt: skip
+    """The measurement of the blocks in ``found``."""
+    sd, heads, resolution, _, pilot_calls = pilot
     both = np.concatenate(found)
     values, gap = both[:, 0], np.abs(both[:, 0] - both[:, 1]).mean(axis=0)
     per_head = tuple(
@@ -315,9 +423,9 @@ def measure(
         heads=per_head,
         pooled=pooled,
         structure=heads,
-        blocks=rounds.blocks,
-        kernel_calls=pilot_calls + rounds.blocks * design.calls_per_block,
-        stop_reason=rounds.stop_reason,
+        blocks=len(both),
+        kernel_calls=pilot_calls + len(both) * design.calls_per_block,
+        stop_reason=stop_reason,
         precision=_relative(pooled),
         input_sd=sd,
         resolution=resolution,

@@ -21,6 +21,7 @@ import numpy as np
 
 from ...errors import VarcheckError
 from ..user_code import ReturnedTuple, call_user
+from ..watchdog import watched_call
 
 __all__ = ["LAYOUTS", "DTYPES", "Design", "call_kernel", "read_weights", "draw_qk", "rounded"]
 
@@ -148,7 +149,8 @@ def call_kernel(kernel: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray, design
     want = design.shape(design.queries, design.dv)
     only = f"return only the output ({'x'.join(map(str, want))}), not the attention weights too"
     try:
-        _, arr = call_user(kernel, *args, what=f"kernel {name}", one_array=only)
+        with watched_call(f"kernel {name}"):  # the time cap's watchdog may stop it
+            _, arr = call_user(kernel, *args, what=f"kernel {name}", one_array=only)
     except ReturnedTuple:
         raise
     except VarcheckError as exc:  # often a layout the kernel does not take: say what it got
