@@ -493,3 +493,17 @@ def test_a_sampler_that_prints_keeps_the_output_valid(
         assert json.loads(res.stdout)["command"] == command
     elif fmt == "csv":
         assert res.stdout.startswith("# command=sweep")
+
+
+def test_a_run_cut_by_its_time_cap_gets_the_heavy_tail_caution() -> None:
+    """Guards against a sampler run at the default precision but stopped by --max-seconds long
+    before it (an interval on a few dozen calls) reading as if the precision had been met: the
+    caution applies to it as to a fixed budget."""
+    import dataclasses
+
+    from varcheck.checks.verify import SAMPLER_TAILS_CAUTION, verify
+
+    res = verify(4, claim=4, sampler=f"{TOY}:normal", seed=1)
+    assert res.caution is None
+    capped = dataclasses.replace(res, raw=dataclasses.replace(res.raw, stop_reason="max-seconds"))
+    assert capped.caution == SAMPLER_TAILS_CAUTION

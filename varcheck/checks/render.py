@@ -11,7 +11,6 @@ from ..core.estimation import MIN_BLOCKS
 from ..core.verdicts import CONSISTENT, INTERRUPTED, OUTCOME_RANK, marginal_only
 from ..output import formats
 from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
-from .verify import sampler_tails_caution
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -281,7 +280,7 @@ def _tails_note(caution: str | None) -> str | None:
 
 
 def sweep_notes(result: SweepResult) -> list[str]:
-    tails = _tails_note(sampler_tails_caution(result.sampler, result.precision))
+    tails = _tails_note(next((r.tails_caution for r in result.rows if r.tails_caution), None))
     notes = [tails] if tails else []
     verdicts = {r.verdict for r in result.rows}
     if "infinite" in verdicts:

@@ -259,8 +259,11 @@ def sweep(
     )
     laws = (fields["q_dist"], fields["k_dist"])
     rows = _judge(dks, theories, claims, estimates, fields["confidence"], laws)
-    tails = sampler_tails_caution(fields["sampler"], fields["precision"])
-    rows = [replace(r, tails_caution=tails) for r in rows]
+    rows = [
+        replace(r, tails_caution=sampler_tails_caution(fields["sampler"], fields["precision"],
+                time_limited=r.estimate is not None and r.estimate.stop_reason == "max-seconds"))
+        for r in rows
+    ]  # fmt: skip
     fit = None if fields["sampler"] else _growth_fit(rows, cov, fields["confidence"])
     return SweepResult(rows=tuple(rows), fit=fit, interrupted=interrupted, **fields)
 

@@ -66,13 +66,16 @@ SAMPLER_TAILS_CAUTION = (
 )
 
 
-def sampler_tails_caution(sampler: Any, precision: float | None) -> str | None:
-    """:data:`SAMPLER_TAILS_CAUTION` for a user's sampler run with a fixed budget or a precision
-    coarser than :data:`SAMPLER_TAILS_PRECISION`, else ``None`` (varcheck's own laws have the
-    budget rule; a kernel's scale, a probe claim, is not a variance of its values)."""
+def sampler_tails_caution(
+    sampler: Any, precision: float | None, *, time_limited: bool = False
+) -> str | None:
+    """:data:`SAMPLER_TAILS_CAUTION` for a user's sampler run with a fixed budget, a precision
+    coarser than :data:`SAMPLER_TAILS_PRECISION`, or stopped by its time cap before reaching
+    its precision, else ``None`` (varcheck's own laws have the budget rule; a kernel's scale, a
+    probe claim, is not a variance of its values)."""
     if sampler is None or isinstance(sampler, KernelTarget):
         return None
-    if precision is not None and precision <= SAMPLER_TAILS_PRECISION:
+    if precision is not None and precision <= SAMPLER_TAILS_PRECISION and not time_limited:
         return None
     return SAMPLER_TAILS_CAUTION
 
@@ -183,7 +186,8 @@ class VerifyResult(Displayable):
     def caution(self) -> str | None:
         """A warning that holds whatever the outcome (:func:`sampler_tails_caution`), or
         ``None``."""
-        return sampler_tails_caution(self.sampler, self.precision)
+        capped = self.raw is not None and self.raw.stop_reason == "max-seconds"
+        return sampler_tails_caution(self.sampler, self.precision, time_limited=capped)
 
     @property
     def kernel(self) -> KernelTarget | None:
