@@ -62,7 +62,15 @@ from ..core.verdicts import OUTCOME_RANK, PASS, ClaimPValues, adjusted_p_values,
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .claims import Claim, parse_claim, sampler_claim
-from .probe_claims import PROBE_KEYS, ProbeClaim, ProbeRun, parse_probe, probe_row, run_probe
+from .probe_claims import (
+    PROBE_KEYS,
+    ProbeClaim,
+    ProbeRun,
+    check_probe_time,
+    parse_probe,
+    probe_row,
+    run_probe,
+)
 from .verify import ClaimTest, VerifyResult, claim_decision, run_claim_tests
 
 __all__ = ["ClaimSpec", "CheckFile", "ClaimOutcome", "CheckResult", "load_check_file", "check"]
@@ -445,8 +453,9 @@ def check(
         prec, samp = precision, None
     else:
         prec, samp = spec_file.precision, spec_file.samples
-    conf, prec, samp, max_s = options.sampling_effort(
-        conf, prec, samp, spec_file.max_seconds if max_seconds is None else max_seconds
+    conf, prec, samp, max_s = options.sampling_effort(  # products: the variance claims' below
+        conf, prec, samp, spec_file.max_seconds if max_seconds is None else max_seconds,
+        feasible=False,
     )
     seed = options.resolve_seed(spec_file.seed if seed is None else seed)
     effort = {"seed": seed, "confidence": conf, "precision": prec}
@@ -459,6 +468,7 @@ def check(
     # the probe claims first: a kernel refused at its pilot (a bad input, exit 2) then throws
     # away no finished variance test
     planned = [(ci, s, dk) for ci, s in enumerate(spec_file.claims) if s.probe for dk in s.dks]
+    check_probe_time(spec_file.path, [(s.probe, dk) for _, s, dk in planned], max_s)  # calls
     runs = _run_probes(spec_file.path, planned, effort, max_s)
     results = (
         run_claim_tests(tests, **effort, samples=samp, max_seconds=max_s, progress=progress,

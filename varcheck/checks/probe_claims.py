@@ -32,21 +32,22 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.estimation import ConfidenceInterval
-from ..core.options import shown, valid_count
-from ..core.probe import judge
+from ..core.estimation import ConfidenceInterval, VarianceEstimate
+from ..core.options import cut, shown, valid_count
+from ..core.probe import cost, judge
 from ..core.probe.expectation import Expectation, parse_expectation
 from ..core.probe.laws import law_sentence
-from ..core.probe.measure import Measurement, measure
+from ..core.probe.measure import Measurement, PartialMeasurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
-from ..core.probe.weights import DTYPES, LAYOUTS
+from ..core.probe.weights import DTYPES, LAYOUTS, Design
 from ..core.verdicts import ClaimPValues, Decision
 from ..errors import VarcheckError
 from .claims import Claim
 from .verify import VerifyResult
 
-__all__ = ["PROBE_KEYS", "ProbeClaim", "ProbeRun", "parse_probe", "run_probe", "probe_row",
-           "probe_command", "probe_reading"]  # fmt: skip
+__all__ = ["PROBE_KEYS", "ProbeClaim", "ProbeRun", "PartialProbeRun", "parse_probe",
+           "run_probe", "probe_row", "probe_command", "probe_reading",
+           "check_probe_time"]  # fmt: skip
 
 #: Keys of a probe claim that a variance claim does not take.
 PROBE_KEYS = ("probe", "expect", "causal", "layout", "queries", "keys", "heads", "dtype")
@@ -88,6 +89,20 @@ class ProbeRun:
     expected: float
     p_values: tuple[ClaimPValues, ...]
 
+    @property
+    def interrupted(self) -> bool:
+        """Ctrl-C or SIGTERM cut the measurement short: it holds the calls finished by then."""
+        return self.measurement.stop_reason == "interrupted"
+
+
+class PartialProbeRun(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a probe claim's calls, with the :class:`ProbeRun` of the calls
+    finished by then (``run``; its ``interrupted`` is true)."""
+
+    def __init__(self, run: ProbeRun) -> None:
+        super().__init__()
+        self.run = run
+
 
 def parse_probe(table: dict[str, Any], folder: str, dks: tuple[int, ...]) -> ProbeClaim | None:
     """The claim's ``probe`` with its options (None for a variance claim); every d_k checked."""
@@ -119,7 +134,23 @@ def parse_probe(table: dict[str, Any], folder: str, dks: tuple[int, ...]) -> Pro
     for dk in dks:
         valid_count("dk", dk, 1, 65536)
         expect.value(dk, pc.law_heads)
+        cost.check_memory(_design(pc, dk))  # before any claim runs
     return pc
+
+
+def _design(pc: ProbeClaim, dk: int) -> Design:
+    return judge.design(dk, pc.queries, pc.keys, pc.heads, None, pc.layout, pc.dtype)
+
+
+def check_probe_time(path: str, planned: list[tuple[ProbeClaim, int]],
+                     max_seconds: float | None) -> None:  # fmt: skip
+    """Refuse, before any claim runs and without ``max_seconds``, probe claims whose fewest
+    calls (the pilot's and a first round at each d_k) take above a day (in calls, at a cost
+    per call that grows with heads · n · m · d_k: :mod:`varcheck.core.probe.cost`)."""
+    try:
+        cost.check_time([_design(pc, dk) for pc, dk in planned], None, max_seconds)
+    except VarcheckError as exc:
+        raise VarcheckError(f"{cut(path)}: probe claims: {exc}") from None
 
 
 def _shapes(table: dict[str, Any], layout: str) -> dict[str, Any]:
@@ -136,10 +167,16 @@ def _shapes(table: dict[str, Any], layout: str) -> dict[str, Any]:
 def run_probe(pc: ProbeClaim, dk: int, *, tolerance: float | None, seed: int, confidence: float,
               precision: float | None, max_seconds: float | None) -> ProbeRun:  # fmt: skip
     """Measure one d_k of a probe claim (the pilot's refusals are errors naming the kernel)."""
-    design = judge.design(dk, pc.queries, pc.keys, pc.heads, None, pc.layout, pc.dtype)
     expected = pc.expect.value(dk, pc.law_heads)
-    m = measure(pc.kernel, design, expected=expected, seed=seed, confidence=confidence,
-                precision=precision or _PRECISION, calls=None, max_seconds=max_seconds)  # fmt: skip
+    try:
+        m = measure(pc.kernel, _design(pc, dk), expected=expected, seed=seed,
+                    confidence=confidence, precision=precision or _PRECISION, calls=None,
+                    max_seconds=max_seconds)  # fmt: skip
+    except PartialMeasurement as exc:
+        m = exc.measurement
+        raise PartialProbeRun(
+            ProbeRun(m, expected, tuple(judge.head_p_values(m, expected, tolerance)))
+        ) from None
     return ProbeRun(m, expected, tuple(judge.head_p_values(m, expected, tolerance)))
 
 
@@ -177,7 +214,18 @@ def _row(pc: ProbeClaim, run: ProbeRun, decision: Decision, p: ClaimPValues,
         more_samples=decision.more_samples if decision.outcome == "inconclusive" else None,
         samples=m.blocks, confidence=confidence, seed=seed, precision=precision or _PRECISION,
         sampler=pc.kernel, equivalence_interval=inner, p_equivalence=p.p_equivalence,  # type: ignore[arg-type]
-        p_outside=p.p_outside,
+        p_outside=p.p_outside, raw=_raw(m, confidence), interrupted=run.interrupted,
+    )  # fmt: skip
+
+
+def _raw(m: Measurement, confidence: float) -> VarianceEstimate:
+    """The mean scale as the estimate a row's ``raw`` holds (what a report reads its stop
+    reason from: ``max-seconds`` makes the check time-limited)."""
+    e = m.pooled
+    return VarianceEstimate(
+        var=e.scale, confidence_interval=e.confidence_interval, se=e.se, mean=e.scale,
+        samples=m.blocks, blocks=m.blocks, block_side=0, confidence=confidence,
+        precision=m.precision, stop_reason=m.stop_reason, skewness=e.skewness,
     )  # fmt: skip
 
 
