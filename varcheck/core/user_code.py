@@ -368,9 +368,11 @@ def _on_path(folder: str) -> Iterator[None]:
 
 
 def _run_import(target: str, what: str, load: Callable[[], Any], word: str) -> Any:
-    """Run the user's import; its failures become one line."""
+    """Run the user's import (its prints go to stderr: stdout holds the results); its failures
+    become one line."""
     try:
-        return load()
+        with contextlib.redirect_stdout(sys.stderr):
+            return load()
     except VarcheckError:
         raise
     except SyntaxError as exc:
