@@ -22,7 +22,7 @@ from .options import (
     stack,
 )
 from .run import run
-from .types import DK_RANGE, SAMPLER_ARG, CountType, FiniteFloat, as_number
+from .types import DK_RANGE, KERNEL_ARG, CountType, FiniteFloat, as_number
 
 
 class CallsType(CountType):
@@ -119,7 +119,7 @@ and C intervals).
 @option(
     "--arg",
     "kernel_args",
-    kind=SAMPLER_ARG,
+    kind=KERNEL_ARG,
     default=None,
     multiple=True,
     text="KEY=VALUE passed to the kernel on every call (a Python literal; repeatable).",

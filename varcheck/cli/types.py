@@ -25,6 +25,7 @@ __all__ = [
     "INIT",
     "OBSERVED",
     "SAMPLER_ARG",
+    "KERNEL_ARG",
     "SCHEMES",
     "SHAPE",
     "CountType",
@@ -98,6 +99,16 @@ def _sampler_arg(value: Any) -> tuple[str, Any]:
 
 #: KEY=VALUE bound to a user's sampler, the value a Python literal
 SAMPLER_ARG = ParsedType("KEY=VALUE", _sampler_arg)
+
+
+def _kernel_arg(value: Any) -> tuple[str, Any]:
+    from ..core.user_code import parse_sampler_arg
+
+    return value if isinstance(value, tuple) else parse_sampler_arg(value, "kernel")
+
+
+#: KEY=VALUE bound to a kernel (``varcheck probe --arg``): its errors say "kernel argument"
+KERNEL_ARG = ParsedType("KEY=VALUE", _kernel_arg)
 
 
 def as_number(

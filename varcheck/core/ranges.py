@@ -76,6 +76,11 @@ def parse_dk(text: str) -> list[int]:
             if hi < lo:
                 raise VarcheckError(f"d_k {shown(text)}: range {shown(item)} ends below its start")
             if colon:
+                if re.fullmatch(r"\s*-?[0-9]+\s*", step_text) and int(step_text) < 1:
+                    raise VarcheckError(
+                        f"d_k {shown(text)}: the step :{step_text.strip()} must be >= 1; "
+                        + _ACCEPTED
+                    )
                 step = _int(step_text, text)
                 values = list(range(lo, hi + 1, step))
             else:

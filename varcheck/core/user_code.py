@@ -450,17 +450,17 @@ def _load_file(target: str, path: str, word: str) -> Any:
     return _run_import(target, _tail(path), load, word)
 
 
-def parse_sampler_arg(text: str) -> tuple[str, Any]:
+def parse_sampler_arg(text: str, word: str = "sampler") -> tuple[str, Any]:
     """``key=value`` with ``value`` read as a Python literal (``4``, ``0.5``, ``'relu'``,
-    ``[1, 2]``, ``True``)."""
+    ``[1, 2]``, ``True``); errors name a ``word`` argument (``sampler``, ``kernel``)."""
     key, sep, value = text.partition("=")
     key = key.strip()
     if not sep or not key.isidentifier():
-        raise VarcheckError(f"sampler argument {_cut(repr(text))}: give KEY=VALUE, e.g. heads=4")
+        raise VarcheckError(f"{word} argument {_cut(repr(text))}: give KEY=VALUE, e.g. heads=4")
     try:
         return key, ast.literal_eval(value.strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         raise VarcheckError(
-            f"sampler argument {_cut(repr(text))}: the value is not a Python literal (a number, "
+            f"{word} argument {_cut(repr(text))}: the value is not a Python literal (a number, "
             "True/False/None, a quoted string such as \"act='relu'\", a list or a dict)"
         ) from None

@@ -17,6 +17,7 @@ from ..core.estimation import ConfidenceInterval
 from ..core.options import (
     resolve_seed,
     sampling_effort,
+    shown,
     valid_confidence,
     valid_count,
     valid_tolerance,
@@ -401,6 +402,7 @@ def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads
          ) -> tuple[list[ProbeResult], Expectation, int, float, bool]:  # fmt: skip
     """Validate everything once, measure each d_k, judge them together."""
     expectation = parse_expectation(expect)
+    _valid_progress(progress)
     for dk in dks:
         valid_count("dk", dk, 1, MAX_PROBE_DK)
     confidence = valid_confidence(confidence)
@@ -439,6 +441,13 @@ def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads
         for m, j, e in zip(measured, judged, expected, strict=True)
     ]  # fmt: skip
     return rows, expectation, law_h, confidence, interrupted
+
+
+def _valid_progress(progress: object) -> None:
+    if progress is not None and not callable(progress):
+        raise VarcheckError(
+            f"progress must be a callable (called with the fraction done), got {shown(progress)}"
+        )
 
 
 def _measure_all(kernel: KernelTarget, designs: list[Design], expected: list[float],
@@ -527,6 +536,7 @@ def probe(
         not finite, and weights that are not softmax attention of q·k (with the reason).
     """
     dk = valid_count("dk", dk, 1, MAX_PROBE_DK)
+    _valid_progress(progress)
     tick = None if progress is None else (lambda i, n, f: progress(f))
     rows, *_ = _run(fn, [dk], expect=expect, queries=queries, keys=keys, heads=heads, dv=dv,
                     causal=causal, layout=layout, dtype=dtype, precision=precision,
@@ -550,7 +560,12 @@ def probe_sweep(
     exponent's interval (weighted least squares on log s) is tested against the expected
     law's exponent (−½ for 1/√d_k, −1 for 1/d_k, 0 for a forgotten scale).
     """
-    dks = resolve_dks(dks)
+    try:
+        dks = resolve_dks(dks)
+    except TypeError:  # None, a float...: not a d_k, a range or a list
+        raise VarcheckError(
+            f"dks must be a d_k, a range such as '8..512' or a list of d_k, got {shown(dks)}"
+        ) from None
     defaults = {"queries": judge.QUERIES, "keys": judge.KEYS, "heads": None, "dv": None,
                 "causal": False, "layout": "nd", "dtype": None, "precision": 0.01, "samples": None,
                 "max_seconds": None, "confidence": 0.95, "tolerance": None, "seed": None,

@@ -16,7 +16,11 @@ from dataclasses import dataclass
 from ...errors import VarcheckError
 from ..expressions import BINARY_OPERATORS, UNARY_OPERATORS, apply_binary
 
-__all__ = ["Expectation", "parse_expectation"]
+__all__ = ["Expectation", "parse_expectation", "SCALE_RANGE"]
+
+#: Expected scales accepted: the inputs are sized so that scale · q·k has sd ~1, and q·k must
+#: stay well inside float64's range.
+SCALE_RANGE = (1e-100, 1e100)
 
 _NAMES = ("dk", "h")
 _FUNCS: dict[str, Callable[[float], float]] = {
@@ -76,10 +80,18 @@ class Expectation:
         try:
             out = float(_eval(self._tree.body, {"dk": float(dk), "h": float(h)}))
         except (ArithmeticError, ValueError, TypeError) as exc:
-            raise VarcheckError(f"expect {self.text!r} cannot be evaluated: {exc}") from None
+            # an OverflowError of ** holds (errno, message): say the message
+            reason = exc.args[-1] if isinstance(exc, OverflowError) and exc.args else exc
+            raise VarcheckError(f"expect {self.text!r} cannot be evaluated: {reason}") from None
         if not math.isfinite(out) or out == 0:
             raise VarcheckError(
                 f"expect {self.text!r} is {out!r} at d_k={dk}; give a finite non-zero scale"
+            )
+        if not SCALE_RANGE[0] <= abs(out) <= SCALE_RANGE[1]:
+            raise VarcheckError(
+                f"expect {self.text!r} is {out:.3g} at d_k={dk}; accepted: a scale of size "
+                f"{SCALE_RANGE[0]:g}..{SCALE_RANGE[1]:g} (the inputs are sized from it: "
+                "q·k of that size would leave float64's range)"
             )
         return out
 

@@ -26,6 +26,9 @@ CAUSAL_MASKS = ("causal", "causal (bottom-right)")
 #: Queries and keys per head and call by default: no power of two and unequal, so that a kernel
 #: dividing by √n or √m (the tokens) in place of √d_k cannot pass by coincidence at d_k = 64.
 QUERIES, KEYS = 48, 80
+#: Fewest log-weight differences per call (queries × (keys − 1)) the per-call fit of a curved
+#: kernel (degree 5 in q·k) can be solved from.
+MIN_POINTS = 6
 _DTYPE_NAMES = {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "single": "float32",
                 "fp32": "float32", "double": "float64", "fp64": "float64"}  # fmt: skip
 
@@ -52,6 +55,12 @@ def design(dk: int, queries: int, keys: int, heads: int | None, dv: int | None, 
     queries = valid_count("queries", queries, 2, 4096)
     keys = valid_count("keys", keys, 2, 4096)
     dv = keys if dv is None else valid_count("dv", dv, 1, 65536)
+    if queries * (keys - 1) < MIN_POINTS:
+        raise VarcheckError(
+            f"queries={queries} and keys={keys} give {queries * (keys - 1)} log-weight "
+            f"differences per call (queries × (keys − 1)); the fit of a curved kernel needs at "
+            f"least {MIN_POINTS}: raise queries or keys (--queries, --keys)"
+        )
     return Design(dk, queries, keys, h, dv, layout, dtype_name(dtype))
 
 

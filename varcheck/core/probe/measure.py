@@ -254,10 +254,24 @@ def _check_linear_in_values(kernel: Any, design: Design, w: np.ndarray, qk, tol:
         )
 
 
+def _check_input_size(sd: float, expected: float, design: Design) -> None:
+    """Refuse, before any call, an expected scale that sizes the inputs outside their format
+    (the kernel would be blamed for the overflow or the underflow)."""
+    fmt = "float32" if design.dtype == "bfloat16" else design.dtype
+    info = np.finfo(np.dtype(fmt))
+    if not float(info.tiny) / float(info.eps) < sd < float(info.max) / 64.0:
+        raise VarcheckError(
+            f"expect {expected:.3g} at d_k={design.dk} sizes the inputs at sd {sd:.3g}, outside "
+            f"what {design.dtype} holds; give an expected scale nearer the kernel's (the "
+            "inputs are sized from it), or a wider --dtype"
+        )
+
+
 def _pilot(kernel: Any, design: Design, expected: float, seed: int, clock: _Clock):  # noqa: ANN202
     """Size the inputs, check the kernel, read its structure (fewer reads past the time cap)."""
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(design.dk, 0)))
     sd0 = 1.0 / math.sqrt(abs(expected) * math.sqrt(design.dk) / LOGIT_SD)
+    _check_input_size(sd0, expected, design)
     sd, w, dtype, qk = _size_inputs(kernel, design, rng, sd0)
     tol = _tolerance(dtype, design)
     _check_linear_in_values(kernel, design, w, qk, tol)
