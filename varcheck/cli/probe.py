@@ -58,7 +58,7 @@ effort_options = grouped(
             default=None,
             text="Fixed number of independent calls instead of --precision (>= 20).",
         ),
-        positive_option("--max-seconds", "Wall-time cap per d_k."),
+        positive_option("--max-seconds", "Wall-time cap of the run (each d_k an equal share)."),
         confidence_option(),
         seed_option(),
     ),

@@ -8,6 +8,7 @@ the heads of a 4-D kernel (and the rows of a sweep) are one family under Holm's 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -454,11 +455,18 @@ def _measure_all(kernel: KernelTarget, designs: list[Design], expected: list[flo
                  measured: list[Measurement], seed: int, confidence: float,
                  precision: float | None, samples: int | None, max_seconds: float | None,
                  progress: Callable[[int, int, float], None] | None) -> None:  # fmt: skip
-    """Measure each d_k in turn, appending to ``measured`` (what finished survives Ctrl-C)."""
+    """Measure each d_k in turn, appending to ``measured`` (what finished survives Ctrl-C).
+
+    ``max_seconds`` bounds the whole run: each d_k gets an equal share of the time left.
+    """
+    end = None if max_seconds is None else time.monotonic() + max_seconds
     for i, (design, e) in enumerate(zip(designs, expected, strict=True)):
         tick = None if progress is None else (lambda f, i=i: progress(i, len(designs), f))
+        share = None
+        if end is not None:
+            share = max(end - time.monotonic(), 1e-3) / (len(designs) - i)
         measured.append(measure(kernel, design, expected=e, seed=seed, confidence=confidence,
-                                precision=precision, calls=samples, max_seconds=max_seconds,
+                                precision=precision, calls=samples, max_seconds=share,
                                 progress=tick))  # fmt: skip
 
 
@@ -510,7 +518,12 @@ def probe(
     dtype : str or numpy dtype, optional
         Round the inputs to ``float32``, ``float16`` or ``bfloat16`` (simulated in float32).
     precision, samples, max_seconds
-        Target relative half-width; or a fixed number of calls (>= 20); a wall-time cap.
+        Target relative half-width; or a fixed number of calls (>= 20); a wall-time cap of
+        the run (each d_k an equal share, from its pilot's first call): past it the calls
+        stop, with at least 4 pilot reads and 2 blocks (``time_limited``), and a call stuck
+        past the cap and a grace (1 s, or 10%) is stopped by a SIGALRM watchdog (main thread,
+        Python code only). Memory (2 GiB) and, without a cap, time (24 h) are checked before
+        any call.
     confidence : float
         Of the interval (the test's level is 1 − confidence).
     tolerance : float, optional
@@ -528,6 +541,8 @@ def probe(
     Returns
     -------
     ProbeResult
+        After Ctrl-C or SIGTERM (from two blocks on): the scale of the calls finished by then,
+        ``interrupted`` true (exit code 130, 143 after SIGTERM).
 
     Raises
     ------

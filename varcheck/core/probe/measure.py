@@ -386,7 +386,7 @@ def measure(
 def _too_slow(kernel: Any, design: Design, done: str, max_seconds: float | None) -> VarcheckError:
     return VarcheckError(
         f"kernel {kernel.label} at d_k={design.dk}: a call ran past --max-seconds "
-        f"{max_seconds:g} (and its grace): {done}, too few for an estimate; "
+        f"{max_seconds:.3g} (and its grace): {done}, too few for an estimate; "
         "raise the time cap or make one call faster"
     )
 
