@@ -467,7 +467,7 @@ def _measure_all(kernel: KernelTarget, designs: list[Design], expected: list[flo
             share = max(end - time.monotonic(), 1e-3) / (len(designs) - i)
         measured.append(measure(kernel, design, expected=e, seed=seed, confidence=confidence,
                                 precision=precision, calls=samples, max_seconds=share,
-                                progress=tick))  # fmt: skip
+                                progress=tick, stuck_after=max_seconds))  # fmt: skip
 
 
 def probe(

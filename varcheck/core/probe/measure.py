@@ -58,10 +58,14 @@ PILOT_MIN_CALLS = 4
 
 
 class _Clock:
-    """The time cap of one d_k, from the start of its pilot (``None``: no cap)."""
+    """The time cap of one d_k, from the start of its pilot (``None``: no cap), and ``arm``,
+    which restarts the watchdog's count before a reading of the weights: a call is stopped when
+    it alone runs past the run's cap and its grace, however long the readings before it took
+    (the pilot's and two blocks' are needed whatever the cap)."""
 
-    def __init__(self, max_seconds: float | None) -> None:
+    def __init__(self, max_seconds: float | None, arm: Callable[[], None] = lambda: None) -> None:
         self.at = None if max_seconds is None else time.monotonic() + max_seconds
+        self.arm = arm
 
     def passed(self) -> bool:
         return self.at is not None and time.monotonic() > self.at
@@ -272,13 +276,16 @@ def _pilot(kernel: Any, design: Design, expected: float, seed: int, clock: _Cloc
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(design.dk, 0)))
     sd0 = 1.0 / math.sqrt(abs(expected) * math.sqrt(design.dk) / LOGIT_SD)
     _check_input_size(sd0, expected, design)
+    clock.arm()
     sd, w, dtype, qk = _size_inputs(kernel, design, rng, sd0)
     tol = _tolerance(dtype, design)
+    clock.arm()
     _check_linear_in_values(kernel, design, w, qk, tol)
     shape = (PILOT_CALLS, design.heads, design.queries, design.keys)
     wa, xa = np.empty(shape), np.empty(shape)  # filled in place: no list and stacked copy
     reads = 0
     while reads < PILOT_CALLS and (reads < PILOT_MIN_CALLS or not clock.passed()):
+        clock.arm()
         wa[reads], xa[reads], _, _ = _read(kernel, design, rng, sd)
         check_convex(wa[reads], tol, kernel.label, _low_tolerance(design))
         reads += 1
@@ -313,6 +320,7 @@ def _chunk(kernel: Any, design: Design, seed: int, chunk: int, blocks: int, sd: 
         for i in range(blocks):
             if clock.passed() and (chunk > 0 or i >= 2):
                 return out[:i]
+            clock.arm()
             _slopes(kernel, design, children[i], sd, heads, curved, unit, out[i])
     except (KeyboardInterrupt, DrawDeadline) as exc:
         if i > 0:
@@ -347,24 +355,26 @@ def measure(
     calls: int | None,
     max_seconds: float | None,
     progress: Callable[[float], None] | None = None,
+    stuck_after: float | None = None,
 ) -> Measurement:
     """Pilot, then independent calls until the interval is ``precision`` wide (relative).
 
     ``max_seconds`` counts from the pilot's first call: the pilot then stops after
     :data:`PILOT_MIN_CALLS` reads, the blocks after at least two calls, and the stop reason is
-    ``max-seconds``. A call still running ``max_seconds`` plus a grace (1 s, or 10% of the cap)
-    after the start is stopped by the SIGALRM watchdog of
+    ``max-seconds``. A reading of the weights still running ``stuck_after`` (default
+    ``max_seconds``; a probe of several d_k gives its whole cap) plus a grace (1 s, or 10%)
+    after it began is stopped by the SIGALRM watchdog of
     :mod:`varcheck.core.watchdog` (main thread only; code stuck in C is not). The kernel's
     prints go to stderr (stdout holds the results). On Ctrl-C or SIGTERM after two blocks,
     :class:`PartialMeasurement` carries the measurement of the calls finished.
     """
-    with guarded(max_seconds) as arm:
-        arm()
-        clock = _Clock(max_seconds)
+    cap = max_seconds if stuck_after is None else stuck_after
+    with guarded(cap) as arm:
+        clock = _Clock(max_seconds, arm)
         try:
             pilot = _pilot(kernel, design, expected, seed, clock)
         except DrawDeadline:
-            raise _too_slow(kernel, design, "its pilot had not finished", max_seconds) from None
+            raise _too_slow(kernel, design, "its pilot had not finished", cap) from None
         found: list[np.ndarray] = []
         try:
             stop = _blocks(kernel, design, seed, confidence, precision, calls, clock, pilot,
@@ -377,16 +387,14 @@ def measure(
             ) from None
     if sum(len(f) for f in found) < 2:  # the watchdog stopped the first calls
         calls = sum(len(f) for f in found)
-        raise _too_slow(
-            kernel, design, f"only {calls} call(s) of the estimate had finished", max_seconds
-        )
+        raise _too_slow(kernel, design, f"only {calls} call(s) of the estimate had finished", cap)
     return _summary(design, pilot, found, confidence, stop)
 
 
 def _too_slow(kernel: Any, design: Design, done: str, max_seconds: float | None) -> VarcheckError:
     return VarcheckError(
-        f"kernel {kernel.label} at d_k={design.dk}: a call ran past --max-seconds "
-        f"{max_seconds:.3g} (and its grace): {done}, too few for an estimate; "
+        f"kernel {kernel.label} at d_k={design.dk}: a call ran longer than --max-seconds "
+        f"{max_seconds:g} and its grace: {done}, too few for an estimate; "
         "raise the time cap or make one call faster"
     )
 

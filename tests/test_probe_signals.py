@@ -1,0 +1,200 @@
+"""varcheck probe under a time cap and interrupts (#17): --max-seconds bounds the run (pilot and
+blocks, checked between calls; a call that never returns stopped by the watchdog), a probe cut
+by the cap or by Ctrl-C/SIGTERM reports what it has, marked time-limited or interrupted, in
+valid JSON; the kernel's prints stay off stdout.
+
+The subprocess cases wait for the kernel to announce, on stderr, that the blocks are under way
+before they send a signal, so they do not depend on how fast the machine starts Python.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from varcheck.core.probe import cost
+from varcheck.core.probe.weights import Design
+from varcheck.errors import VarcheckError
+from varcheck.kernels.probe import probe
+
+MARK = "varcheck-test: blocks under way"
+KERNELS = f"""
+import sys, time
+import numpy as np
+
+def attention(q, k, v):
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)) @ v
+
+def slow(q, k, v, t=0.1):
+    time.sleep(t)
+    return attention(q, k, v)
+
+def hang(q, k, v):
+    while True:
+        time.sleep(0.5)
+
+CALLS = [0]
+
+def hang_later(q, k, v):
+    CALLS[0] += 1
+    if CALLS[0] > 30:
+        while True:
+            time.sleep(0.5)
+    return attention(q, k, v)
+
+def announced(q, k, v):
+    CALLS[0] += 1
+    if CALLS[0] == 30:
+        print({MARK!r}, file=sys.stderr, flush=True)
+    time.sleep(0.02)
+    return attention(q, k, v)
+
+def printing(q, k, v):
+    print("hello from the kernel")
+    return attention(q, k, v)
+
+print("hello from the import")
+"""
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("probe-signals") / "kernels.py"
+    path.write_text(KERNELS)
+    return str(path)
+
+
+def _probe(kernels: str, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "varcheck", "probe", f"{kernels}:{name}", *args],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+@pytest.mark.signals
+def test_max_seconds_bounds_a_slow_kernel(kernels: str) -> None:
+    """R2: --max-seconds 2 at 0.3 s a call took 21 s (the pilot's 18 calls never looked at the
+    clock, and a chunk drew 50 calls before the deadline was checked)."""
+    start = time.monotonic()
+    ran = _probe(kernels, "slow", "--arg", "t=0.2", "--dk", "16,64", "--max-seconds", "2",
+                 "--seed", "1", "--format", "json")  # fmt: skip
+    assert time.monotonic() - start < 12
+    assert ran.returncode == 0, ran.stderr
+    doc = json.loads(ran.stdout)
+    assert doc["time_limited"] is True and doc["interrupted"] is False
+    assert {r["stop_reason"] for r in doc["rows"]} == {"max-seconds"}
+    assert all(r["calls"] >= 2 for r in doc["rows"])
+    table = _probe(kernels, "slow", "--arg", "t=0.2", "--dk", "64", "--max-seconds", "1",
+                   "--seed", "1")  # fmt: skip
+    assert "time-limited:" in table.stdout
+    assert "--max-seconds 1 --seed 1" in table.stdout  # the reproduce line
+
+
+@pytest.mark.signals
+def test_a_kernel_that_never_returns_is_stopped(kernels: str) -> None:
+    start = time.monotonic()
+    ran = _probe(kernels, "hang", "--dk", "64", "--max-seconds", "1", "--seed", "1")
+    assert time.monotonic() - start < 15
+    assert ran.returncode == 2 and ran.stdout == ""
+    lines = ran.stderr.replace("hello from the import\n", "").strip().splitlines()
+    assert len(lines) == 1 and "ran longer than --max-seconds" in lines[0] and "pilot" in lines[0]
+    later = _probe(kernels, "hang_later", "--dk", "64", "--max-seconds", "1", "--seed", "1",
+                   "--format", "json")  # fmt: skip
+    assert later.returncode == 0, later.stderr
+    row = json.loads(later.stdout)["rows"][0]
+    assert row["stop_reason"] == "max-seconds" and row["calls"] >= 2
+
+
+@pytest.mark.signals
+@pytest.mark.parametrize(("name", "code", "word"), [("INT", 130, "Ctrl-C"),
+                                                    ("TERM", 143, "SIGTERM")])  # fmt: skip
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_an_interrupt_keeps_the_d_k_under_way(kernels: str, name: str, code: int, word: str,
+                                               fmt: str) -> None:  # fmt: skip
+    """R2: SIGTERM 5 s into a one-d_k probe printed nothing ('terminated before any result')."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "varcheck", "probe", f"{kernels}:announced", "--dk", "64",
+         "--samples", "100000", "--seed", "1", "--format", fmt],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 60
+    seen = ""
+    while MARK not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], 1.0)
+        if ready:
+            seen += proc.stderr.readline()
+    proc.send_signal(getattr(signal, f"SIG{name}"))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err[-1000:]
+    assert "Traceback" not in err
+    if fmt == "json":
+        doc = json.loads(out)
+        assert doc["interrupted"] is True and doc["exit_code"] == code
+        assert doc["rows"][0]["stop_reason"] == "interrupted" and doc["rows"][0]["calls"] >= 2
+    else:
+        assert f"before {word} (exit {code})" in out and "(partial)" in out
+
+
+def test_the_kernels_prints_leave_json_valid(kernels: str) -> None:
+    ran = _probe(kernels, "printing", "--dk", "16", "--samples", "20", "--seed", "1",
+                 "--format", "json")  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["outcome"] == "pass"
+    assert "hello from the kernel" in ran.stderr and "hello from the import" in ran.stderr
+
+
+def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)) @ v
+
+
+def test_the_api_returns_the_partial_probe_on_an_interrupt() -> None:
+    """R2: probe() raised KeyboardInterrupt, losing the calls made."""
+    calls = [0]
+
+    def kernel(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+        calls[0] += 1
+        if calls[0] == 40:
+            raise KeyboardInterrupt
+        return _attention(q, k, v)
+
+    res = probe(kernel, 16, samples=1000, seed=1)
+    assert res.interrupted and res.stop_reason == "interrupted"
+    assert res.exit_code == 130 and 2 <= res.calls < 40
+    assert res.to_dict()["interrupted"] is True
+
+
+def _design(**kw: int) -> Design:
+    shape = {"dk": 64, "queries": 48, "keys": 80, "heads": 1, "dv": 80} | kw
+    return Design(**shape, layout="nd", dtype="float64")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("shape", "part"),
+    [({"dk": 65536, "heads": 64}, "q and k"), ({"queries": 4096, "keys": 4096}, "pilot"),
+     ({"keys": 4096, "dv": 65536}, "v and the output")],
+)  # fmt: skip
+def test_memory_is_checked_by_part(shape: dict[str, int], part: str) -> None:
+    with pytest.raises(VarcheckError, match=f"{part}.*above the 2 GiB limit; lower"):
+        cost.check_memory(_design(**shape))
+    cost.check_memory(_design())  # the defaults: a few MiB
+
+
+def test_time_is_checked_in_calls() -> None:
+    with pytest.raises(VarcheckError, match="kernel calls at d_k=64"):
+        cost.check_time([_design()], 10**13, None)
+    cost.check_time([_design()], 10**13, 5.0)  # a cap bounds any run
+    cost.check_time([_design()], 20_000, None)  # seconds
+    with pytest.raises(VarcheckError, match="the first round needs"):
+        cost.check_time([_design(dk=65536, heads=16, queries=1024, keys=1024)], None, None)
