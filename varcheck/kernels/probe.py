@@ -509,8 +509,7 @@ def probe(
         Heads per call for ``bhnd``/``bnhd`` (default 2), every one probed; with ``nd`` only
         the ``h`` of the laws (``1/sqrt(dk*h)``).
     dv : int, optional
-        The width of v (default ``keys``: one-hot values); below ``keys`` the weights are
-        solved from several calls.
+        The width of v (default ``keys``: one-hot values; fewer: solved from several calls).
     causal : bool
         Expect a causal mask: fail when the weights show none.
     layout : str
@@ -519,18 +518,13 @@ def probe(
         Round the inputs to ``float32``, ``float16`` or ``bfloat16`` (simulated in float32).
     precision, samples, max_seconds
         Target relative half-width; or a fixed number of calls (>= 20); a wall-time cap of
-        the run (each d_k an equal share, from its pilot's first call): past it the calls
-        stop, with at least 4 pilot reads and 2 blocks (``time_limited``), and a call stuck
-        past the cap and a grace (1 s, or 10%) is stopped by a SIGALRM watchdog (main thread,
-        Python code only). Memory (2 GiB) and, without a cap, time (24 h) are checked before
-        any call.
+        the run (``time_limited``; see :func:`varcheck.core.probe.measure.measure`).
     confidence : float
         Of the interval (the test's level is 1 − confidence).
     tolerance : float, optional
         Relative tolerance T, as in ``assert``: pass when the whole ``2·confidence − 1``
-        interval (90% at the default) lies inside expected × [1 − T, 1 + T] (two one-sided
-        tests), fail when the whole ``confidence`` interval (95%) lies outside it, otherwise
-        inconclusive.
+        interval (90%) lies inside expected × [1 − T, 1 + T] (TOST), fail when the whole
+        ``confidence`` interval (95%) lies outside it, otherwise inconclusive.
     seed : int, optional
         Root seed (drawn when omitted; ``result.seed`` reports it).
     args : dict, optional
@@ -541,8 +535,7 @@ def probe(
     Returns
     -------
     ProbeResult
-        After Ctrl-C or SIGTERM (from two blocks on): the scale of the calls finished by then,
-        ``interrupted`` true (exit code 130, 143 after SIGTERM).
+        After Ctrl-C or SIGTERM: from the calls finished, ``interrupted`` (exit code 130/143).
 
     Raises
     ------
