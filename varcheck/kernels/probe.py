@@ -506,8 +506,7 @@ def probe(
         n and m, per head and call (default 48 and 80: no power of two and unequal, so that a
         kernel dividing by the token count in place of √d_k cannot pass at d_k = 64).
     heads : int, optional
-        Heads per call for ``bhnd``/``bnhd`` (default 2), every one probed; with ``nd`` only
-        the ``h`` of the laws (``1/sqrt(dk*h)``).
+        Heads per call (``bhnd``/``bnhd``, default 2), each probed; with ``nd`` the laws' ``h``.
     dv : int, optional
         The width of v (default ``keys``: one-hot values; fewer: solved from several calls).
     causal : bool
