@@ -30,6 +30,8 @@ LONGEST_ERROR = 400
 HUGE = "9" * 100_000
 NESTED_POWER = "((((((9**64)**64)**64)**64)**64)**64)"
 CLAIM = '[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n'
+KERNEL = str(Path(__file__).resolve().parents[1] / "examples" / "attention_kernels.py")
+PROBE_CLAIM = f'[[claim]]\nname = "p"\nprobe = "{KERNEL}:attention"\ndk = 16\n'
 
 
 class Case(NamedTuple):
@@ -50,6 +52,8 @@ def _files(folder: Path) -> dict[str, str]:
         + "rho = 0\n",
         "dist-twice": CLAIM + 'dist = "uniform"\nq_dist = "normal"\n',
         "fine": "[defaults]\nprecision = 1e-9\n" + CLAIM,
+        "probe-fine": "[defaults]\nprecision = 1e-9\nseed = 1\n" + PROBE_CLAIM,
+        "probe-big": PROBE_CLAIM + "queries = 4096\nkeys = 4096\n",
     }
     paths = {}
     for name, text in made.items():
@@ -116,6 +120,41 @@ def _subprocess_cases(f: dict[str, str]) -> dict[str, Case]:
         "junit empty": Case(("check", f["claims"], "--junit-xml", ""), 2, "the path is empty"),
         "junit /dev/full": Case(("check", f["claims"], "--junit-xml", "/dev/full"), 2, "regular"),
         "plot empty": Case(("sweep", "--dk", "4", *quick, "--plot", ""), 2, "the path is empty"),
+        **_probe_cases(f),
+    }
+
+
+def _probe_cases(f: dict[str, str]) -> dict[str, Case]:
+    """varcheck probe (R2's cases): sizes checked before any call, in calls not products."""
+    probe = ("probe", f"{KERNEL}:attention")
+    return {
+        "probe dk 65536 heads 64": Case(
+            (*probe, "--dk", "65536", "--layout", "bhnd", "--heads", "64"), 2, "q and k"
+        ),
+        "probe queries keys 4096": Case(
+            (*probe, "--dk", "64", "--queries", "4096", "--keys", "4096"), 2, "2 GiB limit"
+        ),
+        "probe dv 65536": Case(
+            (*probe, "--dk", "64", "--dv", "65536", "--keys", "4096"), 2, "v and the output"
+        ),
+        "probe samples 1e13": Case((*probe, "--dk", "64", "--samples", "1e13"), 2, "kernel calls"),
+        "probe precision 1e-9 in calls": Case(  # an exact kernel: 200 calls reach it
+            (*probe, "--dk", "16", "--precision", "1e-9", "--seed", "1"), 0, "PASS"
+        ),
+        "check probe precision 1e-9": Case(
+            ("check", f["probe-fine"], "--max-seconds", "0.5"), 0, "pass"
+        ),
+        "check probe memory": Case(("check", f["probe-big"]), 2, "of memory"),
+        "probe tiny design": Case(
+            (*probe, "--dk", "64", "--queries", "2", "--keys", "2"), 2, "--queries, --keys"
+        ),
+        "probe expect 5e-324": Case((*probe, "--dk", "64", "--expect", "5e-324"), 2, "1e-100"),
+        "probe expect 1e308": Case((*probe, "--dk", "64", "--expect", "1e308"), 2, "1e+100"),
+        "probe expect overflow": Case(
+            (*probe, "--dk", "64", "--expect", "((9**64)**64)**64"), 2, "out of range"
+        ),
+        "probe arg": Case((*probe, "--dk", "64", "--arg", "x"), 2, "kernel argument 'x'"),
+        "probe dk step 0": Case((*probe, "--dk", "8..512:0"), 2, "the step :0 must be >= 1"),
     }
 
 
@@ -167,6 +206,7 @@ def _expect_clean(code: object, expected: int, out: str, err: str) -> None:
 
 
 _FILE_KEYS = ("claims", "power", "nested", "inf", "sampler-rho", "dist-twice", "fine")
+_FILE_KEYS += ("probe-fine", "probe-big")
 _FILE_KEYS += ("bom", "big", "fifo")
 
 
