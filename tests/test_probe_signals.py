@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -198,3 +199,21 @@ def test_time_is_checked_in_calls() -> None:
     cost.check_time([_design()], 20_000, None)  # seconds
     with pytest.raises(VarcheckError, match="the first round needs"):
         cost.check_time([_design(dk=65536, heads=16, queries=1024, keys=1024)], None, None)
+
+
+@pytest.mark.signals
+def test_a_probe_claim_stopped_by_the_cap_makes_the_check_time_limited(
+    kernels: str, tmp_path: Path
+) -> None:
+    """check's probe rows carried no stop reason (raw None): a capped run read as not
+    time-limited."""
+    claims = tmp_path / "claims.toml"
+    claims.write_text(f'[[claim]]\nname = "p"\nprobe = "{kernels}:slow"\nargs = {{ t = 0.1 }}\n'
+                      "dk = 16\n")  # fmt: skip
+    ran = subprocess.run(
+        [sys.executable, "-m", "varcheck", "check", str(claims), "--max-seconds", "1",
+         "--seed", "1", "--format", "json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["time_limited"] is True
