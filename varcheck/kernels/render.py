@@ -282,10 +282,11 @@ def _interrupted_line(result: ProbeSweepResult) -> str:
     signal = {130: "Ctrl-C", 143: "SIGTERM"}.get(code, f"signal {code - 128}")
     whole = [r for r in result.rows if not r.interrupted]
     cut = [r for r in result.rows if r.interrupted]
+    partial = "" if not cut else f"d_k={cut[0].dk} from its {cut[0].calls:,} calls made by then"
+    if not whole:
+        return f"  interrupted by {signal} (exit {code}): {partial} (partial)"
     text = f"  interrupted: {len(whole)} d_k finished before {signal} (exit {code})"
-    if cut:
-        text += f"; d_k={cut[0].dk} from its {cut[0].calls:,} calls made by then (partial)"
-    return text
+    return text + (f"; {partial} (partial)" if cut else "")
 
 
 def _print_table(result: ProbeSweepResult, console: Console) -> None:
