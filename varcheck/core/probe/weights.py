@@ -13,6 +13,7 @@ needed) and the dot products the analysis uses are those of the rounded inputs.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -125,10 +126,14 @@ class Design:
         ]
 
 
+@functools.lru_cache(maxsize=2)
 def _orthogonal(m: int) -> np.ndarray:
-    """A fixed orthogonal m × m matrix (QR of a seeded normal matrix)."""
+    """A fixed orthogonal m × m matrix (QR of a seeded normal matrix), read-only and made once
+    per m (at m = 4096 the QR takes seconds, and every reading with d_v < m needs it)."""
     q, r = np.linalg.qr(np.random.default_rng(m).standard_normal((m, m)))
-    return q * np.sign(np.diag(r))
+    out = q * np.sign(np.diag(r))
+    out.flags.writeable = False
+    return out
 
 
 def draw_qk(rng: np.random.Generator, design: Design, sd: float) -> tuple[np.ndarray, np.ndarray]:
