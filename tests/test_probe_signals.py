@@ -218,3 +218,23 @@ def test_a_probe_claim_stopped_by_the_cap_makes_the_check_time_limited(
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["time_limited"] is True
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [(lambda: probe(_attention, 65536, queries=4096, keys=4096), "of memory"),
+     (lambda: probe(_attention, 64, progress=5), "progress must be a callable"),
+     (lambda: probe(_attention, 64, expect="5e-324"), "1e-100"),
+     (lambda: probe(_attention, 64, expect="1e-20", dtype="float16"), "float16 holds")],
+)  # fmt: skip
+def test_the_api_refuses_by_name_before_any_call(call: object, match: str) -> None:
+    """R2: probe(fn, 65536, queries=4096, keys=4096) raised MemoryError; progress=5 TypeError."""
+    with pytest.raises(VarcheckError, match=match):
+        call()  # type: ignore[operator]
+
+
+def test_probe_sweep_without_dks_names_them() -> None:
+    from varcheck.kernels.probe import probe_sweep
+
+    with pytest.raises(VarcheckError, match="dks must be a d_k"):
+        probe_sweep(_attention, None)
