@@ -64,6 +64,7 @@ from ..output.display import Displayable
 from .claims import Claim, parse_claim, sampler_claim
 from .probe_claims import (
     PROBE_KEYS,
+    PartialProbeRun,
     ProbeClaim,
     ProbeRun,
     check_probe_time,
@@ -470,10 +471,11 @@ def check(
     planned = [(ci, s, dk) for ci, s in enumerate(spec_file.claims) if s.probe for dk in s.dks]
     check_probe_time(spec_file.path, [(s.probe, dk) for _, s, dk in planned], max_s)  # calls
     runs = _run_probes(spec_file.path, planned, effort, max_s)
+    cut = len(runs) < len(planned) or any(r.interrupted for _, _, r in runs)
     results = (
         run_claim_tests(tests, **effort, samples=samp, max_seconds=max_s, progress=progress,
                         adjust=False, workers=workers, scheduler=scheduler)
-        if tests and len(runs) == len(planned) else []
+        if tests and not cut else []
     )  # fmt: skip
     rows = list(zip(owners[: len(results)], results, strict=True))
     outcomes = _judge_file(spec_file, rows, runs, **effort)
@@ -486,7 +488,7 @@ def check(
         family_size=len(tests) + heads + (len(planned) - len(runs)),
         precision=prec,
         samples=samp,
-        interrupted=len(results) < len(tests) or len(runs) < len(planned),
+        interrupted=len(results) < len(tests) or cut,
     )
 
 
@@ -499,6 +501,9 @@ def _run_probes(path: str, planned: list[tuple[int, ClaimSpec, int]], effort: di
             run = run_probe(spec.probe, dk, tolerance=spec.tolerance, seed=effort["seed"],  # type: ignore[arg-type]
                             confidence=effort["confidence"], precision=effort["precision"],
                             max_seconds=max_seconds)  # fmt: skip
+        except PartialProbeRun as exc:  # the d_k under way keeps its calls finished
+            runs.append((ci, spec, exc.run))
+            break
         except KeyboardInterrupt:
             break
         except VarcheckError as exc:

@@ -258,14 +258,19 @@ def sweep(
         scheduler=scheduler,
     )
     laws = (fields["q_dist"], fields["k_dist"])
-    rows = _judge(dks, theories, claims, estimates, fields["confidence"], laws)
     rows = [
-        replace(r, tails_caution=sampler_tails_caution(fields["sampler"], fields["precision"],
-                time_limited=r.estimate is not None and r.estimate.stop_reason == "max-seconds"))
-        for r in rows
-    ]  # fmt: skip
+        replace(r, tails_caution=_tails(fields, r))
+        for r in _judge(dks, theories, claims, estimates, fields["confidence"], laws)
+    ]
     fit = None if fields["sampler"] else _growth_fit(rows, cov, fields["confidence"])
     return SweepResult(rows=tuple(rows), fit=fit, interrupted=interrupted, **fields)
+
+
+def _tails(fields: dict[str, Any], row: SweepRow) -> str | None:
+    """A sampler row's heavy-tail caution: a fixed budget, a coarse precision, or a time cap
+    that stopped the row before its precision."""
+    capped = row.estimate is not None and row.estimate.stop_reason == "max-seconds"
+    return sampler_tails_caution(fields["sampler"], fields["precision"], time_limited=capped)
 
 
 def _sweep_iv(
