@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -311,3 +312,26 @@ def test_a_passing_probe_row_reads_the_expected_scale(tmp_path: Path) -> None:
     assert "  the expected scale: nearest law 1/sqrt(dk) (the standard 1/√d_k)" in out, out
     assert f"  reproduce: varcheck probe {KERNELS}:attention --dk 64 --seed 1" in out, out
 
+
+
+def test_an_interrupted_probe_claim_keeps_its_row_and_stops_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards against Ctrl-C or SIGTERM during a probe claim dropping the calls it had made: the
+    row under way is kept (marked interrupted), and no variance test starts after it."""
+    from varcheck.checks import claim_file, probe_claims
+
+    real = probe_claims.run_probe
+
+    def cut_short(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        run = real(*args, **kwargs)
+        cut = dataclasses.replace(run.measurement, stop_reason="interrupted")
+        raise probe_claims.PartialProbeRun(dataclasses.replace(run, measurement=cut))
+
+    monkeypatch.setattr(claim_file, "run_probe", cut_short)
+    body = '[[claim]]\nname = "var"\ndk = 4\nclaim = "dk"\n' + _claim("p", "attention")
+    res = check(_write(tmp_path, body), seed=3, precision=0.05)
+    assert res.interrupted and res.exit_code == 130
+    by_name = {c.spec.name: c for c in res.claims}
+    assert len(by_name["p"].results) == 1
+    assert not by_name.get("var", None) or not by_name["var"].results
