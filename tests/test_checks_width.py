@@ -50,7 +50,8 @@ def test_check_fits_and_keeps_dk_and_outcomes(results, width: int) -> None:
     lines = _render(render_check_table, result, width)
     assert max(map(len, lines)) <= width
     rows = [line for line in lines if line.startswith("│")]
-    dks = [int(m.group(1)) for line in rows if (m := re.search(r"│ +(\d+) │ +[\d.]+ │", line))]
+    cell = re.compile(r"│ +(\d+) │ +[\d.]+(?: ±[\d.]+%)? │")  # d_k, then the claimed value (± T)
+    dks = [int(m.group(1)) for line in rows if (m := cell.search(line))]
     assert dks == [r.dk for co in result.claims for r in co.results]
     assert "…" not in "\n".join(lines)
 

@@ -666,7 +666,8 @@ def render_check_table(result: CheckResult, console: Console) -> None:
             co.spec.name if i == 0 else "",
             _asserts(co.spec, r) if i == 0 else "",
             str(r.dk),
-            fmt(r.claim_value),
+            # the band of a tolerance claim in a column never left out (asserts may be)
+            fmt(r.claim_value) + ("" if r.tolerance is None else f" ±{100 * r.tolerance:.3g}%"),
             f"{fmt(r.estimate)} "
             f"{_interval(*r.confidence_interval, valid=r.outcome != 'unreliable')}"
             + (" †" if check_marginal(r) else ""),
