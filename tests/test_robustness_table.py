@@ -36,7 +36,7 @@ PROBE_CLAIM = f'[[claim]]\nname = "p"\nprobe = "{KERNEL}:attention"\ndk = 16\n'
 
 class Case(NamedTuple):
     args: tuple[str, ...]
-    code: int
+    code: int | tuple[int, ...]  # a tuple: any of these (an outcome that depends on speed)
     fragment: str = ""  # in the error line (exit 2) or in stdout (otherwise)
 
 
@@ -91,8 +91,10 @@ def _subprocess_cases(f: dict[str, str]) -> dict[str, Case]:
         "check samples 1e15": Case(("check", f["claims"], "--samples", "1e15"), 2, "limit of"),
         "sweep precision 1e-9": Case(("sweep", "--precision", "1e-9"), 2, "limit of 24 h"),
         "check file precision 1e-9": Case(("check", f["fine"]), 2, "precision 1e-09 needs"),
+        # feasible with a cap (blocks sized so that 200 fit in half of it): a verdict, or no
+        # interval when a loaded machine drew fewer than 200 blocks; never a refusal
         "check file precision capped": Case(
-            ("check", f["fine"], "--max-seconds", "0.2", "--seed", "1"), 0, "pass"
+            ("check", f["fine"], "--max-seconds", "1", "--seed", "1"), (0, 1, 4), "time-limited"
         ),
         "junit FIFO": Case(("check", f["claims"], "--junit-xml", f["fifo"]), 2, "FIFO"),
         "scheduler refused": Case(
@@ -195,9 +197,10 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Case, Ran]]
         return {name: (cases[name], fut.result()) for name, fut in futures.items()}
 
 
-def _expect_clean(code: object, expected: int, out: str, err: str) -> None:
+def _expect_clean(code: object, expected: int | tuple[int, ...], out: str, err: str) -> None:
     """The exit code; on exit 2 one short line on stderr and nothing on stdout; no traceback."""
-    assert code == expected, err[-1500:] or out[-1500:]
+    allowed = expected if isinstance(expected, tuple) else (expected,)
+    assert code in allowed, err[-1500:] or out[-1500:]
     assert "Traceback" not in err and "internal error" not in err, err[-1500:]
     if expected == 2:
         lines = err.strip().splitlines()

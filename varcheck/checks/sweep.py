@@ -88,7 +88,11 @@ class SweepRow:
                 "(up to about 1.5 points short at coarse precision)"
             )
         if self.estimate is not None and self.estimate.stop_reason == "max-seconds":
-            return "stopped at --max-seconds before the target precision"
+            return "stopped at --max-seconds before the target precision" + (
+                f" (fewer than {MIN_BLOCKS} blocks: no valid interval)"
+                if self.estimate.cut_short
+                else ""
+            )
         if self.estimate is not None and self.estimate.stop_reason == "interrupted":
             return "interrupted: from the blocks drawn before the signal" + (
                 f" (fewer than {MIN_BLOCKS}: no valid interval)" if self.estimate.cut_short else ""

@@ -318,7 +318,7 @@ def _claim_p_values(
     out = []
     for (t, th, value), est in zip(prepared, estimates, strict=True):
         ok = est is not None and (th is None or th.estimable) and value is not None
-        ok = ok and _shortfall(t, th, est) is None
+        ok = ok and _shortfall(t, th, est) is None and not est.cut_short  # type: ignore[union-attr]
         if not ok:
             none = None if t.tolerance is None else math.nan
             out.append(ClaimPValues(math.nan, none, none))
@@ -392,8 +392,9 @@ def _unreliable(th: DotProductTheory | None, est: VarianceEstimate, need: int | 
     """Why no interval is valid for this estimate (``None`` when one is)."""
     if est.cut_short:
         blocks = "calls of the sampler" if th is None else "independent blocks"
+        how = "interrupted" if est.stop_reason == "interrupted" else "stopped at --max-seconds"
         return (
-            f"interrupted after {est.blocks:,} {blocks}: an interval needs at least "
+            f"{how} after {est.blocks:,} {blocks}: an interval needs at least "
             f"{MIN_BLOCKS}, so the estimate from them has none"
         )
     if th is None:

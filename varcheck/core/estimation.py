@@ -351,9 +351,9 @@ class VarianceEstimate(IntervalTest):
 
     @property
     def cut_short(self) -> bool:
-        """Interrupted before ``MIN_BLOCKS`` blocks: the estimate stands, its interval is not
-        valid."""
-        return self.stop_reason == "interrupted" and self.blocks < MIN_BLOCKS
+        """Interrupted, or stopped by its time cap, before ``MIN_BLOCKS`` blocks: the estimate
+        stands, its interval is not valid (a fixed budget the user chose is not cut short)."""
+        return self.stop_reason in ("interrupted", "max-seconds") and self.blocks < MIN_BLOCKS
 
     def scaled(self, factor: float) -> tuple[float, ConfidenceInterval]:
         """Estimate and interval of Var(c · q·k) for ``factor`` = c²."""

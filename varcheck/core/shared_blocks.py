@@ -330,11 +330,15 @@ def plan_shared(
     *,
     precision: float,
     confidence: float,
+    max_seconds: float | None = None,
 ) -> SharedPlan:
     """Choose the block shape that reaches ``precision`` on every row soonest (cost model).
 
     That is N (rows per block), one full Gram matrix or per-d_k sums, and the columns of the
-    Gram levels; the time is the predicted cost per block times the first round.
+    Gram levels; the time is the predicted cost per block times the first round. Under a time
+    cap, only blocks of which ``MIN_BLOCKS`` fit in half the cap (the model's cost) are taken
+    (the smallest when none does): an interval needs that many blocks, and a run the cap stops
+    earlier has none.
     """
     dks = tuple(th.dk for th in theories)
     width = max(dks)
@@ -367,6 +371,8 @@ def plan_shared(
                 flops = _flops(rows, width, dks, pooled, gram_width)[1]
             per_block = c_rng * sides * rows * width + c_flop * flops + fixed
             total = per_block * first
+            if best is not None and _over_cap(per_block, max_seconds):
+                continue
             if best is None or total < best[0]:
                 best = (total, rows, full, per_block, first, gram_width)
         # once MIN_BLOCKS binds, more rows only add random numbers: look a little further
@@ -395,6 +401,12 @@ def plan_shared(
         pooled=pooled,
         gram_width=gram_width,
     )
+
+
+def _over_cap(per_block_ns: float, max_seconds: float | None) -> bool:
+    """Whether ``MIN_BLOCKS`` blocks of this modelled cost overrun half of ``max_seconds`` (the
+    other half for the model's error and a slower machine)."""
+    return max_seconds is not None and per_block_ns * MIN_BLOCKS > 0.5e9 * max_seconds
 
 
 def _diagonal_block_sum(h: np.ndarray, groups: int, dk: int) -> float:
@@ -746,7 +758,9 @@ def estimate_shared(
     [1.0, 1.0]
     """
     if plan is None:
-        plan = plan_shared(q, k, theories, precision=precision, confidence=confidence)
+        plan = plan_shared(
+            q, k, theories, precision=precision, confidence=confidence, max_seconds=max_seconds
+        )
     elif plan.dks != tuple(th.dk for th in theories):
         raise ValueError(f"plan is for d_k {plan.dks}, not {[th.dk for th in theories]}")
     methods = [interval_method(th) for th in theories]
