@@ -234,6 +234,50 @@ def test_a_samplers_prints_go_to_stderr(capsys) -> None:
     assert out == "" and "hello from the sampler" in err
 
 
+@pytest.mark.signals
+def test_a_sampler_that_swallows_one_stop_is_still_watched() -> None:
+    """Guards against the watchdog going quiet once user code caught its stop (DrawDeadline is a
+    RuntimeError, so ``except Exception`` catches it): the next stuck call is stopped too."""
+    import time
+
+    calls = [0]
+
+    def stubborn(rng: np.random.Generator, dk: int) -> np.ndarray:
+        calls[0] += 1
+        if calls[0] == 3 + 20:
+            try:
+                time.sleep(30)
+            except Exception:  # noqa: BLE001 - what a careless user does
+                pass
+        if calls[0] == 3 + 21:
+            time.sleep(30)
+        return rng.standard_normal(dk)
+
+    start = time.monotonic()
+    est = estimate_sampler(stubborn, 4, seed=1, max_seconds=0.5)
+    assert time.monotonic() - start < 10 and est.stop_reason == "max-seconds"
+
+
+def test_a_huge_time_cap_does_not_overflow_the_timer() -> None:
+    """Guards against --max-seconds 1e12 failing inside setitimer (OverflowError, exit 70)."""
+    est = estimate_sampler(laplace, 8, seed=1, samples=1000, max_seconds=1e12)
+    assert est.blocks >= 200
+
+
+def test_prints_from_two_threads_leave_stdout_alone() -> None:
+    """Guards against two overlapping API calls in two threads leaving sys.stdout pointing at
+    stderr for good (the redirection is process-wide: only the main thread's outermost run
+    makes it)."""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    before = sys.stdout
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(estimate_sampler, laplace, 8, seed=s, samples=2000) for s in (1, 2)]
+        [run.result() for run in runs]
+    assert sys.stdout is before
+
+
 def test_a_time_cap_off_the_main_thread_runs_without_the_watchdog() -> None:
     """Signals reach only the main thread: elsewhere (a notebook's worker, a test runner's
     thread) the capped estimate runs as before, and SIGALRM is left alone."""

@@ -775,9 +775,9 @@ def _draw_until_stop(
             for i, result in enumerate(results):
                 drawn += min(blocks_per_chunk, wanted - i * blocks_per_chunk)
                 held.append(result)
-                if not per_round:
-                    absorb(held)
-                    held = []
+                if not per_round:  # emptied first: a signal inside absorb must not count it twice
+                    batch, held = held, []
+                    absorb(batch)
                 if progress is not None:
                     progress(min(1.0, drawn / target))
                 late = (

@@ -55,10 +55,18 @@ def limit(max_seconds: float | None) -> float | None:
     return max_seconds + max(GRACE_SECONDS, 0.1 * max_seconds)
 
 
+#: The longest timer set (``setitimer`` overflows near 1e10 s; no cap that long can be reached).
+_LONGEST_SECONDS = 1e8
+
+
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    if _state.main is None:  # the watchdog is being taken down: a late alarm does nothing
+        return
+    # look again soon: a call may start once the cap has passed, and user code that swallows
+    # this stop (an ``except Exception``) must not leave its next stuck call unwatched
+    signal.setitimer(signal.ITIMER_REAL, _RECHECK_SECONDS)
     # only a call of the user's code is stopped: varcheck's own work checks the cap itself
-    if not _state.calling:  # look again: a call may start once the cap has passed
-        signal.setitimer(signal.ITIMER_REAL, _RECHECK_SECONDS)
+    if not _state.calling:
         return
     _state.calling = False
     raise DrawDeadline("a call of the user's code ran past the time cap")
@@ -84,13 +92,13 @@ def watchdog(seconds: float | None) -> Iterator[Callable[[], None]]:
     _state.main = threading.get_ident()
 
     def arm() -> None:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        signal.setitimer(signal.ITIMER_REAL, min(seconds, _LONGEST_SECONDS))
 
     try:
         yield arm
     finally:
+        _state.main, _state.calling = None, False  # first: an alarm pending now does nothing
         signal.setitimer(signal.ITIMER_REAL, 0)
-        _state.main, _state.calling = None, False
         signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
         if old_delay > 0:
             left = old_delay - (time.monotonic() - started)
@@ -101,7 +109,11 @@ def watchdog(seconds: float | None) -> Iterator[Callable[[], None]]:
 def guarded(max_seconds: float | None) -> Iterator[Callable[[], None]]:
     """Run a user's code within the block: prints to stderr, and ``arm()`` starts the
     :func:`watchdog` for ``max_seconds`` and its grace."""
-    with contextlib.redirect_stdout(sys.stderr), watchdog(limit(max_seconds)) as arm:
+    # the redirection is process-wide: only the outermost run on the main thread makes it
+    # (two API calls in two threads would otherwise leave stdout pointing at stderr)
+    outermost = _state.main is None and threading.current_thread() is threading.main_thread()
+    redirect = contextlib.redirect_stdout(sys.stderr) if outermost else contextlib.nullcontext()
+    with redirect, watchdog(limit(max_seconds)) as arm:
         yield arm
 
 
