@@ -11,7 +11,8 @@ through, so every kernel also takes the ``bhnd`` layout.
 The wrong variants are the bugs public reports describe: the 1/√d_k forgotten, applied twice,
 the token count in place of d_k, the whole model's width in place of one head's, an extra
 1/(layer+1). The others are correct
-kernels with something a scale alone does not explain (soft-capping, ALiBi, a causal mask),
+kernels with something a scale alone does not explain (soft-capping, ALiBi, a causal mask,
+formats coarser than the arrays they return), one with rotary embeddings (refused, naming RoPE),
 and two that are not softmax attention at all (refused).
 """
 
@@ -112,6 +113,42 @@ def half_precision_upcast(q, k, v):  # noqa: ANN001, ANN201
     """Correct, computed in float16, returned as float32 (as a 16-bit tensor upcast for numpy):
     probe it with ``--dtype float16``, the format it computes in."""
     return half_precision(q, k, v).astype(np.float32)
+
+
+def softmax_in_float32(q, k, v):  # noqa: ANN001, ANN201
+    """Correct, its softmax computed in float32 and cast back to the inputs' float64 (as
+    transformers' eager attention does with float64 inputs): varcheck reads float32 numbers in
+    the float64 array it returns and says that it computes in float32."""
+    x = (_logits(q, k) / np.sqrt(q.shape[-1])).astype(np.float32)
+    return softmax(x).astype(np.float64) @ v
+
+
+def float16_inside(q, k, v):  # noqa: ANN001, ANN201
+    """Correct, its exponentials summed in float16 and divided in float32: it returns float32
+    numbers with float16's rounding, which varcheck cannot see in them: probe it with
+    ``--dtype float16`` (without it, its rows summing to 1 only to float16's rounding are
+    refused, with that hint)."""
+    x = (_logits(q, k) / np.sqrt(q.shape[-1])).astype(np.float16)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    total = e.sum(axis=-1, keepdims=True, dtype=np.float16)
+    return (e.astype(np.float32) / total.astype(np.float32)) @ np.asarray(v, np.float32)
+
+
+def _rotate(x: np.ndarray, positions: np.ndarray, base: float = 10_000.0) -> np.ndarray:
+    """Rotary position embedding (the half-split form): pairs (x_f, x_(f+d/2)) rotated by
+    position · base^(−2f/d)."""
+    half = x.shape[-1] // 2
+    angle = positions[:, None] * base ** (-np.arange(half) * 2.0 / x.shape[-1])
+    cos, sin = np.tile(np.cos(angle), 2), np.tile(np.sin(angle), 2)
+    return x * cos + np.concatenate([-x[..., half:], x[..., :half]], axis=-1) * sin
+
+
+def rotary(q, k, v):  # noqa: ANN001, ANN201
+    """Correct, with rotary embeddings (RoPE) applied to q and k: the logits are no longer a
+    function of q·k, so it is refused, naming RoPE (probe it with the rotation switched off)."""
+    n, m = q.shape[-2], k.shape[-2]
+    q, k = _rotate(q, np.arange(n) + m - n), _rotate(k, np.arange(m))
+    return attention(q, k, v)
 
 
 def noisy(q, k, v, noise: float = 0.05):  # noqa: ANN001, ANN201

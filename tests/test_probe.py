@@ -209,10 +209,10 @@ def test_one_wrong_head_fails_the_kernel() -> None:
     assert [h.outcome for h in r.per_head] == ["pass", "fail", "pass"]
 
 
-def test_narrow_values_are_solved_for_the_weights() -> None:
+def test_narrow_values_are_read_dv_keys_at_a_time() -> None:
     r = _probe(ak.attention, dv=8)
     assert abs(r.scale / S - 1) < 1e-9
-    assert "solved" in r.reading
+    assert r.reading.endswith("4 calls per matrix, each with one-hot values for 8 of the keys")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -465,9 +465,20 @@ def test_a_16_bit_kernel_with_float32_output_passes(dtype: str) -> None:
     assert all(varcheck.probe(wrong, 64, seed=s, **kw).outcome == "fail" for s in range(20))
 
 
-def test_a_16_bit_kernel_without_its_dtype_is_refused_with_a_hint() -> None:
-    with pytest.raises(VarcheckError, match=r"sums to \d\.\d{4,} \(1 [+−] .*give --dtype"):
-        varcheck.probe(_computes_in("bfloat16"), 64, queries=16, keys=16, samples=20, seed=1)
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_16_bit_kernel_upcast_to_float32_is_read_at_its_format(dtype: str) -> None:
+    """Its float32 array holds 16-bit numbers: the format it computes in is read off them."""
+    r = varcheck.probe(_computes_in(dtype), 64, queries=16, keys=16, samples=20, seed=1)
+    assert (r.computes_in, r.returned, r.format_source) == (dtype, "float32", "values")
+    assert r.outcome == "pass" and any("inferred" in n for n in r.diagnostics.notes)
+
+
+def test_a_kernel_rounding_coarser_than_the_numbers_it_returns_needs_its_dtype() -> None:
+    with pytest.raises(VarcheckError, match=r"sums to \d\.\d{4,} \(1 [+−] .*give --dtype float16"):
+        varcheck.probe(ak.float16_inside, 64, queries=16, keys=16, samples=20, seed=1)
+    r = varcheck.probe(ak.float16_inside, 64, queries=16, keys=16, samples=20, seed=1,
+                       dtype="float16")  # fmt: skip
+    assert (r.outcome, r.computes_in, r.format_source) == ("pass", "float16", "declared")
 
 
 def _noisy_outcomes(ratio: float, seeds: int) -> tuple[list[str], int]:

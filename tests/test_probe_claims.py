@@ -205,8 +205,8 @@ def test_probe_rows_say_scale_and_calls(run_cli, tmp_path: Path) -> None:
 
 
 def test_a_probe_claim_takes_queries_keys_heads_and_dtype(tmp_path: Path) -> None:
-    """A float16 kernel (computing in 16 bits, returning float32) is refused without its dtype:
-    a claim file can now give it, and the shapes, as --queries, --keys, --heads, --dtype."""
+    """A kernel rounding in float16 inside and returning float32 numbers is refused without its
+    dtype: a claim file gives it, and the shapes, as --queries, --keys, --heads, --dtype."""
     half = _claim("half", "half_precision_upcast", 'dtype = "float16"')
     shaped = _claim("shaped", "alibi_heads", 'layout = "bhnd"\nheads = 3\nqueries = 24\nkeys = 40')
     width = _claim("width", "model_width", 'heads = 4\nargs = { heads = 4 }\n'
@@ -225,8 +225,8 @@ def test_a_probe_claim_takes_queries_keys_heads_and_dtype(tmp_path: Path) -> Non
     alone = varcheck.probe(f"{KERNELS}:alibi_heads", 64, layout="bhnd", heads=3, queries=24,
                            keys=40, precision=0.05, seed=3)  # fmt: skip
     assert res.claims[1].results[0].estimate == alone.scale
-    refused = _write(tmp_path, _claim("half", "half_precision_upcast"))
-    with pytest.raises(varcheck.VarcheckError, match="dtype"):
+    refused = _write(tmp_path, _claim("half", "float16_inside"))
+    with pytest.raises(varcheck.VarcheckError, match="give --dtype float16"):
         check(refused, seed=3)
 
 
@@ -311,7 +311,6 @@ def test_a_passing_probe_row_reads_the_expected_scale(tmp_path: Path) -> None:
     out = ET.fromstring(check_to_junit(res)).find(".//testcase[@name='ok']/system-out").text
     assert "  the expected scale: nearest law 1/sqrt(dk) (the standard 1/√d_k)" in out, out
     assert f"  reproduce: varcheck probe {KERNELS}:attention --dk 64 --seed 1" in out, out
-
 
 
 def test_an_interrupted_probe_claim_keeps_its_row_and_stops_the_file(

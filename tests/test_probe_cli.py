@@ -130,11 +130,26 @@ def test_the_same_seed_gives_the_same_output(run_cli) -> None:  # noqa: ANN001
     assert a == b
 
 
-def test_a_16_bit_kernel_with_float32_output_needs_its_dtype(run_cli) -> None:  # noqa: ANN001
-    target = f"{EXAMPLES}:half_precision_upcast"
+def test_a_kernel_rounding_coarser_than_its_numbers_needs_its_dtype(run_cli) -> None:  # noqa: ANN001
+    target = f"{EXAMPLES}:float16_inside"
     line = one_error_line(run_cli("probe", target, *FAST))
-    assert re.search(r"sums to \d\.\d{5} \(1 [+−] 0\.000\d+\)", line) and "give --dtype" in line
+    assert re.search(r"sums to \d\.\d{5} \(1 [+−] 0\.000\d+\)", line)
+    assert "give --dtype float16" in line
     assert run_cli("probe", target, *FAST, "--dtype", "float16").exit_code == 0
+
+
+def test_the_format_a_kernel_computes_in_is_said(run_cli) -> None:  # noqa: ANN001
+    res = run_cli("probe", f"{EXAMPLES}:half_precision_upcast", *FAST)
+    assert res.exit_code == 0, res.stdout
+    text = " ".join(res.stdout.split())
+    assert "format: computes in float16 (inferred: it returns float32 holding float16" in text
+    row = json.loads(run_cli("probe", f"{EXAMPLES}:softmax_in_float32", *FAST, "--format",
+                             "json").stdout)["rows"][0]  # fmt: skip
+    assert (row["computes_in"], row["returned"], row["format_source"]) == (
+        "float32",
+        "float64",
+        "values",
+    )
 
 
 def test_the_default_queries_and_keys_are_the_apis_and_catch_a_token_count_scale(run_cli) -> None:  # noqa: ANN001
@@ -165,7 +180,9 @@ def with_weights(q, k, v):
 
 @pytest.mark.parametrize("dv", [None, "16"])
 def test_a_kernel_returning_out_and_weights_is_told_to_return_only_the_output(
-    run_cli, tmp_path, dv  # noqa: ANN001
+    run_cli,
+    tmp_path,
+    dv,  # noqa: ANN001
 ) -> None:
     """(out, weights) read as one 2 x n x m array said 'returned shape 2x48x80', and with
     d_v < m 'numpy cannot read' it: both now name the tuple and say what to return."""

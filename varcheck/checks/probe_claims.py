@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import os
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +37,7 @@ from ..core.probe import cost, judge
 from ..core.probe.expectation import Expectation, parse_expectation
 from ..core.probe.laws import law_sentence
 from ..core.probe.measure import Measurement, PartialMeasurement, measure
-from ..core.probe.target import KernelTarget, as_kernel
+from ..core.probe.target import KernelTarget, as_kernel, command_line
 from ..core.probe.weights import DTYPES, LAYOUTS, Design
 from ..core.verdicts import ClaimPValues, Decision
 from ..errors import VarcheckError
@@ -263,5 +262,4 @@ def probe_command(pc: ProbeClaim, row: VerifyResult, folder: str) -> str:
     if row.confidence != 0.95:
         parts += ["--confidence", f"{row.confidence:g}"]
     parts += ["--seed", str(row.seed)]
-    return " ".join(shlex.quote(p) for p in parts)
-
+    return command_line(parts)

@@ -104,7 +104,12 @@ and C intervals).
 @click.option("--causal", is_flag=True, help="Expect a causal mask (fail without one).")
 @option("--layout", kind=click.Choice(("nd", "bhnd", "bnhd")), default="nd",
         text="q, k, v as (n, d), (batch, heads, n, d) or (batch, n, heads, d).")  # fmt: skip
+@option("--out-layout", kind=click.Choice(("nd", "bhnd", "bnhd")), default=None,
+        text="The output's layout if not --layout's (HF attention: bhnd in, bnhd out).",
+        )  # fmt: skip
 @int_option("--heads", 1, 1024, None, "Heads per call (bhnd/bnhd, default 2); h of the laws.")
+@int_option("--kv-heads", 1, 1024, None,
+            "Key/value heads (grouped queries): head i uses i // (heads/kv-heads).")  # fmt: skip
 # the API's defaults (core.probe.judge.QUERIES, KEYS; tests/test_probe_cli.py checks): no
 # power of two and unequal, so a kernel dividing by √n in place of √d_k cannot pass at d_k = 64
 @int_option("--queries", 2, 4096, 48, "Queries per head and call.")
@@ -114,7 +119,7 @@ and C intervals).
     "--dtype",
     kind=click.Choice(("float64", "float32", "float16", "bfloat16")),
     default="float64",
-    text="Round the inputs to this format (bfloat16: simulated).",
+    text="Round the inputs to this format, the one the kernel computes in.",
 )
 @option(
     "--arg",
@@ -122,7 +127,8 @@ and C intervals).
     kind=KERNEL_ARG,
     default=None,
     multiple=True,
-    text="KEY=VALUE passed to the kernel on every call (a Python literal; repeatable).",
+    text="KEY=VALUE passed to the kernel: a Python literal, or an expression in dk "
+    "and h (scale=1/dk); repeatable.",
 )
 @option("--tolerance", kind=FiniteFloat(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
         default=None, text="Relative tolerance T: the band expected × [1 − T, 1 + T].")  # fmt: skip
@@ -137,8 +143,8 @@ def command(
     **design: Any,
 ) -> int:
     """Read the effective scale of an attention kernel and test it against the expected law."""
-    # design: --expect, --causal, --layout, --heads, --queries, --keys, --dv, --dtype and
-    # --tolerance, named as probe_sweep's keywords and validated there
+    # design: --expect, --causal, --layout, --out-layout, --heads, --kv-heads, --queries, --keys,
+    # --dv, --dtype and --tolerance, named as probe_sweep's keywords and validated there
     from ..kernels.figures import plot_probe
     from ..kernels.probe import probe_sweep
     from ..kernels.render import render_probe

@@ -102,12 +102,13 @@ SAMPLER_ARG = ParsedType("KEY=VALUE", _sampler_arg)
 
 
 def _kernel_arg(value: Any) -> tuple[str, Any]:
-    from ..core.user_code import parse_sampler_arg
+    from ..core.probe.target import parse_kernel_arg
 
-    return value if isinstance(value, tuple) else parse_sampler_arg(value, "kernel")
+    return value if isinstance(value, tuple) else parse_kernel_arg(value)
 
 
-#: KEY=VALUE bound to a kernel (``varcheck probe --arg``): its errors say "kernel argument"
+#: KEY=VALUE bound to a kernel (``varcheck probe --arg``), the value a Python literal or an
+#: expression in dk and h: its errors say "kernel argument"
 KERNEL_ARG = ParsedType("KEY=VALUE", _kernel_arg)
 
 

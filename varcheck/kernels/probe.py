@@ -137,7 +137,17 @@ class ProbeResult(Displayable):
         The ``h`` of the laws: ``heads``, or what was given with ``nd``.
     layout, dtype : str
     reading : str
-        How the weights were read (one-hot values, or a solve).
+        How the weights were read (one-hot values, all keys at once or d_v at a time).
+    out_layout : str
+        The output's layout (``layout`` unless the kernel returns another).
+    kv_heads : int
+        Key/value heads per call (``heads`` unless grouped).
+    computes_in, returned : str
+        The format the kernel computes in (the coarsest of ``dtype``, the returned format and
+        the format of the returned numbers) and the format of the array it returns.
+    format_source : str
+        Where ``computes_in`` was learnt: ``declared`` (``dtype``), ``returned`` or ``values``
+        (inferred from the returned numbers).
     expect : str
         The expected law, as written; ``expected`` its value here.
     scale : float
@@ -203,6 +213,11 @@ class ProbeResult(Displayable):
     p_equivalence: float | None = None
     p_outside: float | None = None
     max_seconds: float | None = None
+    out_layout: str = "nd"
+    kv_heads: int = 1
+    computes_in: str = "float64"
+    returned: str = "float64"
+    format_source: str = "returned"
     version: str = field(default=__version__)
 
     @property
@@ -318,6 +333,8 @@ def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
         )
     if not notes:
         notes.append("no mask, no position bias, log-weights linear in q·k")
+    if m.format.sentence:
+        notes.append(m.format.sentence)
     return Diagnostics(
         mask=mask,
         masked=sum(h.masked for h in st),
@@ -362,8 +379,9 @@ def _result(kernel: KernelTarget, m: Measurement, judged: Any, *, expect: Expect
     diag = _diagnostics(m, causal)
     outcome, reason = decision.outcome, decision.reason
     if len(heads) > 1 and outcome != "pass":
-        bad = next(h for h in heads if h.outcome == outcome)
-        reason = f"head {bad.head}: {reason}"
+        reason = (
+            f"{_heads_words([h.head for h in heads if h.outcome == outcome], len(heads))}: {reason}"
+        )
     if (wrong := judge.causal_failure(m, causal)) is not None:
         outcome, reason = wrong.outcome, wrong.reason
     d, lo_hi = m.design, m.pooled.confidence_interval
@@ -381,8 +399,20 @@ def _result(kernel: KernelTarget, m: Measurement, judged: Any, *, expect: Expect
         per_head=tuple(heads),
         diagnostics=diag, calls=m.blocks, kernel_calls=m.kernel_calls,
         stop_reason=m.stop_reason, precision=m.precision, input_sd=m.input_sd, seed=seed,
-        max_seconds=max_seconds, **_equivalence(m, heads, tolerance, confidence),
+        max_seconds=max_seconds, out_layout=d.output_layout, kv_heads=d.groups,
+        computes_in=m.format.name, returned=m.format.returned, format_source=m.format.source,
+        **_equivalence(m, heads, tolerance, confidence),
     )  # fmt: skip
+
+
+def _heads_words(bad: list[int], total: int) -> str:
+    """``head 1``, ``heads 0, 2``, ``every head (4)``: the heads an outcome is about."""
+    if len(bad) == total:
+        return f"every head ({total})"
+    if len(bad) == 1:
+        return f"head {bad[0]}"
+    shown = ", ".join(map(str, bad[:8])) + (f" … ({len(bad)} in all)" if len(bad) > 8 else "")
+    return f"heads {shown}"
 
 
 def _equivalence(m: Measurement, heads: list[HeadScale], tolerance: float | None,
@@ -396,7 +426,8 @@ def _equivalence(m: Measurement, heads: list[HeadScale], tolerance: float | None
 
 
 def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads: int | None,
-         dv: int | None, causal: bool, layout: str, dtype: Any, precision: float | None,
+         dv: int | None, causal: bool, layout: str, dtype: Any, out_layout: str | None,
+         kv_heads: int | None, precision: float | None,
          samples: int | None, max_seconds: float | None, confidence: float,
          tolerance: float | None, seed: int | None, args: Any,
          progress: Callable[[int, int, float], None] | None,
@@ -415,18 +446,21 @@ def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads
     if not isinstance(causal, bool):
         raise VarcheckError(f"causal must be True or False, got {causal!r}")
     seed = resolve_seed(seed)
-    designs = [judge.design(dk, queries, keys, heads, dv, layout, dtype) for dk in dks]
+    designs = [judge.design(dk, queries, keys, heads, dv, layout, dtype, out_layout, kv_heads)
+               for dk in dks]  # fmt: skip
     for d in designs:  # before the kernel's file is imported, let alone called
         cost.check_memory(d)
     cost.check_time(designs, samples, max_seconds)
     kernel = as_kernel(fn, args)
     law_h = heads or designs[0].heads
+    for dk in dks:  # an argument expression that cannot be evaluated fails before any call
+        kernel.at(dk, law_h)
     expected = [expectation.value(dk, law_h) for dk in dks]
     measured: list[Measurement] = []
     interrupted = False
     try:
-        _measure_all(kernel, designs, expected, measured, seed, confidence, precision, samples,
-                     max_seconds, progress)  # fmt: skip
+        _measure_all(kernel, designs, expected, law_h, measured, seed, confidence, precision,
+                     samples, max_seconds, progress)  # fmt: skip
     except PartialMeasurement as exc:  # the d_k under way keeps its calls finished
         measured.append(exc.measurement)
         interrupted = True
@@ -451,7 +485,7 @@ def _valid_progress(progress: object) -> None:
         )
 
 
-def _measure_all(kernel: KernelTarget, designs: list[Design], expected: list[float],
+def _measure_all(kernel: KernelTarget, designs: list[Design], expected: list[float], law_h: int,
                  measured: list[Measurement], seed: int, confidence: float,
                  precision: float | None, samples: int | None, max_seconds: float | None,
                  progress: Callable[[int, int, float], None] | None) -> None:  # fmt: skip
@@ -465,7 +499,8 @@ def _measure_all(kernel: KernelTarget, designs: list[Design], expected: list[flo
         share = None
         if end is not None:
             share = max(end - time.monotonic(), 1e-3) / (len(designs) - i)
-        measured.append(measure(kernel, design, expected=e, seed=seed, confidence=confidence,
+        measured.append(measure(kernel.at(design.dk, law_h), design, expected=e, seed=seed,
+                                confidence=confidence,
                                 precision=precision, calls=samples, max_seconds=share,
                                 progress=tick, stuck_after=max_seconds))  # fmt: skip
 
@@ -482,6 +517,8 @@ def probe(
     causal: bool = False,
     layout: str = "nd",
     dtype: Any = None,
+    out_layout: str | None = None,
+    kv_heads: int | None = None,
     precision: float | None = 0.01,
     samples: int | None = None,
     max_seconds: float | None = None,
@@ -514,7 +551,16 @@ def probe(
     layout : str
         ``nd`` (q: (n, d_k)), ``bhnd`` (1, h, n, d_k) or ``bnhd`` (1, n, h, d_k).
     dtype : str or numpy dtype, optional
-        Round the inputs to ``float32``, ``float16`` or ``bfloat16`` (simulated in float32).
+        Round the inputs to ``float32``, ``float16`` or ``bfloat16`` (simulated in float32), and
+        declare that the kernel computes in that format (the interval's floor follows it).
+        Without it, the format the kernel computes in is inferred from the numbers it
+        returns (a float64 array of float32 numbers computes in float32), and said.
+    out_layout : str, optional
+        The output's layout when it differs from the inputs' (transformers' attention
+        functions take ``bhnd`` and return ``bnhd``).
+    kv_heads : int, optional
+        Key/value heads per call when fewer than ``heads`` (grouped-query attention): query
+        head i attends to key/value head ``i // (heads / kv_heads)``.
     precision, samples, max_seconds
         Target relative half-width; or a fixed number of calls (>= 20); a wall-time cap of
         the run (``time_limited``; see :func:`varcheck.core.probe.measure.measure`).
@@ -527,7 +573,9 @@ def probe(
     seed : int, optional
         Root seed (drawn when omitted; ``result.seed`` reports it).
     args : dict, optional
-        Keyword arguments bound to every call of ``fn``.
+        Keyword arguments bound to every call of ``fn``; a value may be an
+        :class:`~varcheck.core.probe.target.ArgExpression` in ``dk`` and ``h``
+        (``{"scale": varcheck.ArgExpression("1/dk")}``), evaluated at each d_k.
     progress : callable, optional
         Called with the fraction done.
 
@@ -546,7 +594,8 @@ def probe(
     _valid_progress(progress)
     tick = None if progress is None else (lambda i, n, f: progress(f))
     rows, *_ = _run(fn, [dk], expect=expect, queries=queries, keys=keys, heads=heads, dv=dv,
-                    causal=causal, layout=layout, dtype=dtype, precision=precision,
+                    causal=causal, layout=layout, dtype=dtype, out_layout=out_layout,
+                    kv_heads=kv_heads, precision=precision,
                     samples=samples, max_seconds=max_seconds, confidence=confidence,
                     tolerance=tolerance, seed=seed, args=args, progress=tick)  # fmt: skip
     return rows[0]
@@ -574,7 +623,8 @@ def probe_sweep(
             f"dks must be a d_k, a range such as '8..512' or a list of d_k, got {shown(dks)}"
         ) from None
     defaults = {"queries": judge.QUERIES, "keys": judge.KEYS, "heads": None, "dv": None,
-                "causal": False, "layout": "nd", "dtype": None, "precision": 0.01, "samples": None,
+                "causal": False, "layout": "nd", "dtype": None, "out_layout": None,
+                "kv_heads": None, "precision": 0.01, "samples": None,
                 "max_seconds": None, "confidence": 0.95, "tolerance": None, "seed": None,
                 "args": None}  # fmt: skip
     unknown = sorted(set(options) - set(defaults))

@@ -6,12 +6,12 @@ command, which stays one line to copy.
 
 from __future__ import annotations
 
-import shlex
 import textwrap
 from typing import TYPE_CHECKING, Any
 
 from ..core.interrupts import interrupted_exit
-from ..core.probe.judge import KEYS, QUERIES
+from ..core.probe.judge import KEYS, QUERIES, mask_words
+from ..core.probe.target import command_line
 from ..output import formats
 from ..output.formats import confidence_label, fmt_p
 from ..output.formats import fmt as _fmt
@@ -58,8 +58,12 @@ def reproduce_command(result: ProbeResult, dks: str | None = None) -> str | None
     for name in ("layout", "queries", "keys", "dtype"):
         if getattr(result, name) != _DEFAULTS[name]:
             parts += [f"--{name}", str(getattr(result, name))]
+    if result.out_layout != result.layout:
+        parts += ["--out-layout", result.out_layout]
     if result.layout != "nd" or result.law_heads != 1:
         parts += ["--heads", str(result.law_heads)]
+    if result.kv_heads != result.heads:
+        parts += ["--kv-heads", str(result.kv_heads)]
     if result.dv != result.keys:
         parts += ["--dv", str(result.dv)]
     if result.causal:
@@ -73,7 +77,7 @@ def reproduce_command(result: ProbeResult, dks: str | None = None) -> str | None
     if result.max_seconds is not None:  # a run it stopped is reproduced only with the cap
         parts += ["--max-seconds", f"{result.max_seconds:g}"]
     parts += ["--seed", str(result.seed)]
-    return " ".join(shlex.quote(p) for p in parts)
+    return command_line(parts)
 
 
 def fmt(x: float | None, digits: int = 4) -> str:
@@ -96,9 +100,10 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
     lo, hi = result.confidence_interval
     tol = "" if result.tolerance is None else f" within ±{result.tolerance:g} (relative)"
     law = result.law
+    mask = mask_words(result.diagnostics.mask, result.queries, result.keys)
     head = (
         f"varcheck: {result.outcome.upper()}: scale of {result.kernel.label} = {result.expect}"
-        f"{tol} at d_k={result.dk}"
+        f"{tol} at d_k={result.dk}" + (f", {mask}" if mask else "")
     )
     lines = [
         *textwrap.wrap(head, WIDTH, subsequent_indent="    "),
@@ -106,8 +111,11 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
             f"expected {fmt(result.expected, 6)}; effective scale {fmt(result.scale, 6)}, "
             f"{confidence_label(result.confidence)} interval [{fmt(lo, 6)}, {fmt(hi, 6)}] "
             f"from {result.calls:,} calls; "
-            + (f"p = {fmt_p(result.p_value)}" if result.tolerance is None else
-               f"p_value = {fmt_p(result.p_value)} (two-sided, of the expected scale)")
+            + (
+                f"p = {fmt_p(result.p_value)}"
+                if result.tolerance is None
+                else f"p_value = {fmt_p(result.p_value)} (two-sided, of the expected scale)"
+            )
         ),
         *_equivalence_lines(result),
         *_wrap(
@@ -172,8 +180,8 @@ def probe_dict(result: ProbeResult) -> dict[str, Any]:
     d, law = result.diagnostics, result.law
     return {
         "kernel": result.kernel.as_dict(),
-        **_fields(result, "dk layout heads law_heads queries keys dv dtype reading expect "
-                          "expected scale"),
+        **_fields(result, "dk layout out_layout heads kv_heads law_heads queries keys dv dtype "
+                          "computes_in returned format_source reading expect expected scale"),
         **_ci(result.confidence_interval),
         **_fields(result, "se ratio"),
         **_ci(result.ratio_interval, "ratio"),

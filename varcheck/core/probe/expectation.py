@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ...errors import VarcheckError
 from ..expressions import BINARY_OPERATORS, UNARY_OPERATORS, apply_binary
 
-__all__ = ["Expectation", "parse_expectation", "SCALE_RANGE"]
+__all__ = ["Expectation", "parse_expectation", "parse_expression", "evaluate", "SCALE_RANGE"]
 
 #: Expected scales accepted: the inputs are sized so that scale · q·k has sd ~1, and q·k must
 #: stay well inside float64's range.
@@ -44,28 +44,51 @@ def _eval(node: ast.AST, ctx: dict[str, float]) -> float:
     return _FUNCS[node.func.id](_eval(node.args[0], ctx))  # type: ignore[attr-defined]
 
 
-def _check(node: ast.AST, text: str) -> None:
+def _check(node: ast.AST, text: str, what: str = "expect") -> None:
+    def refuse(reason: str) -> VarcheckError:
+        return VarcheckError(f"{what} {text!r}: {reason}; {_ACCEPTED}")
+
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int | float):
-            raise VarcheckError(f"expect {text!r}: {node.value!r} is not a number; {_ACCEPTED}")
+            raise refuse(f"{node.value!r} is not a number")
     elif isinstance(node, ast.Name):
         if node.id not in _NAMES:
-            raise VarcheckError(f"expect {text!r}: unknown name {node.id!r}; {_ACCEPTED}")
+            raise refuse(f"unknown name {node.id!r}")
     elif isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPERATORS:
-        _check(node.left, text)
-        _check(node.right, text)
+        _check(node.left, text, what)
+        _check(node.right, text, what)
     elif isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPERATORS:
-        _check(node.operand, text)
+        _check(node.operand, text, what)
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         if node.func.id not in _FUNCS:
-            raise VarcheckError(
-                f"expect {text!r}: function {node.func.id!r} is not allowed; {_ACCEPTED}"
-            )
+            raise refuse(f"function {node.func.id!r} is not allowed")
         if node.keywords or len(node.args) != 1:
-            raise VarcheckError(f"expect {text!r}: {node.func.id}() takes one argument")
-        _check(node.args[0], text)
+            raise VarcheckError(f"{what} {text!r}: {node.func.id}() takes one argument")
+        _check(node.args[0], text, what)
     else:
-        raise VarcheckError(f"expect {text!r}: {type(node).__name__} is not allowed; {_ACCEPTED}")
+        raise refuse(f"{type(node).__name__} is not allowed")
+
+
+def parse_expression(text: str, what: str) -> ast.Expression:
+    """The checked syntax tree of an expression in ``dk`` and ``h``; errors name ``what``."""
+    if len(text) > 200:
+        raise VarcheckError(f"{what} is longer than 200 characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        raise VarcheckError(f"{what} {text!r} is not a valid expression; {_ACCEPTED}") from None
+    _check(tree.body, text, what)
+    return tree
+
+
+def evaluate(tree: ast.Expression, dk: int, h: int, what: str) -> float:
+    """An expression's value at ``dk`` and ``h`` (errors name ``what``)."""
+    try:
+        return float(_eval(tree.body, {"dk": float(dk), "h": float(h)}))
+    except (ArithmeticError, ValueError, TypeError) as exc:
+        # an OverflowError of ** holds (errno, message): say the message
+        reason = exc.args[-1] if isinstance(exc, OverflowError) and exc.args else exc
+        raise VarcheckError(f"{what} cannot be evaluated: {reason}") from None
 
 
 @dataclass(frozen=True)
@@ -77,12 +100,7 @@ class Expectation:
 
     def value(self, dk: int, h: int = 1) -> float:
         """The expected scale at ``dk`` with ``h`` heads; it must be finite and non-zero."""
-        try:
-            out = float(_eval(self._tree.body, {"dk": float(dk), "h": float(h)}))
-        except (ArithmeticError, ValueError, TypeError) as exc:
-            # an OverflowError of ** holds (errno, message): say the message
-            reason = exc.args[-1] if isinstance(exc, OverflowError) and exc.args else exc
-            raise VarcheckError(f"expect {self.text!r} cannot be evaluated: {reason}") from None
+        out = evaluate(self._tree, dk, h, f"expect {self.text!r}")
         if not math.isfinite(out) or out == 0:
             raise VarcheckError(
                 f"expect {self.text!r} is {out!r} at d_k={dk}; give a finite non-zero scale"
@@ -106,11 +124,4 @@ def parse_expectation(text: object) -> Expectation:
         text = repr(float(text))
     if not isinstance(text, str) or not text.strip():
         raise VarcheckError(f"expect must be a non-empty expression; {_ACCEPTED}")
-    if len(text) > 200:
-        raise VarcheckError("expect is longer than 200 characters")
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
-        raise VarcheckError(f"expect {text!r} is not a valid expression; {_ACCEPTED}") from None
-    _check(tree.body, text)
-    return Expectation(text.strip(), tree)
+    return Expectation(text.strip(), parse_expression(text, "expect"))

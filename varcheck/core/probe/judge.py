@@ -20,9 +20,9 @@ from .measure import HeadEstimate, Measurement
 from .weights import DTYPES, LAYOUTS, Design
 
 __all__ = ["design", "dtype_name", "head_p_values", "decide_head", "worst", "mask_of",
-           "causal_failure", "CAUSAL_MASKS"]  # fmt: skip
+           "mask_words", "causal_failure", "CAUSAL_MASKS"]  # fmt: skip
 
-CAUSAL_MASKS = ("causal", "causal (bottom-right)")
+CAUSAL_MASKS = ("causal", "causal (top-left)", "causal (bottom-right)")
 #: Queries and keys per head and call by default: no power of two and unequal, so that a kernel
 #: dividing by √n or √m (the tokens) in place of √d_k cannot pass by coincidence at d_k = 64.
 QUERIES, KEYS = 48, 80
@@ -44,14 +44,27 @@ def dtype_name(dtype: Any) -> str:
     return name
 
 
+def _layout(name: str, value: Any) -> str:
+    if value not in LAYOUTS:
+        raise VarcheckError(f"{name} {str(value)[:60]!r} is not one of {', '.join(LAYOUTS)}")
+    return value
+
+
 def design(dk: int, queries: int, keys: int, heads: int | None, dv: int | None, layout: str,
-           dtype: Any) -> Design:  # fmt: skip
+           dtype: Any, out_layout: str | None = None,
+           kv_heads: int | None = None) -> Design:  # fmt: skip
     """The checked shapes and formats of one probe at ``dk``."""
-    if layout not in LAYOUTS:
-        raise VarcheckError(f"layout {str(layout)[:60]!r} is not one of {', '.join(LAYOUTS)}")
+    layout = _layout("layout", layout)
+    out = "" if out_layout is None else _layout("out_layout", out_layout)
+    if out and (layout == "nd") != (out == "nd"):
+        raise VarcheckError(
+            f"out_layout {out} with layout {layout}: a 2-D (nd) kernel returns a 2-D output, a "
+            "4-D one (bhnd, bnhd) a 4-D one"
+        )
     if heads is not None:
         heads = valid_count("heads", heads, 1, 1024)
     h = 1 if layout == "nd" else (2 if heads is None else heads)
+    groups = _kv_heads(kv_heads, h, layout)
     queries = valid_count("queries", queries, 2, 4096)
     keys = valid_count("keys", keys, 2, 4096)
     dv = keys if dv is None else valid_count("dv", dv, 1, 65536)
@@ -61,7 +74,23 @@ def design(dk: int, queries: int, keys: int, heads: int | None, dv: int | None, 
             f"differences per call (queries × (keys − 1)); the fit of a curved kernel needs at "
             f"least {MIN_POINTS}: raise queries or keys (--queries, --keys)"
         )
-    return Design(dk, queries, keys, h, dv, layout, dtype_name(dtype))
+    return Design(dk, queries, keys, h, dv, layout, dtype_name(dtype), "" if out == layout else out,
+                  0 if groups == h else groups)  # fmt: skip
+
+
+def _kv_heads(kv_heads: int | None, heads: int, layout: str) -> int:
+    """Key/value heads: as many as the query heads, or a divisor of them (grouped queries)."""
+    if kv_heads is None:
+        return heads
+    kv = valid_count("kv_heads", kv_heads, 1, 1024)
+    if layout == "nd" and kv != 1:
+        raise VarcheckError(f"kv_heads={kv} needs a 4-D layout (bhnd, bnhd); nd has one head")
+    if heads % kv:
+        raise VarcheckError(
+            f"kv_heads={kv} does not divide heads={heads}: each key/value head serves "
+            "heads / kv_heads query heads"
+        )
+    return kv
 
 
 def head_p_values(m: Measurement, expected: float, tolerance: float | None) -> list[ClaimPValues]:
@@ -88,6 +117,17 @@ def mask_of(m: Measurement) -> str:
     """The heads' mask (``mixed`` when they differ)."""
     masks = {h.mask for h in m.structure}
     return masks.pop() if len(masks) == 1 else "mixed"
+
+
+def mask_words(mask: str, queries: int, keys: int) -> str:
+    """A causal mask and its alignment, for the verdict line (empty for any other mask)."""
+    if mask == "causal (top-left)":
+        return "causal mask top-left (query i sees keys 0..i)"
+    if mask == "causal (bottom-right)":
+        return f"causal mask bottom-right (query i sees keys 0..i+{keys - queries})"
+    if mask == "causal":
+        return "causal mask (n = m: top-left and bottom-right alike)"
+    return ""
 
 
 def causal_failure(m: Measurement, causal: bool) -> Decision | None:

@@ -5,9 +5,10 @@ Every call draws fresh queries and keys from its own generator: call ``i`` of ch
 ``spawn_key=(dk, 0)``, so a row of a d_k sweep is the probe of that d_k alone. Calls are
 independent, so each call's scale (one per head) is one block of the interval: a Student t
 interval on ``blocks − 1`` degrees of freedom with Hall's skewness correction
-(:mod:`varcheck.core.estimation`), never narrower than the resolution of the formats the kernel
-computes in and returns (``4 · eps`` relative of the coarser of ``dtype`` and the output's
-format, at least 64 float64 eps: rounding that does not average out).
+(:mod:`varcheck.core.estimation`), never narrower than the resolution of the format the kernel
+computes in (:data:`~.formats.FLOOR_ROUNDINGS` unit roundoffs relative, of the coarsest of
+``dtype``, the returned format and the format of the returned numbers: rounding that does not
+average out; :mod:`.formats`).
 """
 
 from __future__ import annotations
@@ -27,16 +28,28 @@ from ..estimation import ConfidenceInterval, StopRule
 from ..watchdog import guarded
 from .analysis import (
     EXPLAINED_MIN,
-    TINY,
     HeadStructure,
     call_slopes,
-    check_convex,
+    check_nonnegative,
+    explained_by,
     offset_slope,
     pilot_structure,
+    rotary_signature,
     rough_slope,
     underflow_edge,
+    unexplained,
 )
-from .weights import Design, call_kernel, draw_qk, input_eps, read_weights, rounded
+from .formats import (
+    FLOOR_ROUNDINGS,
+    FORMATS,
+    NEGATIVE_ROUNDINGS,
+    ComputeFormat,
+    Format,
+    coarsest,
+    compute_format,
+    sum_tolerance,
+)
+from .weights import Design, call_kernel, dot_products, draw_qk, read_weights, rounded
 
 __all__ = [
     "Measurement",
@@ -55,6 +68,12 @@ MAX_CALLS = 20_000
 LOGIT_SD = 1.0
 #: Fewest pilot reads a time cap leaves (masks and curvature need a few calls).
 PILOT_MIN_CALLS = 4
+#: Unit roundoffs of float64 below which no interval is narrowed: varcheck's own sums
+#: (docs/probe.md, "Thresholds").
+OWN_ROUNDINGS = 128
+#: The first call's rough scale is trusted within this factor of the one read with each row's
+#: and offset's level removed (a steep position bias makes them differ more).
+ROUGH_AGREEMENT = 1.5
 
 
 class _Clock:
@@ -131,6 +150,7 @@ class Measurement:
     precision: float
     input_sd: float
     resolution: float
+    format: ComputeFormat
 
 
 def _estimate(
@@ -156,85 +176,72 @@ def _estimate(
 
 def _read(kernel: Any, design: Design, rng: np.random.Generator, sd: float):  # noqa: ANN202
     q, k = draw_qk(rng, design, sd)
-    w, dtype = read_weights(kernel, q, k, design)
-    x = q.astype(np.float64) @ np.ascontiguousarray(k.transpose(0, 2, 1), dtype=np.float64)
-    return w, x, dtype, (q, k)
+    w, returned = read_weights(kernel, q, k, design)
+    return w, dot_products(q, k), returned, (q, k)
 
 
-def _tolerance(dtype: np.dtype, design: Design) -> float:
-    """How far from convex a row may be: rounding of the output (and of 16-bit inputs)."""
-    eps = float(np.finfo(dtype).eps) if dtype.kind == "f" else 1.0
-    if design.dtype in ("float16", "bfloat16"):
-        eps = max(eps, 2.0**-7)
-    return max(8.0 * eps, 1e-9)
+def _formats(fmt: ComputeFormat) -> list[Format]:
+    """The formats the weights pass through: declared, computed in and returned."""
+    return [FORMATS[n] for n in dict.fromkeys((fmt.declared, fmt.name, fmt.returned))]
 
 
-def _low_tolerance(design: Design) -> float | None:
-    """The largest row-sum error 16-bit rounding explains (None when a 16-bit dtype is given)."""
-    if design.dtype in ("float16", "bfloat16"):
-        return None
-    return 8.0 * 2.0**-7
+def _smallest_normal(fmt: ComputeFormat) -> float:
+    """Below this a weight is subnormal in a format it passes through: not read."""
+    return max(f.tiny for f in _formats(fmt))
 
 
-def _smallest_normal(dtype: np.dtype, design: Design) -> float:
-    """Below this a weight is subnormal in the output format or in ``dtype``: not read."""
-    tiny = float(np.finfo(dtype).tiny) if dtype.kind == "f" else TINY
-    fmt = "float32" if design.dtype == "bfloat16" else design.dtype  # bfloat16: float32's range
-    return max(tiny, float(np.finfo(np.dtype(fmt)).tiny))
-
-
-def _log_floor(w: np.ndarray, dtype: np.dtype, design: Design) -> float:
+def _log_floor(w: np.ndarray, fmt: ComputeFormat) -> float:
     """The log of the largest weight the kernel's formats may turn into an exact 0.
 
-    Those of the output and of the inputs (a kernel may compute in either). A weight below half
-    a format's smallest subnormal rounds to 0 there; a kernel that flushes subnormals to 0
-    (fast-math GPU code) zeroes every weight below the smallest normal, so a format none of
-    whose subnormals shows among the pilot's weights counts up to its smallest normal.
+    A weight below half a format's smallest subnormal rounds to 0 there; a kernel that flushes
+    subnormals to 0 (fast-math GPU code) zeroes every weight below the smallest normal, so a
+    format none of whose subnormals shows among the pilot's weights counts up to its smallest
+    normal.
     """
-    formats = [(float(np.finfo(dtype).tiny), float(np.finfo(dtype).smallest_subnormal))]
-    if dtype.kind != "f":
-        formats = []
-    if design.dtype == "bfloat16":
-        formats.append((2.0**-126, 2.0**-133))
-    else:
-        f = np.finfo(np.dtype(design.dtype))
-        formats.append((float(f.tiny), float(f.smallest_subnormal)))
     shown = w[w > 0]
     # half of float64's smallest subnormal is 0 in float64: take its log
     return max(
-        math.log(sub) - math.log(2.0) if (shown < tiny).any() else math.log(tiny)
-        for tiny, sub in formats
+        math.log(f.subnormal) - math.log(2.0) if (shown < f.tiny).any() else math.log(f.tiny)
+        for f in _formats(fmt)
     )
 
 
-def _resolution(dtype: np.dtype, design: Design) -> float:
-    """The interval's floor: 4 eps of the coarser of the output format and the inputs' format.
+def _resolution(fmt: ComputeFormat) -> float:
+    """The interval's floor: :data:`~.formats.FLOOR_ROUNDINGS` unit roundoffs of the format the
+    kernel computes in (its rounding depends on q·k and biases the slope at that level), and
+    never below :data:`OWN_ROUNDINGS` of float64 (varcheck's own sums)."""
+    return max(FLOOR_ROUNDINGS * fmt.u, OWN_ROUNDINGS * FORMATS["float64"].u)
 
-    A kernel that computes in its inputs' format (``--dtype``) rounds its logits and weights
-    there; that rounding depends on q·k, so it biases the slope at the level of that format,
-    whatever format the output is upcast to.
-    """
-    eps = float(np.finfo(dtype).eps) if dtype.kind == "f" else 1.0
-    eps = max(eps, input_eps(design.dtype))
-    return max(4.0 * eps, 64.0 * float(np.finfo(np.float64).eps))
+
+def _rounding(fmt: ComputeFormat) -> float:
+    """The relative rounding of the log-weights as read: the compute format's unit roundoff,
+    or varcheck's own float64 arithmetic when that is coarser."""
+    return max(fmt.u, OWN_ROUNDINGS * FORMATS["float64"].u)
+
+
+def _checked(w: np.ndarray, design: Design, returned: str, label: str) -> ComputeFormat:
+    """The compute format of one or more reads, after refusing weights that are not convex."""
+    fmt = compute_format(design.dtype, returned, w, label)
+    check_nonnegative(w, NEGATIVE_ROUNDINGS * fmt.u, label)
+    return fmt
 
 
 def _size_inputs(kernel: Any, design: Design, rng: np.random.Generator, sd: float):  # noqa: ANN202
     """The inputs' sd that gives logits of sd ~1 (from a first call's rough scale)."""
     for _ in range(8):
-        w, x, dtype, qk = _read(kernel, design, rng, sd)
-        check_convex(w, _tolerance(dtype, design), kernel.label, _low_tolerance(design))
+        w, x, returned, qk = _read(kernel, design, rng, sd)
+        fmt = _checked(w, design, returned, kernel.label)
         s = rough_slope(w, x)
-        fitted = offset_slope(w, x, _smallest_normal(dtype, design))
+        fitted = offset_slope(w, x, _smallest_normal(fmt))
         # a steep position bias confounds the rough slope (an ALiBi kernel's was 1/50 of it)
-        if fitted > 0 and not 2.0 / 3.0 < s / fitted < 1.5:
+        if fitted > 0 and not 1.0 / ROUGH_AGREEMENT < s / fitted < ROUGH_AGREEMENT:
             s = fitted
         if math.isnan(s):  # every row one-hot: logits far too wide to read
             sd /= 4.0
             continue
         if s != 0:
             sd = 1.0 / math.sqrt(abs(s) * math.sqrt(design.dk) / LOGIT_SD)
-        return sd, w, dtype, qk
+        return sd, w, fmt, qk
     raise VarcheckError(
         f"kernel {kernel.label}: every row of its weights puts all its weight on one key, "
         "however small the inputs; the weights say nothing about the scale (a --layout that "
@@ -242,20 +249,41 @@ def _size_inputs(kernel: Any, design: Design, rng: np.random.Generator, sd: floa
     )
 
 
-def _check_linear_in_values(kernel: Any, design: Design, w: np.ndarray, qk, tol: float) -> None:  # noqa: ANN001
-    """The output must be W v for the same W whatever the values (one more call)."""
+def _check_linear_in_values(kernel: Any, design: Design, w: np.ndarray, qk,  # noqa: ANN001
+                            fmt: ComputeFormat) -> None:  # fmt: skip
+    """The output must be W v for the same W whatever the values (one more call).
+
+    Each output is a sum of m products computed in the kernel's format: off W·v by at most
+    (m + 4) u · max|v| (docs/probe.md, "Thresholds"). A head whose output is W·v with another
+    head's values has its heads mixed, which is said as such.
+    """
     q, k = qk
     v = rounded(
-        np.random.default_rng(0).standard_normal((design.heads, design.keys, design.dv)),
+        np.random.default_rng(0).standard_normal((design.groups, design.keys, design.dv)),
         design.dtype,
     )
     out, _ = call_kernel(kernel, q, k, v, design)
-    gap = float(np.abs(out - w @ v).max())
-    if gap > tol * max(1.0, float(np.abs(v).max())) * math.sqrt(design.keys):
+    tol = sum_tolerance(fmt.name, design.keys) * max(1.0, float(np.abs(v).max()))
+    paired = np.repeat(v, design.heads // design.groups, axis=0)
+    gaps = np.abs(out - w @ paired).max(axis=(1, 2))
+    if (gaps <= tol).all():
+        return
+    h = int(np.argmax(gaps))
+    mixed = [g for g in range(design.groups) if np.abs(out[h] - w[h] @ v[g]).max() <= tol]
+    if mixed:
+        want = h // (design.heads // design.groups)
         raise VarcheckError(
-            f"kernel {kernel.label} is not softmax attention: with other values its output "
-            f"is off W·v by {gap:.3g} (not linear in v, or not deterministic)"
-        )
+            f"kernel {kernel.label} mixes its heads: the output of head {h} is the weighted sum "
+            f"of the values of head {mixed[0]}, not of head {want}"
+            + (" (grouped-query heads: query head i goes with key/value head "
+               "i // (heads / kv_heads), as repeat_interleave pairs them)"
+               if design.groups < design.heads else "")
+            + "; check how the kernel indexes or repeats its key/value heads"
+        )  # fmt: skip
+    raise VarcheckError(
+        f"kernel {kernel.label} is not softmax attention: with other values its output "
+        f"is off W·v by {float(gaps.max()):.3g} (not linear in v, or not deterministic)"
+    )
 
 
 def _check_input_size(sd: float, expected: float, design: Design) -> None:
@@ -277,34 +305,59 @@ def _pilot(kernel: Any, design: Design, expected: float, seed: int, clock: _Cloc
     sd0 = 1.0 / math.sqrt(abs(expected) * math.sqrt(design.dk) / LOGIT_SD)
     _check_input_size(sd0, expected, design)
     clock.arm()
-    sd, w, dtype, qk = _size_inputs(kernel, design, rng, sd0)
-    tol = _tolerance(dtype, design)
+    sd, w, fmt, qk = _size_inputs(kernel, design, rng, sd0)
     clock.arm()
-    _check_linear_in_values(kernel, design, w, qk, tol)
+    _check_linear_in_values(kernel, design, w, qk, fmt)
     shape = (PILOT_CALLS, design.heads, design.queries, design.keys)
     wa, xa = np.empty(shape), np.empty(shape)  # filled in place: no list and stacked copy
-    reads = 0
+    reads, returned = 0, fmt.returned
     while reads < PILOT_CALLS and (reads < PILOT_MIN_CALLS or not clock.passed()):
         clock.arm()
-        wa[reads], xa[reads], _, _ = _read(kernel, design, rng, sd)
-        check_convex(wa[reads], tol, kernel.label, _low_tolerance(design))
+        wa[reads], xa[reads], got, qk = _read(kernel, design, rng, sd)
+        returned = coarsest(returned, got)
+        _checked(wa[reads], design, returned, kernel.label)
         reads += 1
     wa, xa = wa[:reads], xa[:reads]
-    tiny, floor = _smallest_normal(dtype, design), _log_floor(wa, dtype, design)
+    fmt = _checked(wa, design, returned, kernel.label)  # the format of all the pilot's values
+    tiny, floor = _smallest_normal(fmt), _log_floor(wa, fmt)
     heads = tuple(
-        pilot_structure(wa[:, h], xa[:, h], kernel.label, tiny, floor) for h in range(design.heads)
+        pilot_structure(wa[:, h], xa[:, h], kernel.label, tiny, floor, roundoff=_rounding(fmt))
+        for h in range(design.heads)
     )
-    worst = min(h.explained for h in heads)
-    if worst < EXPLAINED_MIN:
-        raise VarcheckError(
-            f"kernel {kernel.label} is not softmax attention of q·k: a scale, a position bias and "
-            f"a curvature explain only {worst:.0%} of its log-weights (linear attention and "
-            "other normalisations cannot be probed)"
-        )
-    resolution = _resolution(dtype, design)
+    if min(h.explained for h in heads) < EXPLAINED_MIN:
+        raise VarcheckError(_unexplained(kernel.label, design, heads, wa, xa, qk))
     unit = 1.0 / max(float(xa.std()), 1e-300)
     calls = (reads + 2) * design.calls_per_block + 1
-    return sd, heads, resolution, unit, calls
+    return sd, heads, fmt, unit, calls
+
+
+def _unexplained(label: str, design: Design, heads: tuple[HeadStructure, ...], wa: np.ndarray,
+                 xa: np.ndarray, qk: tuple[np.ndarray, np.ndarray]) -> str:  # fmt: skip
+    """The refusal of a head whose log-weights q·k leaves unexplained, saying why when the
+    weights show it: another head's keys (heads mixed), or a rotation by position (RoPE)."""
+    h = min(range(design.heads), key=lambda i: heads[i].explained)
+    worst = heads[h].explained
+    q, k = qk
+    group = h // (design.heads // design.groups)
+    own = explained_by(wa[-1, h], dot_products(q[h : h + 1], k[group : group + 1])[0])
+    for g in range(design.groups):
+        fit = explained_by(wa[-1, h], dot_products(q[h : h + 1], k[g : g + 1])[0])
+        if g != group and fit >= EXPLAINED_MIN > own:
+            return (
+                f"kernel {label} mixes its heads: the weights of head {h} follow q·k with the "
+                f"keys of head {g} (R² {fit:.2f}), not of head {group} ({own:.2f}); check how "
+                "the kernel indexes or repeats its key/value heads"
+            )
+    rotary = rotary_signature(wa[:, h], xa[:, h])
+    if rotary is not None:
+        align, near, far = rotary
+        return unexplained(label, worst, (
+            f": they follow q·k one position from the query's own (R² {near:.2f}, positions "
+            f"aligned {align}) and less further away ({far:.2f} beyond 8 positions), as when "
+            "q and k are rotated by position (rotary embeddings, RoPE); probe it with RoPE "
+            "switched off (cos = 1, sin = 0): docs/probe.md, 'A whole module'"
+        ))  # fmt: skip
+    return unexplained(label, worst)
 
 
 def _chunk(kernel: Any, design: Design, seed: int, chunk: int, blocks: int, sd: float,
@@ -432,7 +485,8 @@ def _blocks(kernel: Any, design: Design, seed: int, confidence: float, precision
 def _summary(design: Design, pilot: tuple[Any, ...], found: list[np.ndarray], confidence: float,
              stop_reason: str) -> Measurement:  # fmt: skip
     """The measurement of the blocks in ``found``."""
-    sd, heads, resolution, _, pilot_calls = pilot
+    sd, heads, fmt, _, pilot_calls = pilot
+    resolution = _resolution(fmt)
     both = np.concatenate(found)
     values, gap = both[:, 0], np.abs(both[:, 0] - both[:, 1]).mean(axis=0)
     per_head = tuple(
@@ -451,6 +505,7 @@ def _summary(design: Design, pilot: tuple[Any, ...], found: list[np.ndarray], co
         precision=_relative(pooled),
         input_sd=sd,
         resolution=resolution,
+        format=fmt,
     )
 
 
