@@ -61,6 +61,9 @@ _LAZY = {
     "probe_sweep": "kernels.probe",
     "ProbeResult": "kernels.probe",
     "ProbeSweepResult": "kernels.probe",
+    "ArgExpression": "core.probe.target",
+    "module_kernel": "kernels.modules",
+    "ModuleKernel": "kernels.modules",
 }
 
 __all__ = ["__version__", *_LAZY]

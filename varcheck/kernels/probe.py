@@ -46,6 +46,7 @@ __all__ = [
     "ProbeSweepResult",
     "probe",
     "probe_sweep",
+    "judge_rows",
     "MIN_CALLS",
     "MAX_PROBE_DK",
 ]
@@ -350,10 +351,11 @@ def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
     )
 
 
-def _judge(measurements: list[Measurement], expected: list[float], *, confidence: float,
+def judge_rows(measurements: list[Measurement], expected: list[float], *, confidence: float,
            tolerance: float | None) -> list[tuple[list[HeadScale], Any]]:  # fmt: skip
     """Each head's verdict, Holm over every head of every measurement (the p-values a fail
-    rests on); the worst per row, with its head's p-values."""
+    rests on); the worst per row, with its head's p-values: the family of a probe over several
+    heads and d_k."""
     alpha = 1.0 - confidence
     tests = [
         judge.head_p_values(m, e, tolerance) for m, e in zip(measurements, expected, strict=True)
@@ -469,7 +471,7 @@ def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads
             raise
         interrupted = True
     expected = expected[: len(measured)]
-    judged = _judge(measured, expected, confidence=confidence, tolerance=tolerance)
+    judged = judge_rows(measured, expected, confidence=confidence, tolerance=tolerance)
     rows = [
         _result(kernel, m, j, expect=expectation, expected=e, law_h=law_h, causal=causal,
                 tolerance=tolerance, confidence=confidence, seed=seed, max_seconds=max_seconds)

@@ -268,17 +268,23 @@ def _fit(design: list[np.ndarray], y: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def _bias_shape(bias: np.ndarray, valid: np.ndarray) -> tuple[str, float]:
-    """``alibi`` (with its slope), ``relative`` or ``other`` for a row-centred bias pattern."""
+    """``alibi`` (with its slope), ``relative`` or ``other`` for a row-centred bias pattern.
+
+    ALiBi is linear in the distance |i − j| of the key to the query's position, counted
+    top-left (query i at position i) or bottom-right (at i + m − n, as a causal mask of that
+    alignment places it): the better fit of the two is taken.
+    """
     n, m = bias.shape
     i, j = np.indices((n, m))
     wt = valid.astype(float)
     total = float((bias * bias).sum())
-    dist = centre_rows(-np.abs(i - j).astype(float), wt)
-    den = float((dist * dist).sum())
-    if den > 0:
-        slope = float((dist * bias).sum()) / den
-        if 1.0 - float(((bias - slope * dist) ** 2).sum()) / total > SHAPE_FIT:
-            return "alibi", -slope
+    for off in dict.fromkeys((0, m - n)):
+        dist = centre_rows(-np.abs(i + off - j).astype(float), wt)
+        den = float((dist * dist).sum())
+        if den > 0:
+            slope = float((dist * bias).sum()) / den
+            if 1.0 - float(((bias - slope * dist) ** 2).sum()) / total > SHAPE_FIT:
+                return "alibi", -slope
     return ("relative" if _toeplitz_fit(bias, valid) > SHAPE_FIT else "other"), math.nan
 
 

@@ -319,45 +319,59 @@ def _pilot(kernel: Any, design: Design, expected: float, seed: int, clock: _Cloc
         reads += 1
     wa, xa = wa[:reads], xa[:reads]
     fmt = _checked(wa, design, returned, kernel.label)  # the format of all the pilot's values
-    tiny, floor = _smallest_normal(fmt), _log_floor(wa, fmt)
-    heads = tuple(
-        pilot_structure(wa[:, h], xa[:, h], kernel.label, tiny, floor, roundoff=_rounding(fmt))
-        for h in range(design.heads)
-    )
-    if min(h.explained for h in heads) < EXPLAINED_MIN:
-        raise VarcheckError(_unexplained(kernel.label, design, heads, wa, xa, qk))
+    heads = _structure(kernel.label, design, wa, xa, fmt, qk)
     unit = 1.0 / max(float(xa.std()), 1e-300)
     calls = (reads + 2) * design.calls_per_block + 1
     return sd, heads, fmt, unit, calls
 
 
-def _unexplained(label: str, design: Design, heads: tuple[HeadStructure, ...], wa: np.ndarray,
-                 xa: np.ndarray, qk: tuple[np.ndarray, np.ndarray]) -> str:  # fmt: skip
-    """The refusal of a head whose log-weights q·k leaves unexplained, saying why when the
-    weights show it: another head's keys (heads mixed), or a rotation by position (RoPE)."""
-    h = min(range(design.heads), key=lambda i: heads[i].explained)
-    worst = heads[h].explained
+def _mixed_keys(label: str, design: Design, w: np.ndarray,
+                qk: tuple[np.ndarray, np.ndarray]) -> str | None:  # fmt: skip
+    """The refusal of a kernel whose weights of some head follow q·k with another head's keys
+    (heads wired to the wrong key head), or None. ``w``: one read's (heads, n, m) weights."""
     q, k = qk
-    group = h // (design.heads // design.groups)
-    own = explained_by(wa[-1, h], dot_products(q[h : h + 1], k[group : group + 1])[0])
-    for g in range(design.groups):
-        fit = explained_by(wa[-1, h], dot_products(q[h : h + 1], k[g : g + 1])[0])
-        if g != group and fit >= EXPLAINED_MIN > own:
+    per = design.heads // design.groups
+    for h in range(design.heads):
+        fits = [explained_by(w[h], dot_products(q[h : h + 1], k[g : g + 1])[0])
+                for g in range(design.groups)]  # fmt: skip
+        best = int(np.argmax(fits))
+        if best != h // per and fits[best] >= EXPLAINED_MIN > fits[h // per]:
             return (
                 f"kernel {label} mixes its heads: the weights of head {h} follow q·k with the "
-                f"keys of head {g} (R² {fit:.2f}), not of head {group} ({own:.2f}); check how "
-                "the kernel indexes or repeats its key/value heads"
+                f"keys of head {best} (R² {fits[best]:.2f}), not of head {h // per} "
+                f"({fits[h // per]:.2f}); check how the kernel indexes or repeats its key/value "
+                "heads"
             )
+    return None
+
+
+def _structure(label: str, design: Design, wa: np.ndarray, xa: np.ndarray, fmt: ComputeFormat,
+               qk: tuple[np.ndarray, np.ndarray]) -> tuple[HeadStructure, ...]:  # fmt: skip
+    """Each head's structure from the pilot's reads; refused with the reason the weights show
+    when q·k explains them poorly (another head's keys, a rotation by position)."""
+    tiny, floor = _smallest_normal(fmt), _log_floor(wa, fmt)
+    try:
+        heads = tuple(
+            pilot_structure(wa[:, h], xa[:, h], label, tiny, floor, roundoff=_rounding(fmt))
+            for h in range(design.heads)
+        )
+    except VarcheckError as exc:
+        raise VarcheckError(_mixed_keys(label, design, wa[-1], qk) or str(exc)) from None
+    h = min(range(design.heads), key=lambda i: heads[i].explained)
+    if heads[h].explained >= EXPLAINED_MIN:
+        return heads
+    if (mixed := _mixed_keys(label, design, wa[-1], qk)) is not None:
+        raise VarcheckError(mixed)
     rotary = rotary_signature(wa[:, h], xa[:, h])
-    if rotary is not None:
-        align, near, far = rotary
-        return unexplained(label, worst, (
-            f": they follow q·k one position from the query's own (R² {near:.2f}, positions "
-            f"aligned {align}) and less further away ({far:.2f} beyond 8 positions), as when "
-            "q and k are rotated by position (rotary embeddings, RoPE); probe it with RoPE "
-            "switched off (cos = 1, sin = 0): docs/probe.md, 'A whole module'"
-        ))  # fmt: skip
-    return unexplained(label, worst)
+    if rotary is None:
+        raise VarcheckError(unexplained(label, heads[h].explained))
+    align, near, far = rotary
+    raise VarcheckError(unexplained(label, heads[h].explained, (
+        f": they follow q·k one position from the query's own (R² {near:.2f}, positions "
+        f"aligned {align}) and less further away ({far:.2f} beyond 8 positions), as when "
+        "q and k are rotated by position (rotary embeddings, RoPE); probe it with RoPE "
+        "switched off (cos = 1, sin = 0): docs/probe.md, 'A whole module'"
+    )))  # fmt: skip
 
 
 def _chunk(kernel: Any, design: Design, seed: int, chunk: int, blocks: int, sd: float,
