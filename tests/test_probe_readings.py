@@ -1,6 +1,6 @@
-"""The readings framework attention needs, reproduced in numpy (tests/data/kernels/reading_kernels.py):
-a causal mask read with d_v < keys, a softmax upcast to float32 in a float64 kernel, float16
-multi-head attention with a float32 softmax, BLOOM's steep ALiBi slopes in float32; and what
+"""The readings framework attention needs, reproduced in numpy
+(tests/data/kernels/reading_kernels.py): a causal mask read with d_v < keys, a softmax upcast
+to float32 in a float64 kernel, float16 multi-head attention with a float32 softmax, BLOOM's steep ALiBi slopes in float32; and what
 frameworks return (``__array__``, ``__dlpack__``).
 
 Where many seeds are asked for, the heads of one probe serve as independent replicates: each
@@ -12,7 +12,6 @@ own; only ``p_value`` is adjusted over the heads).
 from __future__ import annotations
 
 import functools
-import math
 import sys
 from pathlib import Path
 
@@ -140,33 +139,20 @@ def test_arguments_may_be_expressions_in_dk_and_h() -> None:
 
 
 def test_a_kernel_returning_another_layout_is_told_to_say_so() -> None:
-    def hf_like(q, k, v):  # noqa: ANN001, ANN202  (batch, heads, n, d) in, (batch, n, heads, d) out
-        return np.swapaxes(
-            rk._softmax(q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])) @ v, 1, 2
-        )
-
     with pytest.raises(VarcheckError, match="laid out bnhd: give --out-layout bnhd"):
-        varcheck.probe(hf_like, 16, layout="bhnd", heads=3, samples=20, seed=1)
-    r = varcheck.probe(hf_like, 16, layout="bhnd", out_layout="bnhd", heads=3, samples=20, seed=1)
+        varcheck.probe(rk.heads_last, 16, layout="bhnd", heads=3, samples=20, seed=1)
+    r = varcheck.probe(rk.heads_last, 16, layout="bhnd", out_layout="bnhd", heads=3, samples=20,
+                       seed=1)  # fmt: skip
     assert (r.outcome, r.out_layout) == ("pass", "bnhd")
 
 
-def _grouped(q, k, v, interleave: bool = True):  # noqa: ANN001, ANN202
-    """Grouped-query attention: k and v have fewer heads, repeated (or, wrongly, tiled)."""
-    r = q.shape[1] // k.shape[1]
-    rep = (
-        (lambda a: np.repeat(a, r, axis=1)) if interleave else (lambda a: np.tile(a, (1, r, 1, 1)))
-    )
-    return rk._softmax(q @ np.swapaxes(rep(k), -1, -2) / math.sqrt(q.shape[-1])) @ rep(v)
-
-
 def test_grouped_query_heads_and_heads_wired_to_the_wrong_group() -> None:
-    r = varcheck.probe(_grouped, 16, layout="bhnd", heads=4, kv_heads=2, samples=20, seed=1)
+    r = varcheck.probe(rk.grouped, 16, layout="bhnd", heads=4, kv_heads=2, samples=20, seed=1)
     assert (r.outcome, r.kv_heads) == ("pass", 2)
+    tiled = functools.partial(rk.grouped, interleave=False)
     with pytest.raises(VarcheckError, match="mixes its heads: the output of head 1 is the "
                        "weighted sum of the values of head 1, not of head 0"):  # fmt: skip
-        varcheck.probe(functools.partial(_grouped, interleave=False), 16, layout="bhnd", heads=4,
-                       kv_heads=2, samples=20, seed=1)  # fmt: skip
-    swapped = lambda q, k, v: _grouped(q, k[:, ::-1], v)  # noqa: E731
+        varcheck.probe(tiled, 16, layout="bhnd", heads=4, kv_heads=2, samples=20, seed=1)
+    swapped = lambda q, k, v: rk.grouped(q, k[:, ::-1], v)  # noqa: E731
     with pytest.raises(VarcheckError, match="weights of head 0 follow q·k with the keys of head 1"):
         varcheck.probe(swapped, 16, layout="bhnd", heads=2, samples=20, seed=1)

@@ -10,7 +10,9 @@ file's seed, so that ``varcheck probe TARGET --dk D --seed S`` shows the same nu
     expect = "1/sqrt(dk)"                      # the default; an expression in dk and h
     causal = false                             # true: fail unless a causal mask is seen
     layout = "nd"                              # or bhnd / bnhd (every head probed)
+    out_layout = "bnhd"                        # the output's, when not layout's
     heads = 4                                  # per call (bhnd/bnhd; default 2); h of the laws
+    kv_heads = 2                               # grouped queries: fewer key/value heads
     queries = 48                               # n and m per head and call, as varcheck probe's
     keys = 80                                  #   defaults (--queries, --keys)
     dtype = "float16"                          # round the inputs to float32, float16 or bfloat16
@@ -49,7 +51,8 @@ __all__ = ["PROBE_KEYS", "ProbeClaim", "ProbeRun", "PartialProbeRun", "parse_pro
            "check_probe_time"]  # fmt: skip
 
 #: Keys of a probe claim that a variance claim does not take.
-PROBE_KEYS = ("probe", "expect", "causal", "layout", "queries", "keys", "heads", "dtype")
+PROBE_KEYS = ("probe", "expect", "causal", "layout", "out_layout", "queries", "keys", "heads",
+              "kv_heads", "dtype")  # fmt: skip
 _PRECISION = 0.01
 #: Keys of a variance claim that mean nothing for a kernel.
 _VARIANCE_KEYS = ("claim", "scaled", "sampler", "dist", "q_dist", "k_dist", "rho")
@@ -68,6 +71,8 @@ class ProbeClaim:
     keys: int = judge.KEYS
     heads: int | None = None
     dtype: str = "float64"
+    out_layout: str | None = None
+    kv_heads: int | None = None
 
     @property
     def law_heads(self) -> int:
@@ -115,7 +120,7 @@ def parse_probe(table: dict[str, Any], folder: str, dks: tuple[int, ...]) -> Pro
     if given:
         raise VarcheckError(
             f"{given[0]} belongs to a variance claim; a probe claim takes dk, expect, causal, "
-            "layout, heads, queries, keys, dtype, tolerance, args"
+            "layout, out_layout, heads, kv_heads, queries, keys, dtype, tolerance, args"
         )
     if not isinstance(target, str):
         raise VarcheckError(f'probe must be a string "MODULE:FUNCTION", got {shown(target)}')
@@ -138,7 +143,8 @@ def parse_probe(table: dict[str, Any], folder: str, dks: tuple[int, ...]) -> Pro
 
 
 def _design(pc: ProbeClaim, dk: int) -> Design:
-    return judge.design(dk, pc.queries, pc.keys, pc.heads, None, pc.layout, pc.dtype)
+    return judge.design(dk, pc.queries, pc.keys, pc.heads, None, pc.layout, pc.dtype,
+                        pc.out_layout, pc.kv_heads)  # fmt: skip
 
 
 def check_probe_time(path: str, planned: list[tuple[ProbeClaim, int]],
@@ -159,8 +165,10 @@ def _shapes(table: dict[str, Any], layout: str) -> dict[str, Any]:
     if not isinstance(dtype, str):
         raise VarcheckError(f"dtype must be one of {', '.join(DTYPES)}, got {shown(dtype)}")
     d = judge.design(1, table.get("queries", judge.QUERIES), table.get("keys", judge.KEYS),
-                     table.get("heads"), None, layout, dtype)  # fmt: skip
-    return {"queries": d.queries, "keys": d.keys, "heads": table.get("heads"), "dtype": d.dtype}
+                     table.get("heads"), None, layout, dtype, table.get("out_layout"),
+                     table.get("kv_heads"))  # fmt: skip
+    return {"queries": d.queries, "keys": d.keys, "heads": table.get("heads"), "dtype": d.dtype,
+            "out_layout": table.get("out_layout"), "kv_heads": table.get("kv_heads")}  # fmt: skip
 
 
 def run_probe(pc: ProbeClaim, dk: int, *, tolerance: float | None, seed: int, confidence: float,
@@ -249,7 +257,8 @@ def probe_command(pc: ProbeClaim, row: VerifyResult, folder: str) -> str:
         parts += ["--expect", pc.expect.text]
     shown_options = (("layout", pc.layout, "nd"), ("queries", pc.queries, judge.QUERIES),
                      ("keys", pc.keys, judge.KEYS), ("heads", pc.heads, None),
-                     ("dtype", pc.dtype, "float64"))  # fmt: skip
+                     ("dtype", pc.dtype, "float64"), ("out-layout", pc.out_layout, None),
+                     ("kv-heads", pc.kv_heads, None))  # fmt: skip
     for name, value, default in shown_options:
         if value != default:
             parts += [f"--{name}", str(value)]

@@ -553,16 +553,12 @@ def probe(
     layout : str
         ``nd`` (q: (n, d_k)), ``bhnd`` (1, h, n, d_k) or ``bnhd`` (1, n, h, d_k).
     dtype : str or numpy dtype, optional
-        Round the inputs to ``float32``, ``float16`` or ``bfloat16`` (simulated in float32), and
-        declare that the kernel computes in that format (the interval's floor follows it).
-        Without it, the format the kernel computes in is inferred from the numbers it
-        returns (a float64 array of float32 numbers computes in float32), and said.
+        Round the inputs to ``float32``, ``float16`` or ``bfloat16`` (simulated in float32),
+        the format the kernel computes in (else read off the numbers it returns).
     out_layout : str, optional
-        The output's layout when it differs from the inputs' (transformers' attention
-        functions take ``bhnd`` and return ``bnhd``).
+        The output's layout when not ``layout``'s (transformers: ``bhnd`` in, ``bnhd`` out).
     kv_heads : int, optional
-        Key/value heads per call when fewer than ``heads`` (grouped-query attention): query
-        head i attends to key/value head ``i // (heads / kv_heads)``.
+        Key/value heads (grouped queries): head i uses ``i // (heads / kv_heads)``.
     precision, samples, max_seconds
         Target relative half-width; or a fixed number of calls (>= 20); a wall-time cap of
         the run (``time_limited``; see :func:`varcheck.core.probe.measure.measure`).
@@ -575,9 +571,8 @@ def probe(
     seed : int, optional
         Root seed (drawn when omitted; ``result.seed`` reports it).
     args : dict, optional
-        Keyword arguments bound to every call of ``fn``; a value may be an
-        :class:`~varcheck.core.probe.target.ArgExpression` in ``dk`` and ``h``
-        (``{"scale": varcheck.ArgExpression("1/dk")}``), evaluated at each d_k.
+        Keyword arguments bound to every call of ``fn``; ``varcheck.ArgExpression("1/dk")``
+        is evaluated at each d_k.
     progress : callable, optional
         Called with the fraction done.
 

@@ -67,3 +67,19 @@ def bloom_alibi(q, k, v, factor: float = 1.0):  # noqa: ANN001, ANN201
     x = np.float32(factor / np.sqrt(q.shape[-1])) * (q @ np.swapaxes(k, -1, -2))
     x = x + slopes[:, None, None] * np.arange(m, dtype=np.float32)
     return (_softmax(_causal(x)).astype(np.float32) @ v).astype(np.float32)
+
+
+def grouped(q, k, v, interleave: bool = True):  # noqa: ANN001, ANN201
+    """Grouped-query attention, (batch, heads, n, d): k and v have fewer heads, repeated as
+    ``repeat_interleave`` does (or, wrongly, tiled)."""
+    r = q.shape[1] // k.shape[1]
+    if interleave:
+        k, v = np.repeat(k, r, axis=1), np.repeat(v, r, axis=1)
+    else:
+        k, v = np.tile(k, (1, r, 1, 1)), np.tile(v, (1, r, 1, 1))
+    return _softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])) @ v
+
+
+def heads_last(q, k, v):  # noqa: ANN001, ANN201
+    """(batch, heads, n, d) in, (batch, n, heads, d) out, as transformers' attention functions."""
+    return np.swapaxes(_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])) @ v, 1, 2)
