@@ -1,7 +1,7 @@
 """The readings framework attention needs, reproduced in numpy
 (tests/data/kernels/reading_kernels.py): a causal mask read with d_v < keys, a softmax upcast
-to float32 in a float64 kernel, float16 multi-head attention with a float32 softmax, BLOOM's steep ALiBi slopes in float32; and what
-frameworks return (``__array__``, ``__dlpack__``).
+to float32 in a float64 kernel, float16 multi-head attention with a float32 softmax, BLOOM's
+steep ALiBi slopes in float32; and what frameworks return (``__array__``, ``__dlpack__``).
 
 Where many seeds are asked for, the heads of one probe serve as independent replicates: each
 head draws its own queries, keys and noise and has its own pilot, interval and (raw) test, so

@@ -535,39 +535,31 @@ def probe(
     Parameters
     ----------
     fn : callable or str
-        ``fn(q, k, v)`` returning ``softmax(s · q kᵀ + bias) v``, or ``"module:function"`` /
-        ``"file.py:function"``. Anything ``numpy.asarray`` reads may come back.
+        ``fn(q, k, v)`` returning ``softmax(s · q kᵀ + bias) v`` (anything ``numpy.asarray``
+        reads, or a bfloat16 tensor), or ``"module:function"`` / ``"file.py:function"``.
     dk : int
         The width of q and k.
     expect : str or float
         The expected scale: an expression in ``dk`` and ``h`` (heads), default ``1/sqrt(dk)``.
     queries, keys : int
-        n and m, per head and call (default 48 and 80: no power of two and unequal, so that a
-        kernel dividing by the token count in place of √d_k cannot pass at d_k = 64).
-    heads : int, optional
-        Heads per call (``bhnd``/``bnhd``, default 2), each probed; with ``nd`` the laws' ``h``.
-    dv : int, optional
-        The width of v (default ``keys``: one-hot values; fewer: solved from several calls).
-    causal : bool
-        Expect a causal mask: fail when the weights show none.
-    layout : str
-        ``nd`` (q: (n, d_k)), ``bhnd`` (1, h, n, d_k) or ``bnhd`` (1, n, h, d_k).
+        n and m per head and call (48 and 80: unequal and no power of two, docs/probe.md).
+    heads, dv : int, optional
+        Heads per call (``bhnd``/``bnhd``, default 2; with ``nd`` the laws' ``h``); the width
+        of v (default ``keys``: one-hot values; fewer: d_v keys per call).
+    layout, causal
+        ``nd`` (q: (n, d_k)), ``bhnd`` (1, h, n, d_k) or ``bnhd`` (1, n, h, d_k); whether a
+        causal mask is expected (fail when the weights show none).
     dtype : str or numpy dtype, optional
         Round the inputs to ``float32``, ``float16`` or ``bfloat16`` (simulated in float32),
         the format the kernel computes in (else read off the numbers it returns).
-    out_layout : str, optional
-        The output's layout when not ``layout``'s (transformers: ``bhnd`` in, ``bnhd`` out).
-    kv_heads : int, optional
-        Key/value heads (grouped queries): head i uses ``i // (heads / kv_heads)``.
-    precision, samples, max_seconds
-        Target relative half-width; or a fixed number of calls (>= 20); a wall-time cap of
-        the run (``time_limited``; see :func:`varcheck.core.probe.measure.measure`).
-    confidence : float
-        Of the interval (the test's level is 1 − confidence).
+    out_layout, kv_heads : optional
+        The output's layout when not ``layout``'s (transformers: ``bhnd`` in, ``bnhd`` out);
+        key/value heads (grouped queries: head i uses ``i // (heads / kv_heads)``).
+    precision, samples, max_seconds, confidence
+        Target relative half-width, or a fixed number of calls (>= 20); a wall-time cap; the
+        interval's confidence (the test's level is 1 − confidence).
     tolerance : float, optional
-        Relative tolerance T, as in ``assert``: pass when the whole ``2·confidence − 1``
-        interval (90%) lies inside expected × [1 − T, 1 + T] (TOST), fail when the whole
-        ``confidence`` interval (95%) lies outside it, otherwise inconclusive.
+        Relative tolerance T, tested as ``assert`` tests one (TOST; docs/probe.md).
     seed : int, optional
         Root seed (drawn when omitted; ``result.seed`` reports it).
     args : dict, optional
@@ -579,13 +571,12 @@ def probe(
     Returns
     -------
     ProbeResult
-        After Ctrl-C or SIGTERM: from the calls finished, ``interrupted`` (exit code 130/143).
+        After Ctrl-C or SIGTERM: from the calls finished (``interrupted``, exit 130/143).
 
     Raises
     ------
     VarcheckError
-        Bad options, a kernel that cannot be loaded or called, outputs of the wrong shape or
-        not finite, and weights that are not softmax attention of q·k (with the reason).
+        Bad options or kernels, and weights that are not softmax attention (with the reason).
     """
     dk = valid_count("dk", dk, 1, MAX_PROBE_DK)
     _valid_progress(progress)
