@@ -1,9 +1,12 @@
-"""``varcheck probe`` as a whole process: its wall time against the targets of issue #23.
+"""``varcheck probe``: its wall time as a whole process, and (``--part``) the longer runs
+behind docs/probe.md's thresholds.
 
 Usage::
 
     .venv/bin/python bench/probe.py            # about 10 s; prints markdown
     .venv/bin/python bench/probe.py --json out.json
+    .venv/bin/python bench/probe.py --part rounding      # curvature and slope bias of rounding
+    .venv/bin/python bench/probe.py --part calibration   # the suite's rates over 10x the seeds
 
 Each case runs ``varcheck probe`` in a fresh process (interpreter start-up, imports and output
 included), a few times; the median wall time is reported against its target: a numpy kernel at
@@ -52,11 +55,110 @@ def _time(args: list[str], repeats: int) -> float:
     return statistics.median(times)
 
 
+def _curvature(err, logits):  # noqa: ANN001, ANN202
+    """Relative size of the quadratic and cubic terms, and the slope's relative bias, of a
+    log-weight error ``err`` (a function of the logits) fitted as the probe fits them."""
+    import numpy as np
+
+    design = np.stack([np.ones_like(logits), logits, logits**2, logits**3], axis=1)
+    coef = np.linalg.lstsq(design, logits + err, rcond=None)[0]
+    curve = coef[2] * (logits**2 - (logits**2).mean()) + coef[3] * logits**3
+    slope_bias = float((logits * err).sum() / (logits * logits).sum())
+    return float(np.sqrt((curve**2).mean() / (coef[1] ** 2 * (logits**2).mean()))), slope_bias
+
+
+def rounding() -> None:
+    """The curvature and slope bias that rounding logits of sd 1 to a format gives, for
+    round-to-nearest-even and for truncation, in units of the format's unit roundoff."""
+    import numpy as np
+
+    from varcheck.core.probe.formats import FORMATS
+    from varcheck.core.probe.weights import rounded
+
+    logits = np.random.default_rng(0).standard_normal(2_000_000)
+
+    def truncate(x: np.ndarray, bits: int) -> np.ndarray:
+        keep = np.uint32((0xFFFFFFFF << bits) & 0xFFFFFFFF)
+        return (x.astype(np.float32).view(np.uint32) & keep).view(np.float32).astype(float)
+
+    cases = {
+        ("float16", "nearest"): lambda x: x.astype(np.float16).astype(float),
+        ("float16", "truncated"): lambda x: truncate(x, 13),
+        ("bfloat16", "nearest"): lambda x: rounded(x, "bfloat16").astype(float),
+        ("bfloat16", "truncated"): lambda x: truncate(x, 16),
+        ("float32", "nearest"): lambda x: x.astype(np.float32).astype(float),
+    }
+    print("| format | rounding | curvature / u | slope bias / u |\n|---|---|---:|---:|")
+    for (fmt, mode), fn in cases.items():
+        curve, bias = _curvature(fn(logits) - logits, logits)
+        u = FORMATS[fmt].u
+        print(f"| {fmt} | {mode} | {curve / u:.3g} | {bias / u:.3g} |")
+
+
+def calibration() -> None:
+    """The statistical tests of tests/test_probe_readings.py and test_probe_family.py over ten
+    times their seeds (about 2 min on one core)."""
+    import dataclasses
+    import functools
+    import math
+
+    from scipy import stats
+
+    sys.path.insert(0, str(ROOT / "tests" / "data" / "kernels"))
+    sys.path.insert(0, str(ROOT / "examples"))
+    import attention_kernels as ak
+    import reading_kernels as rk
+
+    import varcheck
+    from varcheck.core.probe import judge
+    from varcheck.core.probe.measure import measure
+    from varcheck.core.probe.target import as_kernel
+    from varcheck.kernels.probe import judge_rows
+
+    kw = {"layout": "bhnd", "heads": 200, "queries": 8, "keys": 12, "dv": 8, "samples": 50}
+    missed = sum(
+        sum(h.raw_p_value < 0.05 for h in varcheck.probe(rk.noisy_causal, 16, causal=True,
+                                                         seed=s, **kw).per_head)
+        for s in range(10)
+    )  # fmt: skip
+    ci = stats.binomtest(missed, 2000).proportion_ci()
+    print(f"causal, d_v < keys: {missed}/2000 missed ({missed / 20:.2f}%, 95% CI "
+          f"{100 * ci.low:.2f}..{100 * ci.high:.2f}%)")  # fmt: skip
+    half = {"layout": "bnhd", "heads": 4, "queries": 16, "keys": 24, "dv": 16, "samples": 20,
+            "dtype": "float16"}  # fmt: skip
+    curved = sum(varcheck.probe(rk.multihead_half, 64, seed=s, **half).diagnostics.nonlinear
+                 for s in range(200))  # fmt: skip
+    capped = functools.partial(rk.multihead_half, cap=50.0)
+    named = sum(varcheck.probe(capped, 64, seed=s, **half).diagnostics.nonlinear
+                for s in range(200))  # fmt: skip
+    print(f"float16 multi-head: curved in {curved}/200 seeds; cap 50 named in {named}/200")
+    kernel, dks, batches, runs = as_kernel(ak.noisy, {"noise": 0.1}), (2, 4, 8, 16), 10, 400
+    failing = 0
+    for batch in range(batches):
+        measured = [measure(kernel, judge.design(dk, 8, 8, 2 * runs, None, "bhnd", None),
+                            expected=1 / math.sqrt(dk), seed=100 + batch, confidence=0.95,
+                            precision=None, calls=20, max_seconds=None) for dk in dks]  # fmt: skip
+        for r in range(runs):
+            group = [dataclasses.replace(m, heads=m.heads[2 * r : 2 * r + 2]) for m in measured]
+            rows = judge_rows(group, [1 / math.sqrt(dk) for dk in dks], confidence=0.95,
+                              tolerance=None)  # fmt: skip
+            failing += any(d.outcome == "fail" for _, (d, _p) in rows)
+    total = batches * runs
+    ci = stats.binomtest(failing, total).proportion_ci()
+    rate, low, high = (100 * x for x in (failing / total, ci.low, ci.high))
+    print(f"4 d_k x 2 heads: a failing row in {failing}/{total} runs ({rate:.2f}%, 95% CI "
+          f"{low:.2f}..{high:.2f}%)")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--part", choices=("speed", "rounding", "calibration"), default="speed")
     opts = parser.parse_args()
+    if opts.part != "speed":
+        {"rounding": rounding, "calibration": calibration}[opts.part]()
+        return
     rows = []
     for name, (args, target) in CASES.items():
         wall = _time(args, opts.repeats)

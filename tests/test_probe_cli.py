@@ -142,7 +142,8 @@ def test_the_format_a_kernel_computes_in_is_said(run_cli) -> None:  # noqa: ANN0
     res = run_cli("probe", f"{EXAMPLES}:half_precision_upcast", *FAST)
     assert res.exit_code == 0, res.stdout
     text = " ".join(res.stdout.split())
-    assert "format: computes in float16 (inferred: it returns float32 holding float16" in text
+    said = "format: computes in float16 (read off the float32 array it returns: every weight"
+    assert said in text
     row = json.loads(run_cli("probe", f"{EXAMPLES}:softmax_in_float32", *FAST, "--format",
                              "json").stdout)["rows"][0]  # fmt: skip
     assert (row["computes_in"], row["returned"], row["format_source"]) == (

@@ -25,8 +25,10 @@ from varcheck.errors import VarcheckError
 sys.path.insert(0, str(Path(__file__).parent / "data" / "kernels"))
 import reading_kernels as rk  # noqa: E402
 
-#: a causal kernel read with d_v = 8 < 12 keys (two calls per weight matrix), 200 replicates
-CAUSAL = {"layout": "bhnd", "heads": 200, "queries": 8, "keys": 12, "dv": 8, "samples": 20}
+#: a causal kernel read with d_v = 8 < 12 keys (two calls per weight matrix), 200 replicates of
+#: 50 calls (at 20 calls, so few keys per row give skewed per-call slopes and the t interval
+#: covers 92.8% of 1000: docs/probe.md, "Limits")
+CAUSAL = {"layout": "bhnd", "heads": 200, "queries": 8, "keys": 12, "dv": 8, "samples": 50}
 #: float16 multi-head attention read with d_v = 16 < 24 keys; before the fix 8 of 10 seeds
 #: were "curved" at this size
 HALF = {"layout": "bnhd", "heads": 4, "queries": 16, "keys": 24, "dv": 16, "samples": 20,
@@ -44,7 +46,7 @@ def test_a_causal_kernel_read_with_narrow_values_passes_at_the_nominal_rate() ->
     assert "2 calls per matrix" in r.reading and r.outcome == "pass", r.reason
     missed = sum(h.raw_p_value < 0.05 for h in r.per_head)
     assert stats.binomtest(missed, 200, 0.05).pvalue > 0.001
-    assert missed == 11
+    assert missed == 4
 
 
 @pytest.mark.statistical

@@ -135,15 +135,16 @@ class ComputeFormat:
         if self.name == "float64" and self.returned == "float64":
             return ""
         why = {
-            "declared": "--dtype",
+            "declared": "--dtype" + ("" if self.returned == self.name else
+                                     f"; it returns {self.returned}"),
             "returned": "the array it returns",
-            "values": f"inferred: it returns {self.returned} holding {self.name} numbers",
-        }[self.source]
-        tail = "" if self.returned == self.name else f"; returns {self.returned}"
+            "values": f"read off the {self.returned} array it returns: every weight a "
+            f"{self.name} number",
+        }[self.source]  # fmt: skip
         return (
-            f"format: computes in {self.name} ({why}){tail}; rows sum to 1 within "
-            f"{self.row_error:.2g}, floor of the interval {FLOOR_ROUNDINGS} u = "
-            f"{FLOOR_ROUNDINGS * self.u:.2g} relative"
+            f"format: computes in {self.name} ({why}); rows sum to 1 within "
+            f"{self.row_error:.2g}; the interval's half-width is at least {FLOOR_ROUNDINGS} u = "
+            f"{FLOOR_ROUNDINGS * self.u:.2g} (relative)"
         )
 
 
