@@ -137,7 +137,7 @@ def calibration() -> None:
     for batch in range(batches):
         measured = [measure(kernel, judge.design(dk, 8, 8, 2 * runs, None, "bhnd", None),
                             expected=1 / math.sqrt(dk), seed=100 + batch, confidence=0.95,
-                            precision=None, calls=20, max_seconds=None) for dk in dks]  # fmt: skip
+                            precision=None, calls=200, max_seconds=None) for dk in dks]  # fmt: skip
         for r in range(runs):
             group = [dataclasses.replace(m, heads=m.heads[2 * r : 2 * r + 2]) for m in measured]
             rows = judge_rows(group, [1 / math.sqrt(dk) for dk in dks], confidence=0.95,

@@ -179,6 +179,13 @@ def attention_bnhd(q, k, v):  # noqa: ANN001, ANN201
     return np.swapaxes(out, 1, 2)
 
 
+def grouped_query(q, k, v):  # noqa: ANN001, ANN201
+    """Correct, grouped-query attention in (batch, heads, n, d): k and v have fewer heads, each
+    serving heads / kv_heads query heads in turn (``--kv-heads``)."""
+    groups = q.shape[1] // k.shape[1]
+    return attention(q, np.repeat(k, groups, axis=1), np.repeat(v, groups, axis=1))
+
+
 def alibi_heads(q, k, v):  # noqa: ANN001, ANN201
     """Correct scale with ALiBi's per-head slopes 2^(−8(h+1)/H), layout (batch, heads, n, d)."""
     heads, n, m = q.shape[1], q.shape[-2], k.shape[-2]

@@ -29,6 +29,7 @@ from ...errors import VarcheckError
 
 __all__ = [
     "HeadStructure",
+    "HeadStack",
     "call_slopes",
     "check_nonnegative",
     "causal_patterns",
@@ -389,8 +390,29 @@ def pilot_structure(
     )
 
 
+@dataclass(frozen=True)
+class HeadStack:
+    """The heads' structures stacked for a call's arrays: ``used`` (heads, n, m), ``tiny``
+    (heads, 1, 1) and ``bias`` (heads, n, m; 0 for a head without one)."""
+
+    used: np.ndarray
+    tiny: np.ndarray
+    bias: np.ndarray
+
+    @classmethod
+    def of(cls, heads: list[HeadStructure] | tuple[HeadStructure, ...]) -> HeadStack:
+        used = np.stack([h.used for h in heads])
+        bias = np.stack([np.zeros(h.used.shape) if h.bias is None else h.bias for h in heads])
+        return cls(used, np.array([h.tiny for h in heads])[:, None, None], bias)
+
+
 def call_slopes(
-    w: np.ndarray, x: np.ndarray, heads: list[HeadStructure], *, curved: bool, unit: float
+    w: np.ndarray,
+    x: np.ndarray,
+    heads: list[HeadStructure] | HeadStack,
+    *,
+    curved: bool,
+    unit: float,
 ) -> np.ndarray:
     """Each head's scale from one call's (heads, n, m) weights and dot products, twice.
 
@@ -403,11 +425,9 @@ def call_slopes(
     estimated). A place near the underflow edge is positive only when its ``q·k`` happens to be
     large; entering it then, without its bias, would read a slope of that selection, not ``s``.
     """
-    ok = np.stack([h.used & (wh >= h.tiny) for h, wh in zip(heads, w, strict=True)])
-    y = np.log(np.where(ok, w, 1.0))
-    for i, h in enumerate(heads):
-        if h.bias is not None:
-            y[i] -= h.bias
+    stack = heads if isinstance(heads, HeadStack) else HeadStack.of(heads)
+    ok = stack.used & (w >= stack.tiny)
+    y = np.log(np.where(ok, w, 1.0)) - stack.bias
     wt = ok.astype(float)
     xt, yt = centre_rows(x, wt), centre_rows(y, wt)
     if not curved:

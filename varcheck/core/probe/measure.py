@@ -28,6 +28,7 @@ from ..estimation import ConfidenceInterval, StopRule
 from ..watchdog import guarded
 from .analysis import (
     EXPLAINED_MIN,
+    HeadStack,
     HeadStructure,
     call_slopes,
     check_nonnegative,
@@ -375,8 +376,7 @@ def _structure(label: str, design: Design, wa: np.ndarray, xa: np.ndarray, fmt: 
 
 
 def _chunk(kernel: Any, design: Design, seed: int, chunk: int, blocks: int, sd: float,
-           heads: tuple[HeadStructure, ...], curved: bool, unit: float,
-           clock: _Clock) -> np.ndarray:  # fmt: skip
+           heads: HeadStack, curved: bool, unit: float, clock: _Clock) -> np.ndarray:  # fmt: skip
     """Per-call slopes of one chunk: past the time cap it stops before the next call (with at
     least two calls in all); on Ctrl-C, SIGTERM or the watchdog the calls finished go with
     the exception (``finished_blocks``, read by :func:`~varcheck.core.estimation.draw_rounds`)."""
@@ -397,18 +397,18 @@ def _chunk(kernel: Any, design: Design, seed: int, chunk: int, blocks: int, sd: 
 
 
 def _slopes(kernel: Any, design: Design, child: np.random.SeedSequence, sd: float,
-            heads: tuple[HeadStructure, ...], curved: bool, unit: float,
-            out: np.ndarray) -> None:  # fmt: skip
+            heads: HeadStack, curved: bool, unit: float, out: np.ndarray) -> None:  # fmt: skip
     """One call's slopes (and their degree-5 twins) per head, into ``out``."""
     w, x, _, _ = _read(kernel, design, np.random.default_rng(child), sd)
     try:
-        out[:] = call_slopes(w, x, list(heads), curved=curved, unit=unit)
+        out[:] = call_slopes(w, x, heads, curved=curved, unit=unit)
     except np.linalg.LinAlgError:
         out[:] = math.nan
     readable = np.isfinite(out).all(axis=0)
     if not readable.all():  # a head with no query of two readable keys in this call
         h = int(np.argmin(readable))
-        raise VarcheckError(underflow_edge(kernel.label, heads[h].tiny, f"in a call (head {h})"))
+        tiny = float(heads.tiny[h, 0, 0])
+        raise VarcheckError(underflow_edge(kernel.label, tiny, f"in a call (head {h})"))
 
 
 def measure(
@@ -471,10 +471,10 @@ def _blocks(kernel: Any, design: Design, seed: int, confidence: float, precision
             progress: Callable[[float], None] | None) -> str:  # fmt: skip
     """Draw the blocks into ``found`` (their per-call slopes); the stop reason."""
     sd, heads, _, unit, _ = pilot
-    curved = any(h.curved for h in heads)
+    curved, stack = any(h.curved for h in heads), HeadStack.of(heads)
 
     def draw(tasks: Iterator[tuple[int, int]]) -> Iterator[np.ndarray]:
-        return (_chunk(kernel, design, seed, c, b, sd, heads, curved, unit, clock)
+        return (_chunk(kernel, design, seed, c, b, sd, stack, curved, unit, clock)
                 for c, b in tasks)  # fmt: skip
 
     def widest() -> float:
