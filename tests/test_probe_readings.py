@@ -158,3 +158,25 @@ def test_grouped_query_heads_and_heads_wired_to_the_wrong_group() -> None:
     swapped = lambda q, k, v: rk.grouped(q, k[:, ::-1], v)  # noqa: E731
     with pytest.raises(VarcheckError, match="weights of head 0 follow q·k with the keys of head 1"):
         varcheck.probe(swapped, 16, layout="bhnd", heads=2, samples=20, seed=1)
+
+
+def test_rotary_embeddings_are_refused_by_name() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import attention_kernels as ak
+
+    with pytest.raises(VarcheckError, match=r"rotary embeddings, RoPE\); probe it with RoPE "
+                       r"switched off \(cos = 1, sin = 0\)"):  # fmt: skip
+        varcheck.probe(ak.rotary, 64, samples=20, seed=1)
+    with pytest.raises(VarcheckError, match="linear attention .* RoPE, unless it is switched off"):
+        varcheck.probe(ak.linear_attention, 64, samples=20, seed=1)
+
+
+def test_reproduce_lines_quote_string_arguments_plainly() -> None:
+    from varcheck.core.probe.target import command_line
+
+    line = command_line(["varcheck", "probe", "k.py:f", "--arg", "dtype='float32'", "--arg",
+                         "scale=1/dk", "--arg", "name='a$b'"])  # fmt: skip
+    assert line == (
+        "varcheck probe k.py:f --arg \"dtype='float32'\" --arg scale=1/dk "
+        "--arg 'name='\"'\"'a$b'\"'\"''"
+    )
