@@ -59,7 +59,7 @@ def design_bytes(d: Design) -> dict[str, tuple[float, str]]:
     h, n, m, dk, dv = d.heads, d.queries, d.keys, d.dk, d.dv
     return {
         "q and k": (3.0 * _FLOAT * h * (n + m) * dk, "dk, heads, queries or keys"),
-        "v and the output": (2.0 * _FLOAT * (h * (m + n) * dv + m * m), "dv, heads or keys"),
+        "v and the output": (2.0 * _FLOAT * h * (m + n) * dv, "dv, heads or keys"),
         "the pilot's weights and logits": (
             _FLOAT * PILOT_READS * n * m * (2.0 * h + _ANALYSIS_COPIES),
             "queries, keys or heads",
@@ -88,13 +88,11 @@ def check_memory(d: Design) -> None:
 def call_seconds(d: Design) -> float:
     """Rough seconds of one reading of the weights (``calls_per_block`` kernel calls)."""
     h, n, m, dk, dv, calls = d.heads, d.queries, d.keys, d.dk, d.dv, d.calls_per_block
-    solve = 0.0 if calls == 1 else h * (m**3 + 2.0 * m * m * n) * _MAC_SECONDS
     return (
         calls * _CALL_SECONDS
         + _DRAW_SECONDS * h * (n + m) * dk
         + _MAC_SECONDS * calls * h * n * m * (dk + dv)
         + _WEIGHT_SECONDS * h * n * m
-        + solve
     )
 
 

@@ -11,6 +11,7 @@ numbers). Every tolerance of the probe is a multiple of that format's unit round
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ __all__ = [
     "coarsest",
     "values_format",
     "compute_format",
+    "merged",
     "sum_tolerance",
     "NEGATIVE_ROUNDINGS",
     "SUM_EXTRA_ROUNDINGS",
@@ -187,3 +189,9 @@ def compute_format(declared: str, returned: str, w: np.ndarray, label: str) -> C
             f"is not a convex combination of the values{hint}"
         )
     return fmt
+
+
+def merged(formats: list[ComputeFormat]) -> ComputeFormat:
+    """The format of several reads: the coarsest one's, with the largest row error of all."""
+    worst = max(formats, key=lambda f: f.u)
+    return dataclasses.replace(worst, row_error=max(f.row_error for f in formats))

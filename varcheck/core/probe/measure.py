@@ -48,6 +48,7 @@ from .formats import (
     Format,
     coarsest,
     compute_format,
+    merged,
     sum_tolerance,
 )
 from .weights import Design, call_kernel, dot_products, draw_qk, read_weights, rounded
@@ -311,15 +312,14 @@ def _pilot(kernel: Any, design: Design, expected: float, seed: int, clock: _Cloc
     _check_linear_in_values(kernel, design, w, qk, fmt)
     shape = (PILOT_CALLS, design.heads, design.queries, design.keys)
     wa, xa = np.empty(shape), np.empty(shape)  # filled in place: no list and stacked copy
-    reads, returned = 0, fmt.returned
+    reads, formats = 0, [fmt]
     while reads < PILOT_CALLS and (reads < PILOT_MIN_CALLS or not clock.passed()):
         clock.arm()
         wa[reads], xa[reads], got, qk = _read(kernel, design, rng, sd)
-        returned = coarsest(returned, got)
-        _checked(wa[reads], design, returned, kernel.label)
+        formats.append(_checked(wa[reads], design, coarsest(got, fmt.returned), kernel.label))
         reads += 1
     wa, xa = wa[:reads], xa[:reads]
-    fmt = _checked(wa, design, returned, kernel.label)  # the format of all the pilot's values
+    fmt = merged(formats)  # the coarsest of every read's, with the largest row error
     heads = _structure(kernel.label, design, wa, xa, fmt, qk)
     unit = 1.0 / max(float(xa.std()), 1e-300)
     calls = (reads + 2) * design.calls_per_block + 1
