@@ -352,7 +352,7 @@ def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
 
 
 def judge_rows(measurements: list[Measurement], expected: list[float], *, confidence: float,
-           tolerance: float | None) -> list[tuple[list[HeadScale], Any]]:  # fmt: skip
+               tolerance: float | None) -> list[tuple[list[HeadScale], Any]]:  # fmt: skip
     """Each head's verdict, Holm over every head of every measurement (the p-values a fail
     rests on); the worst per row, with its head's p-values: the family of a probe over several
     heads and d_k."""

@@ -33,9 +33,9 @@ __all__ = [
     "FLOOR_ROUNDINGS",
 ]
 
-#: Roundings beyond the m − 1 of a row's sum that may put a row's weights off 1: the division
-#: by the sum, the exponential, and the rescaling and final division of an online (blocked)
-#: softmax: (m + 4) u in all (docs/probe.md, "Thresholds").
+#: Roundings beyond the m − 1 of a row's sum that may put a row's weights off 1: each weight's
+#: division, an output rounding, an online (blocked) softmax's rescaling and final division,
+#: and one for second-order terms: (m + 4) u in all (docs/probe.md, "Thresholds").
 SUM_EXTRA_ROUNDINGS = 4
 #: Unit roundoffs a weight may lie below 0: one rounding of a weight formed as a difference.
 NEGATIVE_ROUNDINGS = 1
