@@ -1,10 +1,8 @@
-"""Hostile input files, written on demand, one generator per kind of file varcheck reads.
+"""Writers of hostile input files, one per kind of file varcheck reads (a test helper).
 
-Each generator writes small real bytes: where a case is about a large *declared* size (an array
-of 100 million entries, a zip of 9 million members), the bytes that are never read are a hole
-of a sparse file, which costs no disk and no time. ``tests/test_robustness_table.py`` runs every
-case through the command line under a memory limit; the cases are data here so that a new
-reader gets its own generator beside the others.
+Each writes small real bytes: where a case is about a large *declared* size (an array of 100
+million entries, a zip of 9 million members), the bytes that are never read are a hole of a
+sparse file, which costs no disk and no time. The cases themselves are in ``hostile_cases.py``.
 """
 
 from __future__ import annotations
@@ -13,13 +11,13 @@ import json
 import os
 import struct
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
-# --- GGUF ------------------------------------------------------------------------------------------
+# --- GGUF --------------------------------------------------------------------------------------
 
 #: value type codes of the GGUF specification
 U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
@@ -73,8 +71,8 @@ def write_gguf(
         offset = 0
         for name, shape, kind, data in tensors:
             dims = tuple(reversed(shape))
-            out.write(_value(STR, name) + struct.pack(f"<I{len(dims)}QIQ", len(dims), *dims, kind,
-                                                      offset))  # fmt: skip
+            record = struct.pack(f"<I{len(dims)}QIQ", len(dims), *dims, kind, offset)
+            out.write(_value(STR, name) + record)
             offset += -(-len(data) // alignment) * alignment
         out.seek(-(-out.tell() // alignment) * alignment)
         for _, _, _, data in tensors:
@@ -156,8 +154,8 @@ def tiny_gguf(
     for name, w in weights.items():
         kind, data = (types or {}).get(name, (GGML_F32, w.tobytes()))
         tensors.append((name, w.shape, kind, data))
-    return write_gguf(path, [(k, t, v) for k, (t, v) in meta.items()], tensors,
-                      alignment=alignment)  # fmt: skip
+    entries = [(k, t, v) for k, (t, v) in meta.items()]
+    return write_gguf(path, entries, tensors, alignment=alignment)
 
 
 def typed_tensor(type_name: str, shape: tuple[int, int]) -> tuple[int, bytes]:
@@ -179,7 +177,7 @@ def sentencepiece_changes(tokens: list[str]) -> dict[str, tuple[int, Any] | None
     }
 
 
-# --- a BERT checkpoint -----------------------------------------------------------------------------
+# --- a BERT checkpoint -------------------------------------------------------------------------
 
 BERT_WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away", "."]
 BERT_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *BERT_WORDS]
@@ -204,8 +202,14 @@ def tiny_bert(
     if poison is not None:
         t["encoder.layer.0.attention.self.query.weight"][0, 0] = poison
     write_safetensors(folder / "model.safetensors", t)
-    cfg = {"model_type": "bert", "hidden_size": 8, "num_attention_heads": 2,
-           "num_hidden_layers": 1, "intermediate_size": 16, "max_position_embeddings": 16}  # fmt: skip
+    cfg = {
+        "model_type": "bert",
+        "hidden_size": 8,
+        "num_attention_heads": 2,
+        "num_hidden_layers": 1,
+        "intermediate_size": 16,
+        "max_position_embeddings": 16,
+    }
     (folder / "config.json").write_text(_config_text(cfg, config))
     tok = bert_tokenizer_json() | (tokenizer or {})
     (folder / "tokenizer.json").write_text(json.dumps(tok))
@@ -234,14 +238,21 @@ def bert_tokenizer_json() -> dict[str, Any]:
         "truncation": None,
         "padding": None,
         "added_tokens": [],
-        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
-                       "strip_accents": None, "lowercase": True},  # fmt: skip
+        "normalizer": {
+            "type": "BertNormalizer",
+            "clean_text": True,
+            "handle_chinese_chars": True,
+            "strip_accents": None,
+            "lowercase": True,
+        },
         "pre_tokenizer": {"type": "BertPreTokenizer"},
         "post_processor": {
             "type": "TemplateProcessing",
-            "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-                       {"Sequence": {"id": "A", "type_id": 0}},
-                       {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],  # fmt: skip
+            "single": [
+                {"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                {"Sequence": {"id": "A", "type_id": 0}},
+                {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+            ],
             "pair": [{"Sequence": {"id": "A", "type_id": 0}}],
             "special_tokens": {
                 "[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
@@ -249,12 +260,17 @@ def bert_tokenizer_json() -> dict[str, Any]:
             },
         },
         "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
-        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
-                  "max_input_chars_per_word": 100, "vocab": vocab},  # fmt: skip
+        "model": {
+            "type": "WordPiece",
+            "unk_token": "[UNK]",
+            "continuing_subword_prefix": "##",
+            "max_input_chars_per_word": 100,
+            "vocab": vocab,
+        },
     }
 
 
-# --- .npz weights for beta --------------------------------------------------------------------------
+# --- .npz weights for beta ---------------------------------------------------------------------
 
 
 def npy_bytes(shape: tuple[int, ...], dtype: str = "<f8", data: bytes | None = None) -> bytes:
@@ -267,14 +283,6 @@ def npy_bytes(shape: tuple[int, ...], dtype: str = "<f8", data: bytes | None = N
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data
 
 
-def write_npz(path: Path, members: dict[str, bytes], *, compress: bool = False) -> Path:
-    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-    with zipfile.ZipFile(path, "w", method) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return path
-
-
 def zip_declaring_members(path: Path, count: int, size: int) -> Path:
     """A sparse file of ``size`` bytes ending in a ZIP64 end record that declares ``count``
     members (the central directory itself is never read by a careful reader)."""
@@ -283,11 +291,11 @@ def zip_declaring_members(path: Path, count: int, size: int) -> Path:
         out.truncate(size - 98)
         out.seek(size - 98)
         z64_at = out.tell()
-        out.write(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, count, count, cd_size,
-                              z64_at - cd_size))  # fmt: skip
+        z64 = (0x06064B50, 44, 45, 45, 0, 0, count, count, cd_size, z64_at - cd_size)
+        out.write(struct.pack("<IQHHIIQQQQ", *z64))
         out.write(struct.pack("<IIQI", 0x07064B50, 0, z64_at, 1))
-        out.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF,
-                              0xFFFFFFFF, 0))  # fmt: skip
+        end = (0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+        out.write(struct.pack("<IHHHHIIH", *end))
     return path
 
 
@@ -304,214 +312,9 @@ def encrypted_npz(path: Path) -> Path:
     return path
 
 
-# --- the cases ---------------------------------------------------------------------------------------
-
-
-class Case(NamedTuple):
-    """One hostile input: ``write(folder)`` makes its files and returns the command line's
-    arguments; the run must end with ``code`` and ``fragment`` in its one-line error (exit 2) or
-    in its output."""
-
-    write: Callable[[Path], tuple[str, ...]]
-    code: int | tuple[int, ...]
-    fragment: str
-    needs: tuple[str, ...] = ()  # optional modules, or "minilm" / "smollm2" checkpoints
-
-
-def _audit(folder: Path, name: str, *args: str, **gguf: Any) -> tuple[str, ...]:
-    """``audit`` of a tiny GGUF written with ``gguf``'s options."""
-    return ("audit", str(tiny_gguf(folder / f"{name}.gguf", **gguf)), *args)
-
-
-def _bert(folder: Path, *args: str, **kwargs: Any) -> tuple[str, ...]:
-    return ("audit", str(tiny_bert(folder / "bert", **kwargs)), *args)
-
-
-def _text(folder: Path, name: str, lines: Sequence[str], repeat: int) -> str:
-    path = folder / name
-    with open(path, "w", encoding="utf-8") as out:
-        block = "\n".join(lines) + "\n"
-        for _ in range(repeat):
-            out.write(block)
-    return str(path)
-
-
-def _english(folder: Path) -> str:
-    """About 16 MB of ordinary sentences, inside --text's 16 MiB limit."""
-    source = Path(__file__).resolve().parents[1] / "varcheck" / "data" / "default_text.txt"
-    lines = source.read_text(encoding="utf-8").splitlines()
-    return _text(folder, "english.txt", lines, (16_000_000 // (len("\n".join(lines)) + 1)))
-
-
-def _spm_long_token(folder: Path) -> tuple[str, ...]:
-    tokens = byte_alphabet()[:255] + ["x" * 1_000_000]
-    return _audit(folder, "spm", changes=sentencepiece_changes(tokens))
-
-
-def _type_case(type_name: str) -> Case:
-    def write(folder: Path) -> tuple[str, ...]:
-        kind = typed_tensor(type_name, (256, 256))
-        return _audit(folder, type_name, hidden=256, types={"blk.0.attn_q.weight": kind})
-
-    return Case(write, 2, type_name, ("gguf",))
-
-
-def _template(folder: Path) -> tuple[str, ...]:
-    post = bert_tokenizer_json()["post_processor"]
-    post["single"][0] = {"SpecialToken": {"id": "[BOS]", "type_id": 0}}
-    return _bert(folder, tokenizer={"post_processor": post})
-
-
-def _regex(folder: Path) -> tuple[str, ...]:
-    normalizer = {"type": "Replace", "pattern": {"Regex": "(a+)+b"}, "content": "x"}
-    text = _text(folder, "a.txt", ["the cat " + "a" * 3000 + "c"], 1)
-    return _bert(folder, "--text", text, tokenizer={"normalizer": normalizer})
-
-
-def _npz_heads(folder: Path) -> tuple[str, ...]:
-    ones = np.ones((2_000_000, 1, 2))
-    path = folder / "heads.npz"
-    np.savez_compressed(path, w_q=ones, w_k=ones)
-    return ("beta", str(path))
-
-
-def _npz_sigma(folder: Path) -> tuple[str, ...]:
-    members = {"w_q.npy": npy_bytes((2, 2)), "w_k.npy": npy_bytes((2, 2)),
-               "sigma_x.npy": npy_bytes((2**45,), data=bytes(8))}  # fmt: skip
-    return ("beta", str(write_npz(folder / "sigma.npz", members)))
-
-
-def _npz_short(folder: Path) -> tuple[str, ...]:
-    members = {"w_q.npy": npy_bytes((2000, 2000), data=bytes(8)), "w_k.npy": npy_bytes((2, 2))}
-    return ("beta", str(write_npz(folder / "short.npz", members)))
-
-
-CLAIM = '[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n'
-HEX = "0x" + "f" * 300
-
-
-def _claims(folder: Path, text: str, *args: str, name: str = "claims.toml") -> tuple[str, ...]:
-    path = folder / name
-    path.write_text(text, encoding="utf-8")
-    return ("check", str(path), *args)
-
-
-def _hex_case(key: str) -> Case:
-    def write(folder: Path) -> tuple[str, ...]:
-        if key in ("precision", "max_seconds"):
-            return _claims(folder, f"[defaults]\n{key} = {HEX}\n" + CLAIM)
-        if key == "expect":
-            kernel = Path(__file__).resolve().parents[1] / "examples" / "attention_kernels.py"
-            probe = f'[[claim]]\nname = "p"\nprobe = "{kernel}:attention"\ndk = 16\n'
-            return _claims(folder, probe + f"expect = {HEX}\n")
-        body = CLAIM.replace('claim = "dk"', f"claim = {HEX}") if key == "claim" else CLAIM
-        return _claims(folder, body + ("" if key == "claim" else f"{key} = {HEX}\n"))
-
-    return Case(write, 2, key)
-
-
-#: names from a file carrying markup, terminal escapes (clear screen, an OSC 52 clipboard write,
-#: a hyperlink), bidi overrides, a NUL, a newline and XML-illegal characters
-EVIL = "[red]x[/blue] \x1b[2J\x1b]52;c;aGk=\x07\x1b]8;;http://e.vil\x1b\\ln\x1b]8;;\x1b\\ \u202e\0\n\x01z"
-TOML_EVIL = EVIL.encode("unicode_escape").decode().replace("\\x", "\\u00")
-
-
-def _evil_gguf(fmt: str) -> Case:
-    def write(folder: Path) -> tuple[str, ...]:
-        return _audit(folder, "evil", "--format", fmt, changes={"general.name": (STR, EVIL)})
-
-    return Case(write, 0, "x[/blue]", ("gguf",))
-
-
-def _evil_claims(fmt: str) -> Case:
-    def write(folder: Path) -> tuple[str, ...]:
-        text = CLAIM.replace('"a"', f'"{TOML_EVIL}"') + f'description = "{TOML_EVIL}"\n'
-        xml = str(folder / "report.xml")
-        return _claims(folder, text, "--format", fmt, "--samples", "1000", "--seed", "1",
-                       "--junit-xml", xml)  # fmt: skip
-
-    return Case(write, 0, "x[/blue]")
-
-
-CASES: dict[str, Case] = {
-    # --- GGUF: resource exhaustion before any check
-    "gguf d_k 4096, 8 heads": Case(
-        lambda f: _audit(f, "dk", heads=8, kv_heads=8, head_dim=4096), 2, "key_length", ("gguf",)
-    ),
-    "gguf d_k 8192": Case(
-        lambda f: _audit(f, "dk", heads=8, kv_heads=8, head_dim=8192), 2, "key_length", ("gguf",)
-    ),
-    "gguf 1 MB SentencePiece token": Case(_spm_long_token, (0, 2), "", ("gguf",)),
-    "gguf alignment 64, 2M empty strings": Case(
-        lambda f: _audit(f, "strings", alignment=64,
-                         changes={"x.junk": (ARR, Hole(STR, 2_000_000))}),  # fmt: skip
-        2, "x.junk", ("gguf",),
-    ),
-    "gguf 100M-entry uint16 array": Case(
-        lambda f: _audit(f, "array", changes={"x.big": (ARR, Hole(U16, 100_000_000))}),
-        0, "Attention logit scale", ("gguf",),
-    ),
-    # --- GGUF: exit 70, tracebacks, signal deaths
-    "gguf token_type scalar": Case(
-        lambda f: _audit(f, "ttype", changes={"tokenizer.ggml.token_type": (I32, 1)}),
-        2, "token_type", ("gguf",),
-    ),
-    **{f"gguf tensor type {t}": _type_case(t) for t in GGML},
-    "gguf NaN weights": Case(lambda f: _audit(f, "nan", poison=float("nan")), 2, "NaN", ("gguf",)),
-    "gguf inf weights": Case(lambda f: _audit(f, "inf", poison=float("inf")), 2, "inf", ("gguf",)),
-    "gguf path of 300 characters": Case(
-        lambda f: ("audit", str(f / ("x" * 300 + ".gguf"))), 2, "xxx", ("gguf",)
-    ),
-    "model path of 300 characters": Case(lambda f: ("audit", str(f / ("x" * 300))), 2, "xxx"),
-    # --- --text
-    "text 16 MB, MiniLM": Case(
-        lambda f: ("audit", "all-MiniLM-L6-v2", "--text", _english(f)), 2, "", ("minilm",)
-    ),
-    "text 16 MB, SmolLM2": Case(
-        lambda f: ("audit", "smollm2-135m", "--text", _english(f)), 2, "", ("smollm2",)
-    ),
-    "text 4M short lines, MiniLM": Case(
-        lambda f: ("audit", "all-MiniLM-L6-v2", "--text", _text(f, "a.txt", ["a"], 4_000_000)),
-        2, "", ("minilm",),
-    ),
-    "text one 16 MB line, MiniLM": Case(
-        lambda f: ("audit", "all-MiniLM-L6-v2", "--text",
-                   _text(f, "w.txt", ["word " * 3_200_000], 1)),  # fmt: skip
-        0, "too few sequences", ("minilm",),
-    ),
-    # --- BERT checkpoints
-    "config.json integer of 5000 digits": Case(
-        lambda f: _bert(f, config={"hidden_size": Raw("9" * 5000)}), 2, "hidden_size", ("tokenizers",)
-    ),
-    "tokenizer.json undeclared special token": Case(_template, 2, "tokenizer", ("tokenizers",)),
-    "tokenizer.json backtracking regex": Case(_regex, 2, "tokenizer", ("tokenizers",)),
-    "BERT NaN weights": Case(lambda f: _bert(f, poison=float("nan")), 2, "NaN", ("tokenizers",)),
-    # --- beta's .npz
-    "npz 2M heads": Case(_npz_heads, 2, "heads"),
-    "npz 9M members": Case(
-        lambda f: ("beta", str(zip_declaring_members(f / "many.npz", 9_000_000, 467_000_000))),
-        2, "members",
-    ),
-    "npz sigma_x declaring 2^45 entries": Case(_npz_sigma, 2, "sigma_x"),
-    "npz member declaring more than it holds": Case(_npz_short, 2, "w_q"),
-    "npz encrypted": Case(lambda f: ("beta", str(encrypted_npz(f / "enc.npz"))), 2, "encrypt"),
-    # --- claim files
-    "toml dotted key of 200k parts": Case(
-        lambda f: _claims(f, "a" + ".a" * 200_000 + " = 1\n" + CLAIM), 2, "dotted key"
-    ),
-    "toml integer of 5000 digits": Case(
-        lambda f: _claims(f, f"[defaults]\nseed = {'9' * 5000}\n" + CLAIM), 2, "seed"
-    ),
-    **{f"toml {HEX[:6]}… as {k}": _hex_case(k) for k in
-       ("claim", "rho", "tolerance", "precision", "max_seconds", "expect")},  # fmt: skip
-    "claim named [/]": Case(
-        lambda f: _claims(f, CLAIM.replace('"a"', '"[/]"'), "--samples", "1000", "--seed", "1",
-                          "--junit-xml", str(f / "r.xml")),  # fmt: skip
-        0, "[/]",
-    ),
-    # --- injection into the terminal and the CI report
-    **{f"gguf name with escapes, {fmt}": _evil_gguf(fmt) for fmt in
-       ("table", "markdown", "csv", "json")},  # fmt: skip
-    **{f"claim name with escapes, {fmt}": _evil_claims(fmt) for fmt in
-       ("table", "markdown", "csv", "json")},  # fmt: skip
-}
+def write_npz(path: Path, members: dict[str, bytes], *, method: int = zipfile.ZIP_STORED) -> Path:
+    """A zip of ``members`` (an .npz when they are .npy files), compressed with ``method``."""
+    with zipfile.ZipFile(path, "w", method) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path

@@ -695,10 +695,7 @@ def audit(
     cfg = ckpt.config
     chosen = parse_layers(layers, cfg.num_layers)
     limit = min(args.max_length, cfg.max_positions)
-    # the fewest tokens the text can give, planned before the tokenizer runs at all
-    plan_audit(ckpt, fewest_tokens(args.sequences, limit), chosen, args.batch_size, least=True)
-    ids, truncated = ckpt.encode_counted(args.sequences, limit)
-    plan = plan_audit(ckpt, [len(s) for s in ids], chosen, args.batch_size)
+    ids, truncated, plan = _encode_planned(ckpt, args, chosen, limit)
     start = time.perf_counter()
     counts = np.array([len(s) for s in ids], dtype=float)
     proj = _projections(ckpt, chosen)
@@ -721,6 +718,16 @@ def audit(
         truncated=truncated,
         interrupted=run.stopped_by is not None,
     )
+
+
+def _encode_planned(
+    ckpt: bert.BertCheckpoint, args: AuditArgs, chosen: Sequence[int], limit: int
+) -> tuple[list[list[int]], int, AuditPlan]:
+    """The sequences' ids, how many were cut, and the plan: checked first on the fewest tokens
+    the text can give, before the tokenizer runs at all, then on the tokens it gave."""
+    plan_audit(ckpt, fewest_tokens(args.sequences, limit), chosen, args.batch_size, least=True)
+    ids, truncated = ckpt.encode_counted(args.sequences, limit)
+    return ids, truncated, plan_audit(ckpt, [len(s) for s in ids], chosen, args.batch_size)
 
 
 def _decoder_named(model: str | os.PathLike[str]) -> bool:
