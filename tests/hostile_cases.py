@@ -361,6 +361,7 @@ GGUF_CASES: dict[str, Case] = {
     "gguf truncated while the audit runs": Case(
         lambda f: _audit(f, "cut"), 2, "changed while it was read", ("gguf",), "truncate_after_load"
     ),
+    **{f"gguf name with escapes, {fmt}": _evil_gguf(fmt) for fmt in FORMATS},
     "gguf path of 300 characters": Case(
         lambda f: ("audit", str(f / ("x" * 300 + ".gguf"))), 2, "File name too long", ("gguf",)
     ),
@@ -448,7 +449,7 @@ NPZ_CASES: dict[str, Case] = {
     **{f"npz file name with escapes, {f}": Case(_evil_weights(f), 0, "x1b") for f in FORMATS[:3]},
 }
 
-TOML_CASES: dict[str, Case] = {
+CLAIM_CASES: dict[str, Case] = {
     "toml dotted key of 200k parts": Case(
         lambda f: _claims(f, "a" + ".a" * 200_000 + " = 1\n" + CLAIM), 2, "more than 16 parts"
     ),
@@ -475,10 +476,9 @@ TOML_CASES: dict[str, Case] = {
         after=_junit_names("[/]"),
     ),
     **{f"claim name with escapes, {fmt}": _evil_claims(fmt) for fmt in FORMATS},
-    **{f"gguf name with escapes, {fmt}": _evil_gguf(fmt) for fmt in FORMATS},
 }
 
-CASES: dict[str, Case] = GGUF_CASES | BERT_CASES | TEXT_CASES | NPZ_CASES | TOML_CASES
+CASES: dict[str, Case] = GGUF_CASES | BERT_CASES | TEXT_CASES | NPZ_CASES | CLAIM_CASES
 
 
 # --- the runner -----------------------------------------------------------------------------------
