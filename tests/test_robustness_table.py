@@ -387,8 +387,8 @@ def test_sigterm_acts_within_a_chunk_of_tokenising(runner, tmp_path: Path) -> No
     if _missing(("tokenizers",)):
         pytest.skip("tokenizers is not installed")
     args = ("audit", str(tiny_bert(tmp_path / "bert")), "--text", english(tmp_path))
-    ran = runner.run(args, tmp_path, hook="sigterm_while_tokenising", limit=HOSTILE_MEMORY,
-                     timeout=HOSTILE_SECONDS)  # fmt: skip
+    hook = "sigterm_while_tokenising"
+    ran = runner.run(args, tmp_path, hook=hook, limit=HOSTILE_MEMORY, timeout=HOSTILE_SECONDS)
     ended = time.time()
     assert ran.code == 143, ran.err
     assert ran.err.strip() == "varcheck: terminated before any result"

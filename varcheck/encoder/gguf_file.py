@@ -23,7 +23,7 @@ import importlib.util
 import os
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,11 @@ class TensorInfo:
     nbytes: int
     offset: int = 0
     type_code: int = 0
+
+    def _replace_offset(self, offset: int) -> TensorInfo:
+        return TensorInfo(
+            self.name, self.shape, self.type_name, self.nbytes, offset, self.type_code
+        )
 
     @property
     def rows(self) -> int:
@@ -232,8 +237,8 @@ def _walk_metadata(w: _Walker) -> tuple[int, dict[str, Any]]:
     # each pair needs at least a key length, a type and a one-byte value: bound before looping
     w.need(n_kv * 13, f"{n_kv} metadata entries")
     w.need(n_tensors * 32, f"{n_tensors} tensor records")
-    for count, what, limit in ((n_kv, "metadata entries", MAX_METADATA),
-                               (n_tensors, "tensor records", MAX_TENSORS)):  # fmt: skip
+    limits = ((n_kv, "metadata entries", MAX_METADATA), (n_tensors, "tensor records", MAX_TENSORS))
+    for count, what, limit in limits:
         if count > limit:
             raise w.fail(f"the header declares {count:,} {what}; accepted: at most {limit:,}")
     metadata: dict[str, Any] = {}
@@ -280,8 +285,7 @@ def _walk_tensors(w: _Walker, count: int, alignment: int) -> list[TensorInfo]:
                 f"truncated or corrupt GGUF file: tensor {_cut(info.name)!r} ends at byte {end}, "
                 f"the file has {w.size}"
             )
-        out.append(TensorInfo(info.name, info.shape, info.type_name, info.nbytes, start + offset,
-                              info.type_code))  # fmt: skip
+        out.append(replace(info, offset=start + offset))
     if len({t.name for t in out}) < len(out):
         raise w.fail("two tensors have the same name")
     return out

@@ -188,8 +188,9 @@ def _byte_level(tokenizers: Any, file: GGUFFile) -> GGUFTokenizer:
     if any(len(p) != 2 for p in pairs):
         raise VarcheckError(f"{where}: a tokenizer.ggml.merges entry is not two tokens")
     tok = tokenizers.Tokenizer(tokenizers.models.BPE(vocab=vocab, merges=pairs))
-    pre = file.get("tokenizer.ggml.pre", "default")
-    tok.pre_tokenizer = _pre_tokenizer(tokenizers, str(pre), where)
+    tok.pre_tokenizer = _pre_tokenizer(
+        tokenizers, str(file.get("tokenizer.ggml.pre", "default")), where
+    )
     tok.decoder = tokenizers.decoders.ByteLevel()
     special = [
         tokenizers.AddedToken(t, special=True, normalized=False)
@@ -197,7 +198,8 @@ def _byte_level(tokenizers: Any, file: GGUFFile) -> GGUFTokenizer:
         if kind_id in _SPECIAL_TYPES
     ]
     tok.add_special_tokens(special)
-    return GGUFTokenizer(tok, _bos(file, len(tokens)), str(pre), where, _longest(tokens))
+    pre = str(file.get("tokenizer.ggml.pre"))
+    return GGUFTokenizer(tok, _bos(file, len(tokens)), pre, where, _longest(tokens))
 
 
 def _longest(tokens: list[str]) -> int:
@@ -214,8 +216,9 @@ def _bos(file: GGUFFile, n_tokens: int) -> int | None:
     return bos if add_bos else None
 
 
-def _ranked_merges(file: GGUFFile, vocab: dict[str, int], types: list[int],
-                   scores: list[float]) -> list[tuple[str, str]]:  # fmt: skip
+def _ranked_merges(
+    file: GGUFFile, vocab: dict[str, int], types: list[int], scores: list[float]
+) -> list[tuple[str, str]]:
     """Every split of a normal token into two tokens, ranked by the merged token's score.
 
     Only cuts where both halves have a length some token has can find two tokens, so those
