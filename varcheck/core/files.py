@@ -18,6 +18,7 @@ into float32 arrays several times larger anyway.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -126,7 +127,7 @@ def path_exists(path: str | os.PathLike[str]) -> bool:
     except FileNotFoundError:
         return False
     except (OSError, ValueError) as exc:
-        if getattr(exc, "errno", None) in (2, 20):  # ENOENT, ENOTDIR
+        if getattr(exc, "errno", None) in (errno.ENOENT, errno.ENOTDIR):
             return False
         reason = getattr(exc, "strerror", None) or str(exc)
         raise VarcheckError(f"{cut(os.fspath(path))}: cannot use this path ({reason})") from None
