@@ -370,6 +370,7 @@ class GGUFFile:
         return self.metadata.get(key, default)
 
     def info(self, name: str) -> TensorInfo:
+        """Tensor ``name``'s record; a clear error when the file lacks it."""
         if name not in self.tensors:
             raise VarcheckError(f"{self.path}: no tensor {name!r} (not a complete model file)")
         return self.tensors[name]
