@@ -415,7 +415,7 @@ TEXT_CASES: dict[str, Case] = {
     "text 4M short lines, MiniLM": Case(
         lambda f: ("audit", "all-MiniLM-L6-v2", "--text", _text(f, "a.txt", ["a"], 4_000_000)),
         2,
-        "at least 12,000,000 tokens",
+        "at least 8,000,000 tokens",
         ("minilm",),
     ),
     "text one 16 MB line, MiniLM": Case(

@@ -814,7 +814,9 @@ def audit_decoder(
     cfg = mdl.config
     chosen = parse_layers(layers, cfg.num_layers)
     limit = min(args.max_length, cfg.context_length)
-    # the fewest tokens the text can give, planned before the tokenizer runs at all
+    # the fewest tokens the text can give (one a line, then by its bytes), planned before the
+    # tokenizer runs at all
+    plan_decoder(mdl, [1] * len(args.sequences), chosen, least=True)
     plan_decoder(mdl, mdl.tokenizer.fewest_tokens(args.sequences, limit), chosen, least=True)
     ids, truncated = mdl.tokenizer.encode_batch(args.sequences, limit)
     ids = [s for s in ids if s]

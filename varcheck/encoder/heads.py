@@ -724,7 +724,9 @@ def _encode_planned(
     ckpt: bert.BertCheckpoint, args: AuditArgs, chosen: Sequence[int], limit: int
 ) -> tuple[list[list[int]], int, AuditPlan]:
     """The sequences' ids, how many were cut, and the plan: checked first on the fewest tokens
-    the text can give, before the tokenizer runs at all, then on the tokens it gave."""
+    the text can give (two a line, then one more a word), before the tokenizer runs at all, then
+    on the tokens it gave."""
+    plan_audit(ckpt, [2] * len(args.sequences), chosen, args.batch_size, least=True)
     plan_audit(ckpt, fewest_tokens(args.sequences, limit), chosen, args.batch_size, least=True)
     ids, truncated = ckpt.encode_counted(args.sequences, limit)
     return ids, truncated, plan_audit(ckpt, [len(s) for s in ids], chosen, args.batch_size)
