@@ -692,7 +692,9 @@ def plan_decoder(
     padded = tokens + len(lengths) * width / 4  # sorted by length: little padding
     block = (2 * n_heads * dk * d + 2 * cfg.num_kv_heads * dk * d + 3 * d * f) * 4.0
     rows = 0 if least else min(tokens, cfg.vocab_size) if unique is None else unique
-    work = batch * width * (6 * 8 * n_heads * width + 3 * 4 * f + 8 * 4 * d)
+    # one batch: about 9 float64 arrays of its logits (the distance sums' gather and masks, the
+    # softmax and entropy), the feed-forward and projection activations
+    work = batch * width * (9 * 8 * n_heads * width + 3 * 4 * f + 8 * 4 * d)
     sums = 2 * 8.0 * len(lengths) * n_heads * len(distance_bands(width))
     # Σ u uᵀ per head (with a batch's product and their sum), W_q and W_k in float64, and a
     # head's second moments, covariances and RoPE terms while its row is made: all d_k² or d·d_k
