@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
+import struct
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,3 +38,23 @@ def random_bert_weights(
             t[p + ln + ".weight"] = 1 + rng.normal(0, 0.1, d)
             t[p + ln + ".bias"] = rng.normal(0, 0.1, d)
     return t
+
+
+def write_safetensors(path: Path, tensors: dict[str, np.ndarray], header: Any = None) -> Path:
+    """A safetensors file (8-byte header length, JSON header, data), written without the
+    safetensors package; ``header`` replaces the header written."""
+    entries: dict[str, Any] = {}
+    data = b""
+    codes = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64", np.dtype(np.float16): "F16"}
+    for name, arr in tensors.items():
+        raw = np.ascontiguousarray(arr).tobytes()
+        entries[name] = {
+            "dtype": codes[arr.dtype],
+            "shape": list(arr.shape),
+            "data_offsets": [len(data), len(data) + len(raw)],
+        }
+        data += raw
+    text = json.dumps(entries if header is None else header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+    return path

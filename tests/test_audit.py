@@ -200,7 +200,7 @@ WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away", "."
 
 def _tiny_checkpoint(folder, *, prefix="", config_changes=None, drop=None):
     """A random 2-layer BERT (2 heads of 4) with a word-piece vocabulary, saved as safetensors."""
-    from safetensors.numpy import save_file
+    from bert_weights import write_safetensors
 
     rng = np.random.default_rng(20240611)
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
@@ -208,8 +208,8 @@ def _tiny_checkpoint(folder, *, prefix="", config_changes=None, drop=None):
     t = random_bert_weights(rng, d=d, inter=f, layers=layers, vocab=len(vocab), positions=16)
     for name in drop or ():
         del t[name]
-    save_file(
-        {prefix + k: v.astype(np.float32) for k, v in t.items()}, folder / "model.safetensors"
+    write_safetensors(
+        folder / "model.safetensors", {prefix + k: v.astype(np.float32) for k, v in t.items()}
     )
     config = {
         "model_type": "bert",
@@ -298,10 +298,10 @@ def test_missing_files(tmp_path):
 def test_missing_extra_is_one_clear_line(monkeypatch, tmp_path):
     import sys
 
-    monkeypatch.setitem(sys.modules, "safetensors", None)  # find_spec then reports it absent
-    (tmp_path / "model.safetensors").write_bytes(b"")
+    folder = _tiny_checkpoint(tmp_path)  # its weights are read by varcheck itself
+    monkeypatch.setitem(sys.modules, "tokenizers", None)  # find_spec then reports it absent
     with pytest.raises(VarcheckError, match=r"pip install safetensors tokenizers gguf"):
-        bert.load_checkpoint(tmp_path)
+        bert.load_checkpoint(folder)
 
 
 @needs_extra
@@ -620,8 +620,8 @@ def test_cli_not_bert_exit_2(run_cli, tmp_path):
 def test_cli_missing_extra_exit_2(run_cli, monkeypatch, tmp_path):
     import sys
 
+    folder = _tiny_checkpoint(tmp_path)
     monkeypatch.setitem(sys.modules, "tokenizers", None)
-    (tmp_path / "model.safetensors").write_bytes(b"")
-    result = run_cli("audit", str(tmp_path))
+    result = run_cli("audit", str(folder))
     assert result.exit_code == 2
     assert "pip install safetensors tokenizers gguf" in result.output

@@ -238,29 +238,26 @@ def _fake_checkpoint(d=384, f=1536, heads_=12, layers=6, weights_bytes=90e6):
 
 
 def test_plan_accepts_the_built_in_text_size():
-    ids = [[0] * 16] * 42
-    plan = plan_audit(_fake_checkpoint(), ids, range(6), 32)
+    plan = plan_audit(_fake_checkpoint(), [16] * 42, range(6), 32)
     assert plan.batch_size == 32 and plan.memory_bytes < 2**30 and plan.seconds < 60
 
 
 def test_plan_refuses_too_much_memory_in_one_line():
-    ids = [[0] * 512] * 200
     with pytest.raises(VarcheckError) as info:
-        plan_audit(_fake_checkpoint(d=65536, f=4096), ids, [0], 32)
+        plan_audit(_fake_checkpoint(d=65536, f=4096), [512] * 200, [0], 32)
     message = str(info.value)
     _one_line(message, "GiB of memory (limit 4 GiB); accepted: a shorter --text")
     assert "200 sequences (102,400 tokens, up to 512 each) through 1 layer" in message
 
 
 def test_plan_refuses_too_long_a_run_in_one_line():
-    ids = [[0] * 128] * 200
     with pytest.raises(VarcheckError) as info:
-        plan_audit(_fake_checkpoint(layers=1000), ids, range(1000), 32)
+        plan_audit(_fake_checkpoint(layers=1000), [128] * 200, range(1000), 32)
     _one_line(str(info.value), "s (limit 1,800 s); accepted: a shorter --text, a smaller")
 
 
 def test_plan_cuts_the_batch_to_fit_long_sequences():
-    plan = plan_audit(_fake_checkpoint(heads_=16, d=1024, f=4096), [[0] * 512] * 64, [0], 32)
+    plan = plan_audit(_fake_checkpoint(heads_=16, d=1024, f=4096), [512] * 64, [0], 32)
     assert 1 <= plan.batch_size < 32
 
 

@@ -161,7 +161,8 @@ def test_file_precision_is_checked_with_the_command_lines_cap(tmp_path: Path) ->
     assert load_check_file(path).precision == 1e-9
     with pytest.raises(VarcheckError, match="precision 1e-09 needs"):
         check(path, seed=1)
-    assert check(path, seed=1, max_seconds=0.3).exit_code in (0, 3)
+    # a verdict, or no interval when a loaded machine drew fewer than 200 blocks in the cap
+    assert check(path, seed=1, max_seconds=0.3).exit_code in (0, 3, 4)
 
 
 def test_a_files_budget_is_checked_over_all_its_tests(tmp_path: Path) -> None:

@@ -147,12 +147,12 @@ def test_impossible_tensor_shape(tmp_path: Path) -> None:
 def test_only_regular_files(tmp_path: Path) -> None:
     folder = tmp_path / "folder.gguf"
     folder.mkdir()
-    _refused(folder, "is not a regular file")
+    _refused(folder, "a folder, not a regular file")
     if hasattr(os, "mkfifo"):
         fifo = tmp_path / "pipe.gguf"
         os.mkfifo(fifo)
-        _refused(fifo, "is not a regular file")  # and does not block opening it
-    _refused(tmp_path / "missing.gguf", "cannot read it")
+        _refused(fifo, "a FIFO (named pipe), not a regular file")  # and does not block opening it
+    _refused(tmp_path / "missing.gguf", "cannot read the GGUF file")
 
 
 def test_unsupported_tokenizer(tmp_path: Path) -> None:
@@ -182,20 +182,25 @@ def test_config_and_tensors(tiny: Path) -> None:
     assert model.file.tensor("token_embd.weight", [3, 5]).shape == (2, 32)
 
 
-def test_fast_reader_matches_gguf_reader(tiny: Path) -> None:
-    """The reader told where the metadata ends gives the very tensors gguf's full reader does."""
+def test_reader_matches_gguf_reader(tiny: Path) -> None:
+    """varcheck's own walk and reads give the very metadata keys, offsets and tensors that the
+    gguf package's full reader does."""
     import gguf
 
     from varcheck.encoder.gguf_file import open_gguf
 
-    fast = open_gguf(tiny)
-    full = {t.name: t for t in gguf.GGUFReader(str(tiny)).tensors}
-    assert set(fast.records) == set(full)
-    for name, record in fast.records.items():
-        assert record.data_offset == full[name].data_offset
-        np.testing.assert_array_equal(np.asarray(record.data), np.asarray(full[name].data))
-    reader_fields = {k for k in gguf.GGUFReader(str(tiny)).fields if not k.startswith("GGUF.")}
-    assert set(fast.metadata) == reader_fields
+    ours = open_gguf(tiny)
+    full = gguf.GGUFReader(str(tiny))
+    theirs = {t.name: t for t in full.tensors}
+    assert set(ours.tensors) == set(theirs)
+    for name, info in ours.tensors.items():
+        assert info.offset == theirs[name].data_offset
+        np.testing.assert_array_equal(
+            ours.raw(name).reshape(-1), np.asarray(theirs[name].data).reshape(-1)
+        )
+        expected = gguf.quants.dequantize(theirs[name].data, theirs[name].tensor_type)
+        np.testing.assert_array_equal(ours.tensor(name), expected.reshape(info.shape))
+    assert set(ours.metadata) == {k for k in full.fields if not k.startswith("GGUF.")}
 
 
 def test_tokenizer_from_metadata(tiny: Path) -> None:

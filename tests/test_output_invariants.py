@@ -21,6 +21,8 @@ import statistics
 import numpy as np
 import pytest
 
+from varcheck.output.text import markdown
+
 # --- running each command once per argument list ------------------------------------------------
 
 _RUNS: dict[tuple[str, ...], tuple[int, str]] = {}
@@ -157,8 +159,8 @@ def assert_markdown_records(
                 assert cell == str(value), key
             elif value is None or isinstance(value, float):
                 assert md_number_matches(cell, value), (key, cell, value)
-            else:
-                assert cell == str(value), key
+            else:  # text is shown as text: Markdown's syntax characters escaped
+                assert cell == markdown(value), key
 
 
 def formats(run_cli, *args: str) -> tuple[int, dict, tuple[dict, list], list]:

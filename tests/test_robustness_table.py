@@ -1,16 +1,19 @@
-"""Bounded and interruptible (#17): every case of the issue in sweep, assert and check, and every
-option of those commands at 0, negative, NaN, inf, 1e308, 1e-320, huge and empty, each with its
-expected exit code.
+"""Bounded and interruptible: hostile options, claim expressions and files, each with its exit
+code, in sweep, assert, check, audit, beta and probe.
 
 Cases that could hang or eat memory if a guard regressed (claim expressions, devices, FIFOs,
-huge files and budgets) run in subprocesses under a memory limit (RLIMIT_AS) and a timeout,
-several at a time; the option matrix is refused (or runs a tiny budget) in milliseconds and runs
-in-process. Every exit 2 must be one short line on stderr, with nothing on stdout.
+huge budgets) run in subprocesses under a memory limit (RLIMIT_AS) and a timeout, several at a
+time; the option matrix is refused (or runs a tiny budget) in milliseconds and runs in-process.
+Files someone hands varcheck (GGUF and safetensors checkpoints, tokenizers, texts, .npz weights,
+claim files: ``hostile_cases.py``) each run in a child forked from a server that imported
+varcheck once, under 1.5 GiB of address space and a 20 s deadline. Every exit 2 must be one
+short line on stderr, with nothing on stdout; no run may print a raw control character.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -309,3 +312,85 @@ def test_option_edges(
         code = 2
     _expect_clean(res.exit_code, code, res.stdout, res.stderr)
     assert time.monotonic() - start < 10
+
+
+# --- files someone hands varcheck (forked children, 1.5 GiB, 20 s) -----------------------------
+
+#: the address space and time each hostile file may take
+HOSTILE_MEMORY = 1536 << 20
+HOSTILE_SECONDS = 20.0
+#: characters a terminal or an XML parser acts on (tab and newline are text)
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.fixture(scope="module")
+def runner():
+    """One fork server per test process."""
+    from hostile_cases import Runner
+
+    return Runner()
+
+
+def _missing(needs: tuple[str, ...]) -> str | None:
+    """Why a case cannot run here (an optional package or checkpoint absent), or None."""
+    import importlib.util
+
+    for need in needs:
+        if need == "minilm":
+            from varcheck.encoder.bert import bundled_minilm_path
+
+            found = bundled_minilm_path() is not None
+        elif need == "smollm2":
+            from varcheck.encoder.decoder import bundled_smollm2_path
+
+            found = bundled_smollm2_path() is not None
+        else:
+            found = importlib.util.find_spec(need) is not None
+        if not found or not all(importlib.util.find_spec(m) for m in ("tokenizers", "gguf")):
+            return f"{need} is not installed (make setup installs it)"
+    return None
+
+
+def _hostile_names() -> list[str]:
+    from hostile_cases import CASES
+
+    return list(CASES)
+
+
+@pytest.mark.parametrize("name", _hostile_names())
+def test_hostile_file(runner, tmp_path: Path, name: str) -> None:
+    """Guards against a file (or a text, or a name in one) that costs unbounded memory or time,
+    kills the process, ends in a traceback or exit 70, or writes markup or control codes to the
+    terminal or the CI report: exit 2 in one line, or a normal result."""
+    from hostile_cases import CASES
+
+    case = CASES[name]
+    reason = _missing(case.needs)
+    if reason:
+        pytest.skip(reason)
+    args = case.write(tmp_path)
+    ran = runner.run(args, tmp_path, hook=case.hook, limit=HOSTILE_MEMORY, timeout=HOSTILE_SECONDS)
+    _expect_clean(ran.code, case.code, ran.out, ran.err)
+    assert case.fragment in (ran.err if case.code == 2 else ran.out), ran.err or ran.out[:2000]
+    assert not RAW_CONTROL.search(ran.out + ran.err)
+    assert ran.peak is not None and ran.peak < HOSTILE_MEMORY
+    if case.after is not None:
+        case.after(tmp_path)
+
+
+def test_sigterm_acts_within_a_chunk_of_tokenising(runner, tmp_path: Path) -> None:
+    """Guards against SIGTERM waiting for the tokenizer to finish a 16 MB text (tens of
+    seconds): the text is encoded in chunks, and the signal acts between two."""
+    from hostile_cases import english
+    from hostile_files import tiny_bert
+
+    if _missing(("tokenizers",)):
+        pytest.skip("tokenizers is not installed")
+    args = ("audit", str(tiny_bert(tmp_path / "bert")), "--text", english(tmp_path))
+    hook = "sigterm_while_tokenising"
+    ran = runner.run(args, tmp_path, hook=hook, limit=HOSTILE_MEMORY, timeout=HOSTILE_SECONDS)
+    ended = time.time()
+    assert ran.code == 143, ran.err
+    assert ran.err.strip() == "varcheck: terminated before any result"
+    # a chunk of 256k characters takes a fraction of a second on a loaded core
+    assert ended - float((tmp_path / "killed_at").read_text()) < 5

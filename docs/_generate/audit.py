@@ -32,6 +32,8 @@ from varcheck.encoder.heads import (
     jackknife_intervals,
 )
 from varcheck.encoder.render import layer_cells
+from varcheck.encoder.safetensors_file import MAX_HEADER_BYTES, MAX_TENSORS
+from varcheck.encoder.tokenizing import CHARS_PER_TOKEN
 from varcheck.output.formats import fmt
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -508,10 +510,18 @@ with one line naming it, the estimate and the limit (exit 2):
   intermediate_size 1–262,144, max_position_embeddings 3–1,048,576; `384.0` is read as 384,
   `384.9`, `1e400`, `"x"` or `true` are refused. `layer_norm_eps` must be a number in (0, 1).
 - `tokenizer.json` and `vocab.txt` are read only as regular files of at most
-  {bert.MAX_TOKENIZER_BYTES // 2**20} MiB; a `vocab.txt` must be UTF-8 with `[CLS]`, `[SEP]` and `[UNK]` lines.
-- `model.safetensors` must be a regular file whose tensors, with their float32 copies, fit in
-  {bert.MAX_MEMORY_BYTES // 2**30} GiB.
-- `--text` is read only as a regular file of at most {MAX_TEXT_BYTES // 2**20} MiB of UTF-8.
+  {bert.MAX_TOKENIZER_BYTES // 2**20} MiB; a `vocab.txt` must be UTF-8 with `[CLS]`, `[SEP]` and `[UNK]` lines. Whatever the
+  `tokenizers` library raises on them, a Rust panic included (a template naming an undeclared
+  special token, a regular expression that backtracks past its limit), is one line.
+- `model.safetensors` is read by varcheck itself, with `pread` rather than a memory map: its
+  header (at most {MAX_HEADER_BYTES // 2**20} MiB and {MAX_TENSORS:,} tensors, known dtypes, every tensor's bytes matching
+  its shape inside the file) is checked whole, and its tensors as float32 must fit in
+  {bert.MAX_MEMORY_BYTES // 2**30} GiB, before any is read. NaN or infinite weights are refused, and so is a forward
+  pass that overflows.
+- `--text` is read only as a regular file of at most {MAX_TEXT_BYTES // 2**20} MiB of UTF-8. Each line is cut to
+  {CHARS_PER_TOKEN} characters per token of `--max-length` (counted as cut), the plan below is checked on
+  the fewest tokens the text can give before the tokenizer runs, and the text is tokenised in
+  chunks between which Ctrl-C and SIGTERM act.
 - `--layers` is checked against the model's layers before any range is built (`0-99999999999999999999`
   is one line, not a memory error).
 - From the token counts, the audit estimates its memory (weights, the float32 hidden states of

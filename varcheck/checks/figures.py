@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..output.figures import require_matplotlib, save_figure
 from ..output.formats import confidence_label
+from ..output.text import visible
 
 if TYPE_CHECKING:
     from .sweep import SweepResult, SweepRow
@@ -108,9 +109,11 @@ def plot_sweep(result: SweepResult, path: str) -> None:
     left_out = len(result.rows) - len(rows)
     note = f" · {left_out} rows without an estimate not drawn" if left_out else ""
     fig.suptitle(
-        f"{sweep_title(result)}\n{confidence_label(result.confidence)} intervals · verdicts "
+        visible(sweep_title(result))  # a user's claim and sampler: text, not mathtext
+        + f"\n{confidence_label(result.confidence)} intervals · verdicts "
         f"Holm-adjusted · seed {result.seed}{note}",
         fontsize=10,
+        parse_math=False,
     )
     save_figure(fig, path)
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.estimation import MIN_BLOCKS
 from ..core.verdicts import CONSISTENT, INTERRUPTED, OUTCOME_RANK, marginal_only
 from ..output import formats
+from ..output import text as shown_text
 from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
 
 if TYPE_CHECKING:
@@ -250,7 +251,9 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
 
     def build(keep: list[int]) -> Table:
         table = Table(
-            title=f"{sweep_title(result)} · seed {result.seed} · {conf} intervals",
+            title=shown_text.markup(
+                f"{sweep_title(result)} · seed {result.seed} · {conf} intervals"
+            ),
             caption=caption,
             caption_justify="left",
         )
@@ -550,12 +553,14 @@ VERIFY_INTERRUPTED_NOTE = (
 def _print_verify(result: VerifyResult, console: Console) -> None:
     style = formats.VERDICT_STYLE.get(result.outcome, "")
     head, *rest = verify_paragraph(result).splitlines()
-    for part in _hanging(head, console.width, "    "):
-        console.print(f"[{style}]{part}[/]" if style else part, highlight=False)
-    for line in rest:
+    # the paragraph holds a user's claim, sampler path and arguments: text, never markup
+    for part in _hanging(shown_text.visible(head), console.width, "    "):
+        styled_part = f"[{style}]{shown_text.markup(part)}[/]" if style else part
+        console.print(styled_part, highlight=False, markup=bool(style))
+    for line in map(shown_text.visible, rest):
         if line.startswith("  reproduce: "):
             # a long reproduce command stays one line to copy, whatever the width
-            console.print(line, highlight=False, soft_wrap=True)
+            console.print(line, highlight=False, soft_wrap=True, markup=False)
             continue
         for part in _hanging(line, console.width, "      "):
             console.print(part, highlight=False, markup=False)
@@ -663,8 +668,8 @@ def render_check_table(result: CheckResult, console: Console) -> None:
                ("p (Holm)", 1), ("outcome", 0)]  # fmt: skip
     cells = [
         [
-            co.spec.name if i == 0 else "",
-            _asserts(co.spec, r) if i == 0 else "",
+            shown_text.markup(co.spec.name) if i == 0 else "",
+            shown_text.markup(_asserts(co.spec, r)) if i == 0 else "",
             str(r.dk),
             # the band of a tolerance claim in a column never left out (asserts may be)
             fmt(r.claim_value) + ("" if r.tolerance is None else f" ±{100 * r.tolerance:.3g}%"),
@@ -679,7 +684,9 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     ]
 
     def build(keep: list[int]) -> Table:
-        table = Table(title=check_title(result), caption=caption, caption_justify="left")
+        table = Table(
+            title=shown_text.markup(check_title(result)), caption=caption, caption_justify="left"
+        )
         for i in keep:
             name = columns[i][0]
             if name == "claim":
@@ -712,12 +719,14 @@ def render_check_table(result: CheckResult, console: Console) -> None:
         )
     for co in result.claims:
         for r in co.results:
+            name = shown_text.visible(co.spec.name)
             if r.min_samples is not None:
-                console.print(f"  {co.spec.name} d_k={r.dk}: unreliable: {r.reason}")
+                console.print(f"  {name} d_k={r.dk}: unreliable: {r.reason}", markup=False)
             if r.outcome == "inconclusive" and r.more_samples:
                 console.print(
-                    f"  {co.spec.name} d_k={r.dk}: {r.reason}; about "
-                    f"{r.more_samples:,} more {_unit(r)} would settle it"
+                    f"  {name} d_k={r.dk}: {r.reason}; about "
+                    f"{r.more_samples:,} more {_unit(r)} would settle it",
+                    markup=False,
                 )
     if _check_time_limited(result):
         console.print(TIME_LIMITED_NOTE)
@@ -781,7 +790,10 @@ def _junit_paragraph(result: CheckResult, spec: Any, row: VerifyResult, rerun: s
 
 def check_to_junit(result: CheckResult) -> str:
     """JUnit XML: one test case per claim; fail → <failure>, inconclusive → <failure
-    type="inconclusive">, no valid test → <error>."""
+    type="inconclusive">, no valid test → <error>.
+
+    Names, messages and paragraphs pass through :func:`~varcheck.output.text.xml`: a control
+    character or a byte XML forbids in a claim file cannot make the report ill-formed."""
     import xml.etree.ElementTree as ET
 
     failures = sum(co.outcome in ("fail", "inconclusive") for co in result.claims)
@@ -792,7 +804,7 @@ def check_to_junit(result: CheckResult) -> str:
         suites,
         "testsuite",
         {
-            "name": check_title(result),
+            "name": shown_text.xml(check_title(result)),
             "tests": str(len(result.claims) + result.interrupted),
             "failures": str(failures),
             "errors": str(errors),
@@ -809,10 +821,13 @@ def check_to_junit(result: CheckResult) -> str:
         ET.SubElement(props, "property", {"name": key, "value": str(value)})
     for co in result.claims:
         case = ET.SubElement(
-            suite, "testcase", {"classname": "varcheck.check", "name": co.spec.name}
+            suite, "testcase", {"classname": "varcheck.check", "name": shown_text.xml(co.spec.name)}
         )
         rerun = rerun_command(result)
-        details = "\n\n".join(_junit_paragraph(result, co.spec, r, rerun) for r in co.results)
+        details = shown_text.xml(
+            "\n\n".join(_junit_paragraph(result, co.spec, r, rerun) for r in co.results),
+            multiline=True,
+        )
         bad = [r for r in co.results if r.outcome != "pass"]
         if co.outcome == "pass":
             ET.SubElement(case, "system-out").text = details
@@ -820,7 +835,9 @@ def check_to_junit(result: CheckResult) -> str:
         first = max(bad, key=lambda r: OUTCOME_RANK[r.outcome])
         message = f"{co.outcome}: {first.reason}{_junit_reading(co.spec, first)} (d_k={first.dk})"
         tag = "error" if co.outcome in ("unreliable", "infinite") else "failure"
-        ET.SubElement(case, tag, {"message": message, "type": co.outcome}).text = details
+        ET.SubElement(
+            case, tag, {"message": shown_text.xml(message), "type": co.outcome}
+        ).text = details
     if result.interrupted:
         case = ET.SubElement(
             suite, "testcase", {"classname": "varcheck.check", "name": "interrupted"}

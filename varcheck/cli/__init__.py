@@ -126,8 +126,11 @@ def _short(word: str) -> str:
 
 
 def _error(prefix: str, message: str) -> None:
-    """One line; every value it repeats cut (most are already, this catches the rest)."""
-    line = " ".join(_short(word) for word in message.split())
+    """One line; every value it repeats cut (most are already, this catches the rest), and any
+    control character a file name or a value holds shown as its escape, never acted on."""
+    from ..output.text import visible
+
+    line = visible(" ".join(_short(word) for word in message.split()))
     if len(line) > _LINE:
         line = line[: _LINE - 1] + "…"
     click.echo(f"{prefix}: error: {line}", err=True)

@@ -4,17 +4,29 @@ A path a user gives may be a FIFO (an ``open`` that waits forever for a writer),
 (a read that never ends), a folder, or a file far larger than any input varcheck needs. Every
 reader goes through :func:`read_bytes` (or :func:`read_text`), which refuses all of these before
 reading, and reads at most the limit even when the file grows meanwhile.
+
+Large files read piece by piece (a GGUF model, a safetensors checkpoint, the end of a zip
+archive) go through :class:`PinnedFile`, which reads at offsets with ``pread`` instead of
+mapping the file into memory: a file truncated or rewritten by another process while varcheck
+reads it is then one line (``... changed while it was read``), where a memory map would kill
+the process with SIGBUS. A SIGBUS handler cannot do that job in Python: the signal arrives
+inside numpy's copy loop, and Python runs its handlers only between bytecodes, so the faulting
+load would repeat for ever. The price is one copy of the bytes read, which the readers turn
+into float32 arrays several times larger anyway.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
+from collections.abc import Callable, Iterator
 
 from ..errors import VarcheckError
 from .options import cut
 
-__all__ = ["MIB", "read_bytes", "read_text", "regular_file"]
+__all__ = ["MIB", "PinnedFile", "path_exists", "read_bytes", "read_text", "regular_file"]
 
 #: one mebibyte, the unit limits are stated in
 MIB = 1 << 20
@@ -105,3 +117,82 @@ def read_text(path: str | os.PathLike[str], what: str, limit: int) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _refuse(path, what, f"not UTF-8 text: byte {exc.start} is invalid") from None
+
+
+def path_exists(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names something; a name the system refuses (too long, a NUL) is refused
+    in one line instead of raising ``OSError``."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError) as exc:
+        if getattr(exc, "errno", None) in (errno.ENOENT, errno.ENOTDIR):
+            return False
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise VarcheckError(f"{cut(os.fspath(path))}: cannot use this path ({reason})") from None
+    return True
+
+
+class PinnedFile:
+    """A regular file read at offsets, that notices when it changes under the reader.
+
+    The file's identity (device, inode, size, modification time) is taken when it is checked;
+    every read opens it again, compares, reads with ``pread`` and compares once more, so a file
+    truncated, rewritten or replaced meanwhile is refused in one line instead of giving garbage
+    or (through a memory map) SIGBUS.
+
+    Parameters
+    ----------
+    path : path-like
+    what : str
+        What the file is, for messages ("the model").
+    limit : int, optional
+        Largest size accepted, in bytes.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], what: str, limit: int | None = None) -> None:
+        self.path = os.fspath(path)
+        self.what = what
+        self.size = regular_file(self.path, what, (1 << 62) if limit is None else limit)
+        self._identity = self._stat_identity(os.stat(self.path))
+
+    @staticmethod
+    def _stat_identity(info: os.stat_result) -> tuple[int, ...]:
+        return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+    def changed(self, how: str) -> VarcheckError:
+        """The one-line error for a file that changed while it was read."""
+        return _refuse(self.path, self.what, f"it changed while it was read: {how}")
+
+    def _check(self, fd: int) -> None:
+        if self._stat_identity(os.fstat(fd)) != self._identity:
+            raise self.changed("its size, time or inode differs from when it was opened")
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Callable[[int, int], bytes]]:
+        """Open the file once for several reads: yields ``read(offset, size)``."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError as exc:
+            raise self.changed(exc.strerror or str(exc)) from None
+        try:
+            self._check(fd)
+
+            def read(offset: int, size: int) -> bytes:
+                if offset < 0 or size < 0 or offset + size > self.size:
+                    raise self.changed(f"{size} bytes at offset {offset} lie beyond its end")
+                data = os.pread(fd, size, offset)
+                if len(data) != size:
+                    raise self.changed(f"it ends at byte {offset + len(data)}")
+                return data
+
+            yield read
+            self._check(fd)
+        finally:
+            os.close(fd)
+
+    def read(self, offset: int, size: int) -> bytes:
+        """``size`` bytes from ``offset``."""
+        with self.reading() as read:
+            return read(offset, size)

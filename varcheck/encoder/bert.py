@@ -15,6 +15,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -23,7 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from ..core.files import path_exists
 from ..errors import VarcheckError
+from .safetensors_file import read_header, read_tensors
+from .tokenizing import cut_lines, encode_in_chunks, native_errors
 
 __all__ = [
     "BertConfig",
@@ -59,8 +63,9 @@ _ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
 
 #: Largest config.json read (a real one is a few kB).
 MAX_CONFIG_BYTES = 1 << 20
-#: Largest tokenizer.json or vocab.txt read (a large multilingual tokenizer is about 20 MB).
-MAX_TOKENIZER_BYTES = 64 << 20
+#: Largest tokenizer.json or vocab.txt read (a large multilingual tokenizer is about 20 MB; the
+#: library holds about 16 times the file in memory, and a 50 MB vocab.txt took 12 s to load).
+MAX_TOKENIZER_BYTES = 32 << 20
 #: Whole-number fields of config.json: (least, most). The upper bounds are far above any real
 #: encoder (BERT-large: 1024 wide, 24 layers, 16 heads) and stop a tiny file from asking for
 #: gigabytes before a tensor is read.
@@ -193,14 +198,19 @@ class BertCheckpoint:
                 f"max_length {shown(max_length)} is out of range; accepted: 3 to "
                 f"{self.config.max_positions} (this model's positions)"
             )
-        try:
+        lines, cut = cut_lines(sentences, limit)
+        overflowing: list[bool] = []
+
+        def encode(chunk: list[str]) -> list[list[int]]:
+            encodings = self.tokenizer.encode_batch(chunk)
+            overflowing.extend(bool(enc.overflowing) for enc in encodings)
+            return [enc.ids for enc in encodings]
+
+        where = str(_tokenizer_file(self.path))
+        with native_errors(where, "set the tokenizer's truncation"):
             self.tokenizer.enable_truncation(limit)
-            encodings = self.tokenizer.encode_batch(list(sentences))
-        except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception
-            raise VarcheckError(
-                f"{self.path}: the tokenizer cannot encode the text ({shown(str(exc))})"
-            ) from None
-        return [enc.ids for enc in encodings], sum(bool(enc.overflowing) for enc in encodings)
+        ids = encode_in_chunks(encode, lines, where)
+        return ids, sum(c or o for c, o in zip(cut, overflowing, strict=True))
 
 
 @dataclass(frozen=True)
@@ -260,7 +270,7 @@ def bundled_minilm_path() -> Path | None:
 def resolve_model_path(model: str | os.PathLike[str]) -> Path:
     """The checkpoint folder for a folder, a ``.safetensors`` file, or a name in MINILM_NAMES."""
     path = Path(model).expanduser()
-    if path.exists():
+    if path_exists(path):
         folder = path if path.is_dir() else path.parent
         if path.is_file() and path.suffix != ".safetensors":
             raise VarcheckError(
@@ -320,19 +330,14 @@ def load_checkpoint(model: str | os.PathLike[str]) -> BertCheckpoint:
             "model.safetensors and tokenizer.json (or vocab.txt), or the .safetensors file "
             "(one file: sharded checkpoints are not supported)"
         )
-    _check_weights_file(weights_file)
-    _require("safetensors")
+    source, entries, base = read_header(weights_file)
+    _check_memory(weights_file, entries)
     tokenizers = _require("tokenizers")
-    safetensors_numpy = importlib.import_module("safetensors.numpy")
     config = _read_config(folder)
     tokenizer = _load_tokenizer(tokenizers, folder)
-    try:
-        raw = safetensors_numpy.load_file(str(weights_file))
-    except Exception as exc:  # noqa: BLE001 - the library raises several types for bad files
-        raise VarcheckError(
-            f"{weights_file}: cannot read the tensors ({type(exc).__name__}: {shown(str(exc))})"
-        ) from None
-    weights = _strip_prefix(raw, weights_file)
+    prefix = _prefix(entries, weights_file)
+    raw = read_tensors(source, entries, base, keep=lambda name: name.startswith(prefix))
+    weights = {name[len(prefix) :]: value for name, value in raw.items()}
     positions = weights.get("embeddings.position_embeddings.weight")
     if positions is not None and positions.ndim == 2 and positions.shape[0] >= 3:
         config = replace(config, max_positions=min(config.max_positions, positions.shape[0]))
@@ -345,22 +350,23 @@ def load_checkpoint(model: str | os.PathLike[str]) -> BertCheckpoint:
 MAX_MEMORY_BYTES = 4 << 30
 
 
-def _check_weights_file(file: Path) -> None:
-    """A regular file whose tensors, read and converted to float32, fit :data:`MAX_MEMORY_BYTES`."""
-    try:
-        info = file.stat()
-    except OSError as exc:
-        raise VarcheckError(f"{shown(str(file))}: cannot read it ({exc.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise VarcheckError(
-            f"{shown(str(file))} is not a regular file; accepted: a .safetensors file"
-        )
-    # the file's tensors and their float32 copies live together while loading
-    need = 2 * info.st_size
+def _prefix(entries: dict[str, Any], file: Path) -> str:
+    """A task model's ``bert.`` (or similar) prefix before the encoder's tensor names."""
+    anchor = "embeddings.word_embeddings.weight"
+    prefixes = [name[: -len(anchor)] for name in entries if name.endswith(anchor)]
+    if not prefixes:
+        raise VarcheckError(f"{file}: not a BERT-style checkpoint: no {anchor!r} tensor")
+    return min(prefixes, key=len)
+
+
+def _check_memory(file: Path, entries: dict[str, Any]) -> None:
+    """The tensors, read as float32, fit :data:`MAX_MEMORY_BYTES` (from the header, before any
+    is read)."""
+    need = sum(e.float32_bytes for e in entries.values())
     if need > MAX_MEMORY_BYTES:
         raise VarcheckError(
-            f"model {shown(str(file))}: loading {info.st_size / 2**30:.3g} GiB of weights needs "
-            f"about {need / 2**30:.3g} GiB (limit {MAX_MEMORY_BYTES / 2**30:.3g} GiB)"
+            f"model {shown(str(file))}: its weights take about {need / 2**30:.3g} GiB as "
+            f"float32 (limit {MAX_MEMORY_BYTES / 2**30:.3g} GiB)"
         )
 
 
@@ -374,7 +380,14 @@ def _read_config(folder: Path) -> BertConfig:
     data = read_limited(file, MAX_CONFIG_BYTES, "config file")
     try:
         raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, ValueError) as exc:  # ValueError: an int of 4300+ digits too
+        long = re.search(rb'"([^"]{1,60})"\s*:\s*-?(\d{4300,})', data)
+        if long:
+            key, digits = long.group(1).decode("utf-8", "replace"), len(long.group(2))
+            raise VarcheckError(
+                f"{file}: {key} is a number of {digits:,} digits; accepted: numbers of at most "
+                "4,300 digits (a config's counts have a few)"
+            ) from None
         raise VarcheckError(f"{file}: cannot read it as JSON ({shown(str(exc))})") from None
     except RecursionError:
         raise VarcheckError(f"{file}: cannot read it as JSON (nested too deeply)") from None
@@ -452,40 +465,33 @@ def _display_name(folder: Path) -> str:
     return folder.name or str(folder)
 
 
-def _strip_prefix(raw: dict[str, np.ndarray], file: Path) -> dict[str, np.ndarray]:
-    """Drop a task model's ``bert.`` (or similar) prefix; convert to float32."""
-    anchor = "embeddings.word_embeddings.weight"
-    prefixes = [name[: -len(anchor)] for name in raw if name.endswith(anchor)]
-    if not prefixes:
-        raise VarcheckError(f"{file}: not a BERT-style checkpoint: no {anchor!r} tensor")
-    prefix = min(prefixes, key=len)
-    out = {}
-    for name, value in raw.items():
-        if name.startswith(prefix):
-            arr = np.asarray(value)
-            out[name[len(prefix) :]] = arr.astype(np.float32) if arr.dtype.kind == "f" else arr
-    return out
+def _tokenizer_file(folder: Path) -> Path:
+    """The file the checkpoint's tokenizer is read from: tokenizer.json, else vocab.txt."""
+    file = folder / "tokenizer.json"
+    return file if file.exists() else folder / "vocab.txt"
 
 
 def _load_tokenizer(tokenizers: Any, folder: Path) -> Any:
+    """The checkpoint's tokenizer (tokenizer.json, else vocab.txt); the library's failures,
+    its panics included, are one line naming the file."""
     file = folder / "tokenizer.json"
     vocab = folder / "vocab.txt"
-    try:
-        if file.exists():
-            data = read_limited(file, MAX_TOKENIZER_BYTES, "tokenizer file")
-            tok = tokenizers.Tokenizer.from_str(data.decode("utf-8"))
-        elif vocab.exists():
-            _check_vocab(read_limited(vocab, MAX_TOKENIZER_BYTES, "vocabulary file"), vocab)
-            from tokenizers.implementations import BertWordPieceTokenizer
+    if file.exists():
+        data = read_limited(file, MAX_TOKENIZER_BYTES, "tokenizer file")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise VarcheckError(f"{file}: cannot read the tokenizer (not UTF-8 text)") from None
+        with native_errors(str(file), "read the tokenizer"):
+            tok = tokenizers.Tokenizer.from_str(text)
+    elif vocab.exists():
+        _check_vocab(read_limited(vocab, MAX_TOKENIZER_BYTES, "vocabulary file"), vocab)
+        from tokenizers.implementations import BertWordPieceTokenizer
 
+        with native_errors(str(vocab), "read the tokenizer"):
             tok = BertWordPieceTokenizer(str(vocab), lowercase=_lowercase_setting(folder))
-        else:
-            raise VarcheckError(f"{folder}: no tokenizer.json or vocab.txt beside the weights")
-    except VarcheckError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception
-        where = file if file.exists() else vocab
-        raise VarcheckError(f"{where}: cannot read the tokenizer ({shown(str(exc))})") from None
+    else:
+        raise VarcheckError(f"{folder}: no tokenizer.json or vocab.txt beside the weights")
     tok.no_padding()
     return tok
 

@@ -43,6 +43,7 @@ import numpy as np
 from .._version import __version__
 from ..core import logit_variance as lv
 from ..core.estimation import ConfidenceInterval, hall_interval, t_quantile
+from ..core.files import path_exists
 from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
@@ -317,8 +318,9 @@ def resolve_decoder(model: str | os.PathLike[str]) -> tuple[Path, str | None]:
     """The GGUF file for a path or a SmolLM2 name, and the display name of a bundled model."""
     text = str(model)
     path = Path(text).expanduser()
-    if path.exists() or text.lower() not in SMOLLM2_NAMES:
-        if not path.exists():
+    exists = path_exists(path)
+    if exists or text.lower() not in SMOLLM2_NAMES:
+        if not exists:
             raise VarcheckError(
                 f"model {text[:60]!r} does not exist; give a .gguf file or {SMOLLM2_NAMES[0]!r} "
                 "for the bundled SmolLM2-135M"
@@ -488,7 +490,8 @@ class _LayerSums:
 
     def __init__(self, n_seq: int, heads: int, bands: Sequence[tuple[int, int]]) -> None:
         longest = bands[-1][1] + 1
-        self.band_of = np.repeat(np.arange(len(bands)), [hi - lo + 1 for lo, hi in bands])
+        band_of = np.repeat(np.arange(len(bands)), [hi - lo + 1 for lo, hi in bands])
+        self.to_band = np.eye(len(bands))[band_of]  # distance × band: 1 where it belongs
         self.s0 = np.zeros((n_seq, len(bands)))
         self.s1 = np.zeros((n_seq, heads, len(bands)))
         self.s2 = np.zeros((n_seq, heads, len(bands)))
@@ -519,18 +522,21 @@ class _LayerSums:
         """Sums of one right-padded batch's logits ``(batch, heads, n, n)``."""
         lz = logits.astype(np.float64)
         n = lz.shape[-1]
-        for dist in range(n):
-            diag = np.diagonal(lz, offset=-dist, axis1=2, axis2=3)  # query t + dist, key t
-            real = mask[:, dist:]
-            dz = np.where(real[:, None], diag, 0.0)
-            band = self.band_of[dist]
-            count, s1, s2 = real.sum(axis=1), dz.sum(axis=-1), (dz * dz).sum(axis=-1)
-            self.s0[idx, band] += count
-            self.s1[idx, :, band] += s1
-            self.s2[idx, :, band] += s2
-            self.pairs_at[dist] += count.sum()
-            self.t1[:, dist] += s1.sum(axis=0)
-            self.t2[:, dist] += s2.sum(axis=0)
+        # every distance at once (a loop over them cost 5 ms a batch: minutes for a long text):
+        # by_dist[..., i, d] is query i's logit with key i − d, where that key exists
+        query, dist = np.arange(n)[:, None], np.arange(n)[None, :]
+        key = query - dist
+        by_dist = lz[:, :, query, np.maximum(key, 0)]
+        real = (key >= 0)[None] & mask[:, :, None]  # a real query's earlier keys are real
+        dz = np.where(real[:, None], by_dist, 0.0)
+        count, s1, s2 = real.sum(axis=1), dz.sum(axis=2), (dz * dz).sum(axis=2)
+        to_band = self.to_band[:n]
+        self.s0[idx] += count @ to_band
+        self.s1[idx] += s1 @ to_band
+        self.s2[idx] += s2 @ to_band
+        self.pairs_at[:n] += count.sum(axis=0)
+        self.t1[:, :n] += s1.sum(axis=0)
+        self.t2[:, :n] += s2.sum(axis=0)
         keys = np.tril(np.ones((n, n), dtype=bool))[None, None] & mask[:, None, None, :]
         queries = mask[:, None, :]
         n_keys = np.arange(1, n + 1)
@@ -663,28 +669,49 @@ class DecoderPlan(heads.AuditPlan):
 
 
 def plan_decoder(
-    model: llama.LlamaModel, ids: Sequence[Sequence[int]], layers: Sequence[int]
+    model: llama.LlamaModel,
+    lengths: Sequence[int],
+    layers: Sequence[int],
+    *,
+    unique: int | None = None,
+    least: bool = False,
 ) -> DecoderPlan:
-    """Estimate a decoder audit's memory and time; refuse it (one line) beyond the limits
-    :data:`MAX_MEMORY_BYTES` and :data:`MAX_SECONDS`."""
+    """Estimate a decoder audit's memory and time from its sequences' token counts; refuse it
+    (one line) beyond the limits :data:`MAX_MEMORY_BYTES` and :data:`MAX_SECONDS`.
+
+    ``unique`` is the number of distinct tokens (embedding rows read; at most the vocabulary by
+    default). With ``least``, the counts are the fewest the text can give (planned before the
+    tokenizer runs), and no embedding row is counted.
+    """
     cfg = model.config
     d, f, n_heads, dk = cfg.hidden_size, cfg.intermediate_size, cfg.num_heads, cfg.head_dim
-    width = max(len(s) for s in ids)
+    both = n_heads + cfg.num_kv_heads  # the query heads' and the key/value heads' moments
+    width = max(lengths)
     batch = max(1, min(_BATCH, _LOGITS_PER_BATCH // (n_heads * width * width)))
-    tokens = float(sum(len(s) for s in ids))
-    padded = tokens + len(ids) * width / 4  # sorted by length: little padding
+    tokens = float(sum(lengths))
+    padded = tokens + len(lengths) * width / 4  # sorted by length: little padding
     block = (2 * n_heads * dk * d + 2 * cfg.num_kv_heads * dk * d + 3 * d * f) * 4.0
-    unique = len({t for s in ids for t in s})
-    work = batch * width * (6 * 8 * n_heads * width + 3 * 4 * f + 8 * 4 * d)
-    sums = 2 * 8.0 * len(ids) * n_heads * len(distance_bands(width))
-    memory = block + 4.0 * unique * d + 4.0 * padded * d + work + sums
+    rows = 0 if least else min(tokens, cfg.vocab_size) if unique is None else unique
+    # one batch: about 9 float64 arrays of its logits (the distance sums' gather and masks, the
+    # softmax and entropy), the feed-forward and projection activations
+    work = batch * width * (9 * 8 * n_heads * width + 3 * 4 * f + 8 * 4 * d)
+    sums = 2 * 8.0 * len(lengths) * n_heads * len(distance_bands(width))
+    # Σ u uᵀ per head (with a batch's product and their sum), W_q and W_k in float64, and a
+    # head's second moments, covariances and RoPE terms while its row is made: all d_k² or d·d_k
+    moments = 3 * 8.0 * both * dk * dk + 8.0 * both * dk * d + 12 * 8.0 * dk * dk
+    # every token's hidden state (float32), and its id and mask as lists and arrays
+    memory = block + 4.0 * rows * d + (4.0 * d + 40) * padded + work + sums + moments
     depth = max(layers) + 1
     flops = depth * padded * (2 * block / 4 + 4 * width * n_heads * dk)
-    flops += len(layers) * padded * width * n_heads * 40
+    # each causal pair of each head: about 60 passes over float64 arrays (gather, masks, sums,
+    # the softmax and its entropy), which run nearer 1 than 2 GFLOP/s
+    flops += len(layers) * padded * (width * n_heads * 60 + 2 * both * dk * dk)
+    flops += len(layers) * n_heads * 2 * width * dk * dk  # the RoPE prediction at each distance
     seconds = flops / _FLOPS_PER_SECOND
     what = (
-        f"the audit of {len(ids):,} sequences ({tokens:,.0f} tokens, up to {width} each) "
-        f"through {depth} block{'s' if depth > 1 else ''}"
+        f"the audit of {len(lengths):,} sequences ({'at least ' if least else ''}"
+        f"{tokens:,.0f} tokens, up to {width} each) through {depth} "
+        f"block{'s' if depth > 1 else ''}"
     )
     heads.refuse_beyond(what, memory, seconds, MAX_MEMORY_BYTES, MAX_SECONDS)
     return DecoderPlan(batch, memory, seconds)
@@ -705,14 +732,19 @@ def _run_layers(
     """
     cfg = model.config
     bands = distance_bands(max(len(s) for s in ids))
-    groups = list(bert.batches(ids, plan_decoder(model, ids, chosen).batch_size))
+    unique = len({t for s in ids for t in s})
+    plan = plan_decoder(model, [len(s) for s in ids], chosen, unique=unique)
+    groups = list(bert.batches(ids, plan.batch_size))
     hidden = [llama.embed(model, batch.ids) for _, batch in groups]
     last = max(chosen)
     for layer in range(last + 1):
         weights = model.layer(layer, attention_only=layer == last)
         sums = _LayerSums(len(ids), cfg.num_heads, bands) if layer in chosen else None
         for b, (idx, batch) in enumerate(groups):
-            att = llama.attention_layer(model, weights, hidden[b], with_output=layer < last)
+            # finite weights can still overflow float32: refused below, not warned about
+            with np.errstate(all="ignore"):
+                att = llama.attention_layer(model, weights, hidden[b], with_output=layer < last)
+            _check_finite(model, layer, att, sums is not None)
             if sums is not None:
                 sums.add_inputs(att, batch.mask)
                 sums.add_logits(idx, att.logits, batch.mask, cfg.head_dim)
@@ -722,6 +754,18 @@ def _run_layers(
             rows += _layer_rows(contexts(layer, weights), sums)
         if progress is not None:
             progress(layer, last + 1, 1.0)
+
+
+def _check_finite(
+    model: llama.LlamaModel, layer: int, att: llama.AttentionLayer, measured: bool
+) -> None:
+    """Refuse a block whose logits (when measured) or output overflow float32."""
+    for what, values in (("logits", att.logits if measured else None), ("output", att.output)):
+        if values is not None and not np.isfinite(values).all():
+            raise VarcheckError(
+                f"{model.path}: block {layer}'s {what} overflow float32 (NaN or infinite "
+                "values): its weights are too large to audit"
+            )
 
 
 def audit_decoder(
@@ -772,6 +816,10 @@ def audit_decoder(
     cfg = mdl.config
     chosen = parse_layers(layers, cfg.num_layers)
     limit = min(args.max_length, cfg.context_length)
+    # the fewest tokens the text can give (one a line, then by its bytes), planned before the
+    # tokenizer runs at all
+    plan_decoder(mdl, [1] * len(args.sequences), chosen, least=True)
+    plan_decoder(mdl, mdl.tokenizer.fewest_tokens(args.sequences, limit), chosen, least=True)
     ids, truncated = mdl.tokenizer.encode_batch(args.sequences, limit)
     ids = [s for s in ids if s]
     if not ids:

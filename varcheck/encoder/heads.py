@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import bert
+from .tokenizing import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
     from .decoder import DecoderAuditResult
@@ -73,6 +75,7 @@ __all__ = [
     "TOO_FEW",
     "AuditPlan",
     "plan_audit",
+    "fewest_tokens",
     "AuditArgs",
     "audit_args",
     "refuse_beyond",
@@ -692,8 +695,7 @@ def audit(
     cfg = ckpt.config
     chosen = parse_layers(layers, cfg.num_layers)
     limit = min(args.max_length, cfg.max_positions)
-    ids, truncated = ckpt.encode_counted(args.sequences, limit)
-    plan = plan_audit(ckpt, ids, chosen, args.batch_size)
+    ids, truncated, plan = _encode_planned(ckpt, args, chosen, limit)
     start = time.perf_counter()
     counts = np.array([len(s) for s in ids], dtype=float)
     proj = _projections(ckpt, chosen)
@@ -716,6 +718,18 @@ def audit(
         truncated=truncated,
         interrupted=run.stopped_by is not None,
     )
+
+
+def _encode_planned(
+    ckpt: bert.BertCheckpoint, args: AuditArgs, chosen: Sequence[int], limit: int
+) -> tuple[list[list[int]], int, AuditPlan]:
+    """The sequences' ids, how many were cut, and the plan: checked first on the fewest tokens
+    the text can give (two a line, then one more a word), before the tokenizer runs at all, then
+    on the tokens it gave."""
+    plan_audit(ckpt, [2] * len(args.sequences), chosen, args.batch_size, least=True)
+    plan_audit(ckpt, fewest_tokens(args.sequences, limit), chosen, args.batch_size, least=True)
+    ids, truncated = ckpt.encode_counted(args.sequences, limit)
+    return ids, truncated, plan_audit(ckpt, [len(s) for s in ids], chosen, args.batch_size)
 
 
 def _decoder_named(model: str | os.PathLike[str]) -> bool:
@@ -757,37 +771,53 @@ class AuditPlan(NamedTuple):
     seconds: float
 
 
-def plan_audit(
-    ckpt: bert.BertCheckpoint, ids: Sequence[Sequence[int]], layers: Sequence[int], batch_size: int
-) -> AuditPlan:
-    """Estimate an audit's memory and time; refuse it (one line) beyond the limits.
+#: a run of letters or digits: at least one token of a BERT tokenizer's (a word piece or [UNK])
+_WORD = re.compile(r"\w+")
 
-    The limits are :data:`varcheck.encoder.bert.MAX_MEMORY_BYTES` and :data:`MAX_SECONDS`.
-    """
+
+def fewest_tokens(lines: Sequence[str], max_length: int) -> list[int]:
+    """The fewest tokens a BERT tokenizer gives each line cut to ``max_length`` (``[CLS]`` and
+    ``[SEP]``, and one per run of letters or digits): a bound the plan can check before the
+    tokenizer runs (4 million short lines took 3.7 GB inside it and aborted)."""
+    chars = CHARS_PER_TOKEN * max_length
+    return [min(max_length, 2 + len(_WORD.findall(line, 0, chars))) for line in lines]
+
+
+def plan_audit(
+    ckpt: bert.BertCheckpoint,
+    lengths: Sequence[int],
+    layers: Sequence[int],
+    batch_size: int,
+    *,
+    least: bool = False,
+) -> AuditPlan:
+    """Estimate an audit's memory and time from its sequences' token counts; refuse it (one
+    line) beyond the limits :data:`varcheck.encoder.bert.MAX_MEMORY_BYTES` and
+    :data:`MAX_SECONDS`. With ``least``, the counts are the fewest the text can give."""
     cfg = ckpt.config
     d, f, heads = cfg.hidden_size, cfg.intermediate_size, cfg.num_heads
-    width = max(len(s) for s in ids)
+    width = max(lengths)
     # per sequence of the longest width: attention arrays (float64 measurement, ~6 of them),
     # the feed-forward activations (float32, two), q/k/v and their float64 copies
     per_seq = width * (6 * 8 * heads * width + 2 * 4 * f + 8 * 8 * d)
     batch = max(1, min(batch_size, _BATCH_BYTES // per_seq))
-    tokens = float(sum(len(s) for s in ids))
-    padded = sum(
-        len(group) * max(len(ids[i]) for i in group)
-        for group in (
-            sorted(range(len(ids)), key=lambda i: len(ids[i]))[j : j + batch]
-            for j in range(0, len(ids), batch)
-        )
-    )
+    tokens = float(sum(lengths))
+    order = sorted(lengths)
+    groups = (order[j : j + batch] for j in range(0, len(order), batch))
+    padded = sum(len(group) * group[-1] for group in groups)  # each padded to its longest
     weights = float(sum(w.nbytes for w in ckpt.weights.values()))
-    memory = weights + 4.0 * padded * d + batch * per_seq + 6 * 8.0 * len(ids) * heads * len(layers)
+    # per chosen layer: W_q, b_q, W_k, b_k in float64 and the input's d × d moments; then the
+    # covariance and the heads' C_q, C_k (d × d each) while its rows are made
+    layer_sums = len(layers) * (8.0 * (3 * d * d + 2 * d) + 6 * 8.0 * len(lengths) * heads)
+    memory = weights + 4.0 * padded * d + batch * per_seq + layer_sums + 3 * 8.0 * d * d
     depth = max(layers) + 1
     flops = depth * padded * (2 * (4 * d * d + 2 * d * f) + 4 * width * d)
-    flops += len(layers) * padded * (2 * d * d + heads * width * 40)
+    flops += len(layers) * padded * (4 * d * d + heads * width * 40)
     seconds = flops / _FLOPS_PER_SECOND
     what = (
-        f"the audit of {len(ids):,} sequences ({tokens:,.0f} tokens, up to {width} each) "
-        f"through {depth} layer{'s' if depth > 1 else ''}"
+        f"the audit of {len(lengths):,} sequences ({'at least ' if least else ''}"
+        f"{tokens:,.0f} tokens, up to {width} each) through {depth} "
+        f"layer{'s' if depth > 1 else ''}"
     )
     refuse_beyond(what, memory, seconds, bert.MAX_MEMORY_BYTES, MAX_SECONDS)
     return AuditPlan(batch, memory, seconds)
@@ -856,18 +886,23 @@ def _measure(
     groups = list(bert.batches(ids, batch_size))
     depth = max(layers) + 1
     try:
-        states = [bert.embed(ckpt, batch) for _, batch in groups]
+        with np.errstate(all="ignore"):  # finite weights can still overflow: refused below
+            states = [_finite(ckpt, 0, bert.embed(ckpt, batch)) for _, batch in groups]
         for layer in range(depth):
             for g, (idx, batch) in enumerate(groups):
                 if layer in sums:
                     h = states[g].astype(np.float64)
                     moments[layer].add(h[batch.mask])
                     wq, bq, wk, bk = proj[layer]
-                    q = bert.split_heads(bert.linear(h, wq, bq), heads)
-                    k = bert.split_heads(bert.linear(h, wk, bk), heads)
-                    sums[layer].store(idx, _measure_batch(q, k, batch.mask, dk))
+                    with np.errstate(all="ignore"):
+                        q = bert.split_heads(bert.linear(h, wq, bq), heads)
+                        k = bert.split_heads(bert.linear(h, wk, bk), heads)
+                        parts = _measure_batch(q, k, batch.mask, dk)
+                    sums[layer].store(idx, tuple(_finite(ckpt, layer, p) for p in parts))
                 if layer + 1 < depth:
-                    states[g] = bert.block(ckpt, layer, states[g], batch.mask[:, None, None, :])
+                    with np.errstate(all="ignore"):
+                        state = bert.block(ckpt, layer, states[g], batch.mask[:, None, None, :])
+                    states[g] = _finite(ckpt, layer + 1, state)
                 if progress is not None:
                     progress(layer * len(groups) + g, depth * len(groups), 1.0)
             if layer in sums:
@@ -875,6 +910,17 @@ def _measure(
     except KeyboardInterrupt as exc:
         return run._replace(stopped_by=exc)
     return run
+
+
+def _finite(ckpt: bert.BertCheckpoint, layer: int, values: np.ndarray) -> np.ndarray:
+    """``values`` (layer ``layer``'s input, or sums of its logits), refused when the weights
+    made them overflow (NaN or infinite)."""
+    if not np.isfinite(values).all():
+        raise VarcheckError(
+            f"{ckpt.path}: layer {layer}'s input or logits overflow (NaN or infinite values): "
+            "its weights are too large to audit"
+        )
+    return values
 
 
 def _heads(

@@ -60,12 +60,17 @@ __all__ = [
 #: How RoPE pairs the coordinates of a head: ``adjacent`` (2p, 2p+1), GGUF's order after the
 #: converter's permutation; ``half`` (p, p + d_k/2), the original checkpoints' order.
 ROPE_LAYOUTS = ("adjacent", "half")
+#: Largest value of each size in the metadata. d_k (``key_length``) at most 1024: released
+#: models use 64 to 256, and the audit's per-head moments and RoPE predictions grow with d_k²
+#: (a 4 MB file declaring d_k = 4096 asked for 5 GB).
 _LIMITS = {
     "block_count": 1024,
     "embedding_length": 1 << 16,
     "feed_forward_length": 1 << 20,
     "attention.head_count": 1024,
     "attention.head_count_kv": 1024,
+    "attention.key_length": 1024,
+    "rope.dimension_count": 1024,
     "context_length": 1 << 24,
 }
 
@@ -191,7 +196,7 @@ def _read_config(file: GGUFFile) -> LlamaConfig:
         raise VarcheckError(
             f"{file.path}: {heads} query heads cannot share {kv_heads} key/value heads evenly"
         )
-    head_dim = _meta_int(file, "attention.key_length", hidden // heads or 1)
+    head_dim = _meta_int(file, "attention.key_length", max(2, min(hidden // heads, 1024)))
     rope_dims = _meta_int(file, "rope.dimension_count", head_dim)
     if rope_dims != head_dim or head_dim % 2:
         raise VarcheckError(
@@ -266,6 +271,7 @@ def _check_tensors(file: GGUFFile, cfg: LlamaConfig) -> None:
                 f"{file.path}: tensor {name!r} has shape {info.shape}, expected {shape} from the "
                 "metadata"
             )
+    file.check_types(list(expected))
 
 
 def load_llama(path: str | os.PathLike[str]) -> LlamaModel:
@@ -290,7 +296,10 @@ def load_llama(path: str | os.PathLike[str]) -> LlamaModel:
     inv_freq = cfg.rope_base ** (-np.arange(0, cfg.head_dim, 2, dtype=np.float64) / cfg.head_dim)
     if "rope_freqs.weight" in file.tensors:
         # Llama 3.1's per-frequency factors: llama.cpp divides each θ_p by its factor
-        inv_freq = inv_freq / file.tensor("rope_freqs.weight").astype(np.float64)
+        factors = file.tensor("rope_freqs.weight").astype(np.float64)
+        if not (factors > 0).all():
+            raise VarcheckError(f"{file.path}: tensor 'rope_freqs.weight' has a factor <= 0")
+        inv_freq = inv_freq / factors
     return LlamaModel(file, cfg, tokenizer, inv_freq)
 
 

@@ -18,10 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import VarcheckError
 from .gguf_file import GGUFFile, require_module
+from .tokenizing import CHARS_PER_TOKEN, cut_lines, encode_in_chunks, native_errors
 
-__all__ = ["GGUFTokenizer", "load_tokenizer", "PRE_TOKENIZERS"]
+__all__ = ["GGUFTokenizer", "load_tokenizer", "PRE_TOKENIZERS", "MAX_MERGE_STEPS"]
 
 _GPT2 = ("default", "gpt2", "gpt-2", "mpt", "olmo", "jais")
 _DIGITS_FIRST = ("smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva")
@@ -33,6 +36,10 @@ _LLAMA3_PATTERN = (
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 _SPECIAL_TYPES = (3, 4)  # control and user-defined tokens are matched whole, never split
+#: Most characters compared while a SentencePiece vocabulary's merges are rebuilt (every split
+#: of a token into two tokens): real vocabularies need a few million; one 1 MB token asked for
+#: 10^12 before the splits were limited to lengths that tokens have.
+MAX_MERGE_STEPS = 200_000_000
 
 
 @dataclass(frozen=True)
@@ -51,19 +58,44 @@ class GGUFTokenizer:
     tokenizer: Any
     bos_id: int | None
     pre: str
+    where: str = "the GGUF file"
+    longest: int = 1
+
+    def fewest_tokens(self, texts: Sequence[str], max_length: int) -> list[int]:
+        """The fewest tokens each text can give (cut as :meth:`encode_batch` cuts it): no token
+        covers more bytes than the vocabulary's longest holds, so the plan can be checked
+        before the tokenizer runs."""
+        chars = CHARS_PER_TOKEN * max_length
+        bos = self.bos_id is not None
+        return [
+            min(max_length, bos + -(-len(t[:chars].encode("utf-8", "replace")) // self.longest))
+            for t in texts
+        ]
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text``, with the BOS id first when the model uses one."""
-        ids = self.tokenizer.encode(text, add_special_tokens=False).ids
-        return ids if self.bos_id is None else [self.bos_id, *ids]
+        return self._with_bos(encode_in_chunks(self._encode, [text], self.where))[0]
+
+    def _encode(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+    def _with_bos(self, encoded: list[list[int]]) -> list[list[int]]:
+        return encoded if self.bos_id is None else [[self.bos_id, *ids] for ids in encoded]
 
     def encode_batch(self, texts: Sequence[str], max_length: int) -> tuple[list[list[int]], int]:
-        """Ids of each text cut to ``max_length`` tokens, and how many texts were cut."""
-        encoded = [self.encode(t) for t in texts]
-        return [ids[:max_length] for ids in encoded], sum(len(ids) > max_length for ids in encoded)
+        """Ids of each text cut to ``max_length`` tokens, and how many texts were cut.
+
+        A text is first cut to :data:`~varcheck.encoder.tokenizing.CHARS_PER_TOKEN` characters
+        per token kept (counted as cut), then encoded in bounded chunks.
+        """
+        lines, cut = cut_lines(texts, max_length)
+        encoded = self._with_bos(encode_in_chunks(self._encode, lines, self.where))
+        longer = [c or len(ids) > max_length for c, ids in zip(cut, encoded, strict=True)]
+        return [ids[:max_length] for ids in encoded], sum(longer)
 
     def decode(self, ids: Sequence[int]) -> str:
-        return str(self.tokenizer.decode(list(ids), skip_special_tokens=False))
+        with native_errors(self.where, "decode tokens"):
+            return str(self.tokenizer.decode(list(ids), skip_special_tokens=False))
 
     def token(self, index: int) -> str:
         """One token as text (``' Paris'``)."""
@@ -94,58 +126,85 @@ def _pre_tokenizer(tokenizers: Any, pre: str, where: str) -> Any:
     )
 
 
-def _list(file: GGUFFile, key: str, kind: type) -> list[Any]:
+def _list(file: GGUFFile, key: str, kind: type, count: int | None = None) -> list[Any]:
+    """Metadata ``key``: a list of ``kind`` (str, float or int; numbers from a numeric array),
+    of ``count`` items when given."""
     value = file.get(key)
+    if isinstance(value, np.ndarray) and kind in (float, int):
+        numbers = value.dtype.kind in ("fiu" if kind is float else "iu")
+        value = value.tolist() if numbers else None
     if not isinstance(value, list) or not all(isinstance(v, kind) for v in value):
         raise VarcheckError(
             f"{file.path}: metadata {key!r} is missing or not a list of {kind.__name__}"
         )
+    if count is not None and len(value) != count:
+        raise VarcheckError(
+            f"{file.path}: metadata {key!r} has {len(value):,} items for {count:,} tokens"
+        )
     return value
 
 
+def _token_types(file: GGUFFile, count: int) -> list[int]:
+    """``tokenizer.ggml.token_type``: one whole number per token (all normal when absent)."""
+    if file.get("tokenizer.ggml.token_type") is None:
+        return [1] * count
+    return _list(file, "tokenizer.ggml.token_type", int, count)
+
+
 def load_tokenizer(file: GGUFFile) -> GGUFTokenizer:
-    """Build the tokenizer a GGUF file describes (byte-level BPE, ``tokenizer.ggml.model = gpt2``).
+    """Build the tokenizer a GGUF file describes (byte-level BPE, ``tokenizer.ggml.model = gpt2``,
+    or SentencePiece BPE, ``llama``).
 
     Raises
     ------
     VarcheckError
-        When ``tokenizers`` is missing, the tokenizer is of another kind (SentencePiece's
-        ``llama``, …) or its metadata is incomplete.
+        When ``tokenizers`` is missing, the tokenizer is of another kind or its metadata is
+        incomplete or inconsistent; the library's own failures (a panic included) are one line.
     """
     tokenizers = require_module("tokenizers", "building a GGUF model's tokenizer")
     where = str(file.path)
     kind = file.get("tokenizer.ggml.model")
-    if kind == "llama":
-        return _sentencepiece(tokenizers, file)
-    if kind != "gpt2":
+    if kind not in ("llama", "gpt2"):
         raise VarcheckError(
             f"{where}: tokenizer.ggml.model {str(kind)[:40]!r} is not supported; accepted: "
             "'gpt2' (byte-level BPE), 'llama' (SentencePiece BPE)"
         )
+    with native_errors(where, "build the tokenizer"):
+        if kind == "llama":
+            return _sentencepiece(tokenizers, file)
+        return _byte_level(tokenizers, file)
+
+
+def _byte_level(tokenizers: Any, file: GGUFFile) -> GGUFTokenizer:
+    """Byte-level BPE (``tokenizer.ggml.model = gpt2``)."""
+    where = str(file.path)
     tokens = _list(file, "tokenizer.ggml.tokens", str)
     merges = _list(file, "tokenizer.ggml.merges", str)
-    types = file.get("tokenizer.ggml.token_type") or [1] * len(tokens)
+    types = _token_types(file, len(tokens))
     vocab: dict[str, int] = {}
     for index, token in enumerate(tokens):
         vocab.setdefault(token, index)
     pairs = [tuple(m.split(" ", 1)) for m in merges]
     if any(len(p) != 2 for p in pairs):
         raise VarcheckError(f"{where}: a tokenizer.ggml.merges entry is not two tokens")
-    try:
-        tok = tokenizers.Tokenizer(tokenizers.models.BPE(vocab=vocab, merges=pairs))
-    except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception
-        raise VarcheckError(f"{where}: cannot build the tokenizer ({str(exc)[:60]})") from None
+    tok = tokenizers.Tokenizer(tokenizers.models.BPE(vocab=vocab, merges=pairs))
     tok.pre_tokenizer = _pre_tokenizer(
         tokenizers, str(file.get("tokenizer.ggml.pre", "default")), where
     )
     tok.decoder = tokenizers.decoders.ByteLevel()
     special = [
         tokenizers.AddedToken(t, special=True, normalized=False)
-        for t, kind_id in zip(tokens, types, strict=False)
+        for t, kind_id in zip(tokens, types, strict=True)
         if kind_id in _SPECIAL_TYPES
     ]
     tok.add_special_tokens(special)
-    return GGUFTokenizer(tok, _bos(file, len(tokens)), str(file.get("tokenizer.ggml.pre")))
+    pre = str(file.get("tokenizer.ggml.pre"))
+    return GGUFTokenizer(tok, _bos(file, len(tokens)), pre, where, _longest(tokens))
+
+
+def _longest(tokens: list[str]) -> int:
+    """Bytes of the longest token: at least the bytes of text any token covers."""
+    return max((len(t.encode("utf-8")) for t in tokens), default=1) or 1
 
 
 def _bos(file: GGUFFile, n_tokens: int) -> int | None:
@@ -157,30 +216,54 @@ def _bos(file: GGUFFile, n_tokens: int) -> int | None:
     return bos if add_bos else None
 
 
-def _sentencepiece(tokenizers: Any, file: GGUFFile) -> GGUFTokenizer:
-    """SentencePiece BPE (``tokenizer.ggml.model = llama``) rebuilt for the tokenizers library."""
-    tokens = _list(file, "tokenizer.ggml.tokens", str)
-    scores = _list(file, "tokenizer.ggml.scores", float)
-    types = file.get("tokenizer.ggml.token_type") or [1] * len(tokens)
-    if len(scores) != len(tokens) or len(types) != len(tokens):
-        raise VarcheckError(f"{file.path}: tokenizer.ggml.scores/token_type do not match tokens")
-    vocab: dict[str, int] = {}
-    for index, token in enumerate(tokens):
-        vocab.setdefault(token, index)
+def _ranked_merges(
+    file: GGUFFile, vocab: dict[str, int], types: list[int], scores: list[float]
+) -> list[tuple[str, str]]:
+    """Every split of a normal token into two tokens, ranked by the merged token's score.
+
+    Only cuts where both halves have a length some token has can find two tokens, so those
+    alone are tried; their cost (characters compared) is bounded by :data:`MAX_MERGE_STEPS`
+    before any is made.
+    """
+    lengths = {len(t) for t in vocab}
+    cuts: dict[int, list[int]] = {}
+    steps = 0
+    for merged, index in vocab.items():
+        if types[index] == 1 and len(merged) >= 2:
+            size = len(merged)
+            if size not in cuts:
+                cuts[size] = [c for c in range(1, size) if c in lengths and size - c in lengths]
+            steps += size * len(cuts[size])
+    if steps > MAX_MERGE_STEPS:
+        raise VarcheckError(
+            f"{file.path}: rebuilding the SentencePiece merges would compare about {steps:.2g} "
+            f"characters; accepted: at most {MAX_MERGE_STEPS:.0e} (tokens this long are not text)"
+        )
     ranked = []
     for merged, index in vocab.items():
         if types[index] != 1 or len(merged) < 2:
             continue
-        for cut in range(1, len(merged)):
+        for cut in cuts[len(merged)]:
             left, right = merged[:cut], merged[cut:]
             if left in vocab and right in vocab:
                 ranked.append((-scores[index], vocab[left], vocab[right], (left, right)))
     ranked.sort()
+    return [pair for *_, pair in ranked]
+
+
+def _sentencepiece(tokenizers: Any, file: GGUFFile) -> GGUFTokenizer:
+    """SentencePiece BPE (``tokenizer.ggml.model = llama``) rebuilt for the tokenizers library."""
+    tokens = _list(file, "tokenizer.ggml.tokens", str)
+    scores = _list(file, "tokenizer.ggml.scores", float, len(tokens))
+    types = _token_types(file, len(tokens))
+    vocab: dict[str, int] = {}
+    for index, token in enumerate(tokens):
+        vocab.setdefault(token, index)
     unk_id = file.get("tokenizer.ggml.unknown_token_id", 0)
     unk = tokens[unk_id] if isinstance(unk_id, int) and 0 <= unk_id < len(tokens) else None
     model = tokenizers.models.BPE(
         vocab=vocab,
-        merges=[pair for *_, pair in ranked],
+        merges=_ranked_merges(file, vocab, types, scores),
         unk_token=unk,
         fuse_unk=True,
         byte_fallback=True,
@@ -198,4 +281,6 @@ def _sentencepiece(tokenizers: Any, file: GGUFFile) -> GGUFTokenizer:
             if kind in _SPECIAL_TYPES
         ]
     )
-    return GGUFTokenizer(tok, _bos(file, len(tokens)), "sentencepiece")
+    return GGUFTokenizer(
+        tok, _bos(file, len(tokens)), "sentencepiece", str(file.path), _longest(tokens)
+    )

@@ -8,6 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..output import formats
+from ..output import text as shown_text
 from ..output.formats import Column as Col
 from ..output.formats import confidence_label, fmt, records_to_markdown
 
@@ -298,7 +299,9 @@ def _summary_table(
     result: AnyResult, console: Console, title: str, caption: str
 ) -> tuple[Table, list[str]]:
     rows = [layer_cells(summary) for summary in result.summaries]
-    return _fit(console, _titled(title, result), caption, _LAYER_COLUMNS, rows)
+    # the title names the model as its file does: text, never markup
+    title = shown_text.markup(_titled(title, result))
+    return _fit(console, title, caption, _LAYER_COLUMNS, rows)
 
 
 def _layer_table(result: AnyResult, console: Console) -> tuple[Table, list[str]]:

@@ -34,6 +34,6 @@ def plot_probe(result: ProbeSweepResult, path: str) -> None:
     title = f"varcheck probe {rows[0].kernel.label}, seed {result.seed}"
     if fit is not None:
         title += f"\ns ∝ d_k^b, b = {fit.slope:.4g} (expected {fit.expected:.4g})"
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=9, parse_math=False)  # a kernel's path: text, not mathtext
     ax.legend()
     save_figure(fig, path)

@@ -13,6 +13,7 @@ from ..core.interrupts import interrupted_exit
 from ..core.probe.judge import KEYS, QUERIES, mask_words
 from ..core.probe.target import command_line
 from ..output import formats
+from ..output import text as shown_text
 from ..output.formats import confidence_label, fmt_p
 from ..output.formats import fmt as _fmt
 
@@ -271,10 +272,12 @@ def _exponent_line(result: ProbeSweepResult) -> str | None:
 def _print(result: ProbeSweepResult, console: Console) -> None:
     if len(result.rows) == 1:
         style = formats.VERDICT_STYLE.get(result.outcome, "")
-        head, *rest = probe_paragraph(result.rows[0]).splitlines()
-        console.print(f"[{style}]{head}[/]" if style else head, highlight=False)
+        head, *rest = map(shown_text.visible, probe_paragraph(result.rows[0]).splitlines())
+        # the kernel's path and arguments are a user's text: never markup
+        styled_head = f"[{style}]{shown_text.markup(head)}[/]" if style else head
+        console.print(styled_head, highlight=False, markup=bool(style))
         for line in rest:
-            console.print(line, highlight=False, soft_wrap=True)
+            console.print(line, highlight=False, soft_wrap=True, markup=False)
     else:
         _print_table(result, console)
     if result.time_limited:
@@ -300,7 +303,7 @@ def _interrupted_line(result: ProbeSweepResult) -> str:
 def _print_table(result: ProbeSweepResult, console: Console) -> None:
     r0 = result.rows[0]
     table = formats.plain_table(
-        f"varcheck probe {r0.kernel.label}: expected {result.expect}",
+        shown_text.markup(f"varcheck probe {r0.kernel.label}: expected {result.expect}"),
         None,
         [("d_k", "right"), ("scale", "right"), (confidence_label(result.confidence), "left"),
          ("ratio", "right"), ("nearest law", "left"), ("verdict", "left")],
@@ -328,7 +331,7 @@ def _print_table(result: ProbeSweepResult, console: Console) -> None:
     if cmd:
         lines.append(f"  reproduce: {cmd}")
     for line in lines:
-        console.print(line, highlight=False, soft_wrap=True)
+        console.print(shown_text.visible(line), highlight=False, soft_wrap=True, markup=False)
 
 
 def render_probe(result: ProbeSweepResult, fmt_name: str, console: Console) -> None:

@@ -9,6 +9,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ..errors import VarcheckError
+from .text import visible
 
 __all__ = [
     "ensure_writable",
@@ -80,7 +81,7 @@ def title_figure(
     fig: Any, text: str, result: Any, *, stopped: str | None = None, **style: Any
 ) -> None:
     """Title a whole figure: ``text``, then the run's seed (a run without one is deterministic)
-    and whether it was cut short.
+    and whether it was cut short; shown as text (a ``$`` is not mathtext, an escape is shown).
 
     ``stopped`` replaces the usual :data:`PARTIAL` when the figure can say more (where a run
     stopped, or that a time limit stopped it); ``style``: matplotlib text keywords (font size
@@ -90,7 +91,9 @@ def title_figure(
     said = "no seed (deterministic)" if seed is None else f"seed {seed}"
     if stopped is None:
         stopped = PARTIAL if result.interrupted else ""
-    fig.suptitle(f"{text}; {said}{stopped}", **{"fontsize": 10, **style})
+    # the title names a model or a file as it is called: text, not mathtext ($…$) or escapes
+    title = visible(f"{text}; {said}{stopped}", keep="\n")
+    fig.suptitle(title, **{"fontsize": 10, "parse_math": False, **style})
 
 
 #: True while a result's ``plot()`` draws (see :func:`in_session`).

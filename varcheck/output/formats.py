@@ -13,6 +13,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from . import text as shown_text
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -102,7 +104,10 @@ def to_json(obj: Any) -> str:
 
 
 def records_to_csv(records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> str:
-    """CSV with one leading ``#`` comment line carrying the run's metadata (seed, version...)."""
+    """CSV with one leading ``#`` comment line carrying the run's metadata (seed, version...).
+
+    Strings are shown as text (:func:`~varcheck.output.text.visible`): a newline or a terminal
+    escape in a name cannot break the comment line or reach the terminal."""
     buf = io.StringIO()
     buf.write("# " + " ".join(f"{k}={_meta_value(v)}" for k, v in meta.items()) + "\n")
     if records:
@@ -114,19 +119,29 @@ def records_to_csv(records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]
 
 
 def _meta_value(v: Any) -> str:
-    return "null" if v is None else str(v).replace(" ", "_")
+    return "null" if v is None else shown_text.visible(v).replace(" ", "_")
 
 
 def _csv_value(v: Any) -> Any:
     if isinstance(v, float):
         return repr(v) if math.isfinite(v) else ""
+    if isinstance(v, str):
+        return shown_text.visible(v)
     return "" if v is None else v
 
 
 def records_to_markdown(
     records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], title: str
 ) -> str:
-    lines = [f"**{title}** — " + ", ".join(f"{k}: `{_meta_value(v)}`" for k, v in meta.items()), ""]
+    """A Markdown table of ``records`` under a line of ``title`` and ``meta``.
+
+    ``title`` and every string are shown as text (:func:`~varcheck.output.text.markdown`):
+    what a file or a user wrote cannot become a link, an image, HTML or a broken table."""
+    head = f"**{shown_text.markdown(title)}** — "
+    lines = [
+        head + ", ".join(f"{k}: {shown_text.code_span(_meta_value(v))}" for k, v in meta.items()),
+        "",
+    ]
     if records:
         keys = list(records[0])
         lines.append("| " + " | ".join(keys) + " |")
@@ -143,7 +158,7 @@ def _numeric(records: Sequence[Mapping[str, Any]], key: str) -> bool:
 def _md_value(v: Any) -> str:
     if isinstance(v, float):
         return fmt(v, 6)
-    return "—" if v is None else str(v)
+    return "—" if v is None else shown_text.markdown(v)
 
 
 #: The footnote under every table that marks rows with † (``marginal_only`` in core.verdicts).

@@ -27,13 +27,14 @@ from the ``.npz`` file ``varcheck beta`` takes (:data:`WEIGHTS_FORMAT`).
 from __future__ import annotations
 
 import math
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..core import logit_variance as lv
-from ..core.options import valid_positive
+from ..core.options import cut, valid_positive
 from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
@@ -109,7 +110,7 @@ def _as_heads(w: np.ndarray, name: str) -> np.ndarray:
         )
     if not np.issubdtype(w.dtype, np.number) or np.iscomplexobj(w):
         raise VarcheckError(f"{name} must hold real numbers, got dtype {w.dtype}")
-    w = w.astype(float)
+    w = np.asarray(w, dtype=float)  # no copy of float64 weights: they may be a GiB
     if not np.all(np.isfinite(w)):
         raise VarcheckError(f"{name} contains NaN or infinite entries")
     return w
@@ -140,10 +141,13 @@ def head_betas(w_q: np.ndarray, w_k: np.ndarray, sigma_x: float = 1.0) -> tuple[
     if wq.shape != wk.shape:
         raise VarcheckError(f"w_q and w_k must have one shape, got {wq.shape} and {wk.shape}")
     heads, dx, dk = wq.shape
-    # the exact variance takes two d_k × d_k Gram matrices per head
     what = f"weights of shape {wq.shape}"
+    if heads > MAX_HEADS:
+        raise VarcheckError(f"{what}: {heads:,} heads; accepted: at most {MAX_HEADS:,}")
+    # the exact variance takes two d_k × d_k Gram matrices per head
     check_memory(what, 3 * 8.0 * dk * dk, "d_k up to about 9000")
-    check_time(what, heads * 2.0 * dx * dk * dk * MAC_SECONDS, "fewer heads or a smaller d_k")
+    seconds = heads * (2.0 * dx * dk * dk * MAC_SECONDS + _HEAD_SECONDS)
+    check_time(what, seconds, "fewer heads or a smaller d_k")
     out = []
     for h in range(heads):
         # entries near the float range overflow the squares; say so instead of printing inf
@@ -226,36 +230,111 @@ def _regular_file(name: str) -> int:
     return info.st_size
 
 
+#: Most members an .npz for beta may hold (w_q, w_k, sigma_x, and a few others) and most bytes
+#: of its zip directory: checked in the archive's end record before the directory is read (9
+#: million empty members took all the memory while zipfile read their index)
+MAX_MEMBERS = 64
+_MAX_DIRECTORY = 1 << 20
+#: Most heads a weights file may hold: each is one row of every output (a whole model's
+#: layers stacked are a few thousand; two million took minutes and gigabytes to print)
+MAX_HEADS = 4096
+#: Python's time per head beyond the products (its predictions, its row of the table)
+_HEAD_SECONDS = 2e-4
+
+
+def _not_npz(name: str, why: str) -> VarcheckError:
+    return VarcheckError(
+        f"weights file {shown(name)} is not a readable .npz archive ({why}); write one with "
+        "numpy.savez(path, w_q=..., w_k=...)"
+    )
+
+
+def _zip_directory(name: str) -> None:
+    """Refuse an archive whose end record declares more members, or a larger directory, than
+    a weights file needs: read from its last 64 kB, before zipfile reads the directory."""
+    import struct
+
+    from ..core.files import PinnedFile
+
+    pinned = PinnedFile(name, "the weights file", MAX_FILE_BYTES)
+    tail_at = max(0, pinned.size - (1 << 16) - 22)
+    tail = pinned.read(tail_at, pinned.size - tail_at)
+    end = tail.rfind(b"PK\x05\x06")
+    if end < 0 or len(tail) - end < 22:
+        raise _not_npz(name, "no zip end record")
+    members, directory = struct.unpack_from("<HI", tail, end + 10)
+    locator = end - 20
+    if (members == 0xFFFF or directory == 0xFFFFFFFF) and tail[
+        locator : locator + 4
+    ] == b"PK\x06\x07":
+        (record,) = struct.unpack_from("<Q", tail, locator + 8)
+        if not 0 <= record <= pinned.size - 56:
+            raise _not_npz(name, "its ZIP64 end record lies outside the file")
+        members, directory = struct.unpack_from("<QQ", pinned.read(record + 32, 16))
+    if members > MAX_MEMBERS or directory > _MAX_DIRECTORY:
+        raise VarcheckError(
+            f"weights file {shown(name)} declares {members:,} members ({size_text(directory)} of "
+            f"zip directory); accepted: at most {MAX_MEMBERS} members (w_q, w_k, sigma_x)"
+        )
+
+
 def _declared_sizes(name: str) -> None:
     """Refuse an archive whose arrays would be too big once decompressed, before reading them.
 
-    Reads only each member's declared size and its .npy header (shape and dtype).
+    Reads only the zip directory (its size checked first, :func:`_zip_directory`), each
+    member's declared size and its .npy header (shape and dtype): every member must hold
+    exactly the bytes its header declares, unencrypted, stored or deflated as numpy writes it.
     """
-    import zipfile
-
+    _zip_directory(name)
     try:
         with zipfile.ZipFile(name) as archive:
             members = {i.filename: i for i in archive.infolist()}
             _refuse_above(name, float(sum(i.file_size for i in members.values())))
-            elements = 0
-            for key in ("w_q.npy", "w_k.npy"):
-                if key in members:
-                    with archive.open(members[key]) as f:
-                        shape, dtype = _npy_header(f)
-                    if dtype.hasobject:
-                        raise VarcheckError(
-                            f"weights file {shown(name)}: {key[:-4]} holds Python objects, "
-                            "which need pickle; save plain numbers (numpy.savez)"
-                        )
-                    elements += math.prod(shape)
+            headers = {key: _member_header(name, archive, info) for key, info in members.items()}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
         if isinstance(exc, VarcheckError):
             raise
-        raise VarcheckError(
-            f"weights file {shown(name)} is not a readable .npz archive "
-            f"({type(exc).__name__}); write one with numpy.savez(path, w_q=..., w_k=...)"
-        ) from None
+        raise _not_npz(name, type(exc).__name__) from None
+    elements = sum(math.prod(headers[k][0]) for k in ("w_q.npy", "w_k.npy") if k in headers)
     _refuse_above(name, 8.0 * elements)  # the arrays are used as float64
+    heads = headers["w_q.npy"][0] if "w_q.npy" in headers else ()
+    if len(heads) == 3 and heads[0] > MAX_HEADS:
+        raise VarcheckError(
+            f"weights file {shown(name)}: w_q declares {heads[0]:,} heads; accepted: at most "
+            f"{MAX_HEADS:,} (one row of output each)"
+        )
+    for key, (shape, dtype, held) in headers.items():
+        declared = math.prod(shape) * dtype.itemsize
+        if declared != held:
+            raise VarcheckError(
+                f"weights file {shown(name)}: {shown(key.removesuffix('.npy'))} declares shape "
+                f"{cut(str(shape), 40)} of {dtype} ({size_text(declared)}) but holds "
+                f"{size_text(held)}"
+            )
+
+
+def _member_header(
+    name: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo
+) -> tuple[tuple[int, ...], np.dtype, int]:
+    """A member's declared shape and dtype and the bytes it holds after its header; refused
+    when encrypted, compressed otherwise than numpy does, or holding Python objects."""
+    key = shown(info.filename.removesuffix(".npy"))
+    if info.flag_bits & 0x1:
+        raise VarcheckError(f"weights file {shown(name)}: {key} is encrypted; save it with numpy")
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise VarcheckError(
+            f"weights file {shown(name)}: {key} is compressed with method "
+            f"{info.compress_type}; accepted: stored or deflated (numpy.savez, savez_compressed)"
+        )
+    with archive.open(info) as f:
+        shape, dtype = _npy_header(f)
+        header = f.tell()
+    if dtype.hasobject:
+        raise VarcheckError(
+            f"weights file {shown(name)}: {key} holds Python objects, which need pickle; save "
+            "plain numbers (numpy.savez)"
+        )
+    return shape, dtype, info.file_size - header
 
 
 def _refuse_above(name: str, need: float) -> None:
@@ -288,21 +367,22 @@ def load_weights(path: str | Path) -> ProjectionWeights:
         Unreadable, non-regular, too large or non-.npz file, a missing array, bad shapes or
         non-finite values.
     """
-    import zipfile
+    import zlib
+
+    from ..core.files import PinnedFile
 
     name = str(path)
-    _regular_file(name)
-    with open(name, "rb") as f:
-        magic = f.read(6)
-    if magic == b"\x93NUMPY":
+    size = _regular_file(name)
+    if PinnedFile(name, "the weights file").read(0, min(size, 6)) == b"\x93NUMPY":
         raise VarcheckError(
             f"weights file {shown(name)} holds a single array, expected an .npz archive with "
             "arrays w_q and w_k (numpy.savez(path, w_q=..., w_k=...))"
         )
     _declared_sizes(name)
+    unreadable = (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error)
     try:
         archive = np.load(name, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+    except unreadable as exc:
         raise VarcheckError(
             f"weights file {shown(name)} is not a readable .npz archive ({type(exc).__name__}); "
             "write one with numpy.savez(path, w_q=..., w_k=...)"
@@ -326,7 +406,7 @@ def load_weights(path: str | Path) -> ProjectionWeights:
             w_q = _as_heads(archive["w_q"], "w_q")
             w_k = _as_heads(archive["w_k"], "w_k")
             raw_sigma = archive["sigma_x"] if "sigma_x" in present else None
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        except unreadable as exc:
             if isinstance(exc, VarcheckError):
                 raise
             raise VarcheckError(

@@ -54,11 +54,17 @@ def shown(value: object, width: int = 60) -> str:
 
 
 def size_text(n_bytes: float) -> str:
-    """A memory size in MiB, GiB or TiB, to 3 significant digits."""
-    for unit, scale in (("TiB", 1024**4), ("GiB", 1024**3)):
+    """A memory size in bytes (below a kibibyte), KiB, MiB, GiB or TiB, to 3 significant digits.
+
+    Examples
+    --------
+    >>> size_text(8), size_text(3 << 20), size_text(1.5 * 1024**4)
+    ('8 bytes', '3 MiB', '1.5 TiB')
+    """
+    for unit, scale in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if n_bytes >= scale:
             return f"{n_bytes / scale:.3g} {unit}"
-    return f"{n_bytes / 1024**2:.3g} MiB"
+    return f"{n_bytes:.0f} bytes"
 
 
 def duration_text(seconds: float) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.estimation import MIN_BLOCKS
 from ..output import formats
+from ..output import text as shown_text
 from ..output.formats import Column, confidence_label, fmt, fmt_p, interval, styled
 
 if TYPE_CHECKING:
@@ -488,7 +489,7 @@ def render_beta_table(report: BetaReport, console: Console) -> None:
     ]
     dropped = print_fitted(
         console,
-        beta_title(report),
+        shown_text.markup(beta_title(report)),  # the file's path: text, never markup
         (
             "nothing is drawn · β_paper = 1/√[(d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k], σ_W the "
             "entries' RMS · β_exact = 1/(σ_X² ‖W_q W_kᵀ‖_F), exact for different tokens with "
