@@ -63,6 +63,76 @@ def test_bad_samplers_get_one_line_naming_them(fn, says) -> None:
     assert "\n" not in message
 
 
+class _Odd(BaseException):
+    """An exception class derived from BaseException directly, as a library might define."""
+
+
+def _raising(exc: BaseException):
+    def fn(rng, dk):
+        raise exc
+
+    return fn
+
+
+class _Unreadable:
+    """Neither readable as an array nor safe to ask for attributes: both raise BaseException."""
+
+    def __array__(self, dtype=None, copy=None):
+        raise GeneratorExit
+
+    def __getattr__(self, name: str):
+        raise SystemExit(name)
+
+
+@pytest.mark.parametrize(
+    ("fn", "says"),
+    [
+        (_raising(GeneratorExit("closed")), "raised GeneratorExit: closed"),
+        (_raising(_Odd("odd")), "raised _Odd: odd"),
+        (_raising(SystemExit(3)), "raised SystemExit: 3"),
+        (
+            _raising(BaseExceptionGroup("two", [GeneratorExit(), ValueError("v")])),
+            "raised BaseExceptionGroup: two (2 sub-exceptions)",
+        ),
+        (lambda rng, dk: _Unreadable(), "returned a _Unreadable, which numpy cannot read"),
+        # views that declare far more values than they hold: refused by the declared size
+        (lambda rng, dk: np.broadcast_to(1.0, (10**12,)), "returned 1,000,000,000,000 values"),
+        (
+            lambda rng, dk: np.lib.stride_tricks.as_strided(
+                np.zeros(1), shape=(10**5, 10**5), strides=(0, 0)
+            ),
+            "returned 10,000,000,000 values in one call (shape (100000, 100000))",
+        ),
+    ],
+    ids=["GeneratorExit", "BaseException", "SystemExit", "group", "unreadable", "view", "strided"],
+)
+def test_any_failure_or_oversized_view_of_a_sampler_is_one_line(fn, says) -> None:
+    with pytest.raises(VarcheckError) as err:
+        estimate_sampler(fn, 4, seed=0, name="mod:fn")
+    message = str(err.value)
+    assert message.startswith("sampler mod:fn ") and says in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [KeyboardInterrupt(), BaseExceptionGroup("g", [GeneratorExit(), KeyboardInterrupt()])],
+    ids=["KeyboardInterrupt", "group-holding-one"],
+)
+def test_an_interrupt_inside_a_sampler_stays_an_interrupt(exc) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        estimate_sampler(_raising(exc), 4, seed=0, name="mod:fn")
+
+
+def test_a_small_broadcast_view_is_read_as_its_values() -> None:
+    def view(rng, dk):
+        return np.broadcast_to(rng.standard_normal((1, dk)), (3, dk))  # rows repeated
+
+    est = estimate_sampler(view, 8, seed=1, samples=2000)
+    # 200 calls at least (MIN_BLOCKS) of 24 values; unit-normal values, variance 1 (within
+    # about six standard errors of a variance from 200 calls of 8 distinct values)
+    assert (est.blocks, est.samples) == (200, 4800) and est.var == pytest.approx(1.0, rel=0.25)
+
+
 def test_rounding_of_a_threaded_sum_is_not_a_second_generator() -> None:
     """Guards against refusing a sampler whose values for one generator differ only in the last
     digits (a multi-threaded sum rounding in another order): 1e-6 relative counts as the same."""

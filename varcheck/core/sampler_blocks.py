@@ -27,6 +27,7 @@ from ..errors import VarcheckError
 from . import estimation as est
 from .distributions import DrawDeadline
 from .estimation import MIN_BLOCKS, StopRule, VarianceEstimate
+from .options import cut
 from .parallel import Runner, SerialRunner, ordered_map
 from .user_code import call_user
 from .watchdog import guarded, watched_call
@@ -45,6 +46,11 @@ MAX_SCALE = 1e70
 
 #: Values a chunk of calls holds at most (chunks are the unit of seeding and parallel work).
 _CHUNK_VALUES = 1 << 18
+
+#: The most values one call may return (512 MiB as float64): checked on the size the returned
+#: array declares, before anything is copied, since a view (``np.broadcast_to``) can declare
+#: terabytes in a few bytes.
+MAX_VALUES_PER_CALL = 1 << 26
 
 #: Estimates stopped by Ctrl-C or SIGTERM: their chunks still running in worker threads stop.
 _interrupted_runs: set[int] = set()
@@ -75,6 +81,12 @@ def call_sampler(fn: Sampler, rng: np.random.Generator, dk: int, *, name: str) -
         raise VarcheckError(
             f"sampler {name} returned {_returned(out, values)}, not numbers (expected an "
             "array of floats such as the attention logits)"
+        )
+    if values.size > MAX_VALUES_PER_CALL:
+        raise VarcheckError(
+            f"sampler {name} returned {values.size:,} values in one call (shape "
+            f"{cut(str(values.shape), 40)}); at most {MAX_VALUES_PER_CALL:,} are read (512 MiB "
+            "as float64): return fewer values per call"
         )
     values = values.astype(np.float64, copy=False).ravel()
     if values.size == 0:

@@ -79,9 +79,27 @@ def first_line(exc: BaseException) -> str:
     or ``""``."""
     try:
         lines = str(exc).strip().splitlines()
-    except Exception:  # noqa: BLE001 - some extension errors cannot even say what they are
+    except BaseException as inner:  # noqa: BLE001 - some errors cannot even say what they are
+        _reraise_interrupt(inner)
         return ""
     return f": {_cut(lines[0], MESSAGE_CHARS)}" if lines else ""
+
+
+def _reraise_interrupt(exc: BaseException) -> None:
+    """Raise Ctrl-C or SIGTERM again if ``exc`` is one, or is a group that holds one.
+
+    Everything else a user's code raises is its failure, whatever its class: ``SystemExit``,
+    ``GeneratorExit`` or a class derived from ``BaseException`` directly are one line (exit 2)
+    like any ``Exception``; only an interrupt stops the run and keeps what it found.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
+    if isinstance(exc, BaseExceptionGroup):
+        held = exc.subgroup(lambda e: isinstance(e, KeyboardInterrupt))
+        while isinstance(held, BaseExceptionGroup):
+            held = held.exceptions[0]
+        if held is not None:
+            raise held from exc
 
 
 class ReturnedTuple(VarcheckError):
@@ -109,21 +127,37 @@ def call_user(
 
     try:
         out = fn(*args)
-    except (Exception, SystemExit) as exc:  # the user's code: any failure is one line
-        raise VarcheckError(f"{what} raised {type(exc).__name__}{first_line(exc)}") from exc
+    except BaseException as exc:  # the user's code: any failure but an interrupt is one line
+        _reraise_interrupt(exc)
+        raise VarcheckError(f"{what} raised {_class_name(exc)}{first_line(exc)}") from exc
     if one_array and isinstance(out, tuple) and any(_is_array(x) for x in out):
         count = f"{len(out)} array" + ("" if len(out) == 1 else "s")
         raise ReturnedTuple(f"{what} returned a tuple of {count}; {one_array}")
     try:
         return out, np.asarray(out)
-    except Exception as exc:  # e.g. a tensor that needs .detach() or lives on a GPU
-        hint = ""
-        if hasattr(out, "detach") and hasattr(out, "cpu"):  # a framework's tensor
-            hint = "; return t.detach().cpu() (or .numpy()) instead"
+    except BaseException as exc:  # e.g. a tensor that needs .detach() or lives on a GPU
+        _reraise_interrupt(exc)
+        hint = "; return t.detach().cpu() (or .numpy()) instead" if _is_tensor(out) else ""
         raise VarcheckError(
-            f"{what} returned a {type(out).__name__}, which numpy cannot read as an "
+            f"{what} returned a {_class_name(out)}, which numpy cannot read as an "
             f"array of numbers{first_line(exc)}{hint}"
         ) from exc
+
+
+def _class_name(obj: object) -> str:
+    """The name of ``obj``'s class, even when the class hides or spoils ``__name__``."""
+    name = getattr(type(obj), "__name__", None)
+    return name if isinstance(name, str) else "object"
+
+
+def _is_tensor(out: object) -> bool:
+    """A framework's tensor (it has ``detach`` and ``cpu``), asked without trusting its
+    attribute lookup (a hostile ``__getattr__`` may raise anything)."""
+    try:
+        return hasattr(out, "detach") and hasattr(out, "cpu")
+    except BaseException as exc:  # noqa: BLE001
+        _reraise_interrupt(exc)
+        return False
 
 
 def _article(noun: str) -> str:
@@ -391,8 +425,11 @@ def _run_import(target: str, what: str, load: Callable[[], Any], word: str) -> A
         raise VarcheckError(
             f"{word} {_tail(target)}: importing {what} raised {type(exc).__name__}"
             + (f": {_cut(first)}" if first else "")
-            + (" (use the package.module:FUNCTION form for code inside a package)" if relative
-               else "")
+            + (
+                " (use the package.module:FUNCTION form for code inside a package)"
+                if relative
+                else ""
+            )
         ) from exc
 
 
