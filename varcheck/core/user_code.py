@@ -28,6 +28,7 @@ from ..errors import VarcheckError
 __all__ = [
     "Kind",
     "SAMPLER",
+    "takes_batch",
     "UserFunction",
     "UserSampler",
     "as_function",
@@ -184,17 +185,34 @@ def _json_safe(value: Any, depth: int = 0) -> bool:
 
 @dataclass(frozen=True)
 class Kind:
-    """What a user's function is for: the word errors use, and the arguments varcheck passes."""
+    """What a user's function is for: the word errors use, the arguments varcheck passes, and
+    the keyword that, when the function has it, makes it vectorised (``None``: no such form)."""
 
     word: str
     passed: tuple[str, ...]
+    batch: str | None = None
 
     @property
     def call(self) -> str:
         return "fn(" + ", ".join(self.passed) + ")"
 
 
-SAMPLER = Kind("sampler", ("rng", "dk"))
+SAMPLER = Kind("sampler", ("rng", "dk"), batch="calls")
+
+
+def takes_batch(fn: Callable[..., Any], kind: Kind = SAMPLER) -> bool:
+    """Whether ``fn`` is the vectorised form of its kind: it has a parameter named
+    ``kind.batch`` that can be passed by keyword (a sampler's ``calls``, docs/own-code.md)."""
+    if kind.batch is None:
+        return False
+    try:
+        parameter = inspect.signature(fn).parameters.get(kind.batch)
+    except (TypeError, ValueError):  # no signature to read: the plain form
+        return False
+    return parameter is not None and parameter.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
 
 
 @dataclass(frozen=True)
@@ -234,10 +252,18 @@ class UserFunction:
 
 @dataclass(frozen=True)
 class UserSampler(UserFunction):
-    """A sampler ``fn(rng, dk, **args)``: the values of one independent run of the user's code."""
+    """A sampler ``fn(rng, dk, **args)``: the values of one independent run of the user's code;
+    a vectorised one, ``fn(rng, dk, calls, **args)``, returns ``calls`` runs at once."""
 
-    def __call__(self, rng: Any, dk: int) -> Any:  # type: ignore[override]
-        return self.fn(rng, dk, **dict(self.args))
+    def __call__(self, rng: Any, dk: int, calls: int | None = None) -> Any:  # type: ignore[override]
+        if calls is None:
+            return self.fn(rng, dk, **dict(self.args))
+        return self.fn(rng, dk, calls=calls, **dict(self.args))
+
+    @functools.cached_property
+    def vectorized(self) -> bool:
+        """Whether the sampler takes ``calls`` (see :func:`takes_batch`)."""
+        return takes_batch(self.fn, self.KIND)
 
 
 def _check_args(
@@ -274,10 +300,19 @@ def _check_signature(
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # some builtins have no signature: the first call tells
         return
+    batch: dict[str, None] = {}
+    if takes_batch(fn, kind):
+        assert kind.batch is not None
+        if kind.batch in dict(args):
+            raise VarcheckError(
+                f"{kind.word} {target}: {kind.batch!r} is passed by varcheck to a vectorised "
+                f"{kind.word} (one that takes {kind.batch}); it cannot be bound as an argument"
+            )
+        batch = {kind.batch: None}
     try:
-        sig.bind(*([None] * len(kind.passed)), **dict(args))
+        sig.bind(*([None] * len(kind.passed)), **batch, **dict(args))
     except TypeError as exc:
-        given = ", ".join([*kind.passed, *(k for k, _ in args)])
+        given = ", ".join([*kind.passed, *batch, *(k for k, _ in args)])
         raise VarcheckError(
             f"{kind.word} {target} cannot be called as fn({given}): {exc}; a {kind.word} takes "
             f"({', '.join(kind.passed)}) and the bound arguments"
