@@ -42,12 +42,14 @@ test-fast: $(STAMP)
 ## benchmarks (not tests); bench-docs also rewrites docs/performance.md
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/headline.py
 	$(BIN)/python bench/sampler.py
 	$(BIN)/python bench/probe.py
 	$(BIN)/python bench/decoder.py
 
 bench-docs: $(STAMP)
 	$(BIN)/python bench/run.py --write-docs
+	$(BIN)/python bench/headline.py --write-docs
 	$(BIN)/python bench/sampler.py --write-docs
 
 ## mutation testing of the statistical core, the claim language and the audit's forward pass

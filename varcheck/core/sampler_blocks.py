@@ -32,6 +32,7 @@ from .options import cut
 from .parallel import Runner, SerialRunner, ordered_map
 from .user_code import UserSampler, call_user, takes_batch
 from .watchdog import guarded, watched_call
+from .workspace import Workspace
 
 __all__ = [
     "Sampler",
@@ -60,6 +61,9 @@ _CHUNK_VALUES = 1 << 18
 #: array declares, before anything is copied, since a view (``np.broadcast_to``) can declare
 #: terabytes in a few bytes.
 MAX_VALUES_PER_CALL = 1 << 26
+
+#: Each thread's array for a vectorised sampler's chunk of runs (see :class:`Workspace`).
+_WORKSPACE = Workspace()
 
 #: Estimates stopped by Ctrl-C or SIGTERM: their chunks still running in worker threads stop.
 _interrupted_runs: set[int] = set()
@@ -234,7 +238,10 @@ def _vectorized_chunk(
     values = _returned_array(fn, rng, dk, name, calls=blocks)
     if values.size != blocks * size:
         raise _size_changed(name, size, values.size / blocks)
-    x = _standardised(values, np.empty((blocks, size)), shift, scale)
+    shape = (blocks, size)
+    small = blocks * size <= _CHUNK_VALUES  # reused per thread; a larger one is not kept
+    buffer = _WORKSPACE.get("runs", shape, np.dtype(np.float64)) if small else np.empty(shape)
+    x = _standardised(values, buffer, shift, scale)
     m = x.mean(axis=1)
     a = np.einsum("ij,ij->i", x, x) / size
     if not (np.isfinite(m).all() and np.isfinite(a).all()):
