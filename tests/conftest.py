@@ -31,6 +31,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_STARTED] = time.monotonic()
 
 
+@pytest.hookimpl(trylast=True)  # after the --durations list it refers to
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     """Warn when the whole suite (not a selection of it) took longer than its budget."""
     started = config.stash.get(_STARTED, None)

@@ -7,6 +7,10 @@ independent generators, so each call is one block of the block estimator of
 it does for products that share rows and columns. Call ``i`` of chunk ``c`` gets the generator
 of ``SeedSequence(seed, spawn_key=(*stream, c)).spawn(blocks)[i]``: the same seed gives the same
 values for any split of the work, as long as ``fn`` draws only from the generator it is given.
+A vectorised sampler, ``fn(rng, dk, calls)``, makes a whole chunk of runs in one call with the
+chunk's generator ``SeedSequence(seed, spawn_key=(*stream, c))``, one run per row; each row is
+then one block, and varcheck's cost per run falls from a generator and a few checks to a
+share of one.
 
 This module is the statistical core of verifying a user's own code (issue #15); loading a
 sampler by name and the command line come on top of it.
@@ -202,7 +206,8 @@ def sampler_chunk(
             if values.size != size:
                 raise _size_changed(name, size, values.size)
             x = _standardised(values, buffer, shift, scale)
-            m[i], a[i] = x.mean(), np.dot(x, x) / x.size
+            # x.mean() to the bit, without np.mean's Python layer (a sum divided by the count)
+            m[i], a[i] = float(np.add.reduce(x)) / size, np.dot(x, x) / size
             if not (math.isfinite(m[i]) and math.isfinite(a[i])):
                 _check_finite(values, name, dk)  # else finite values whose squares overflow
     except (KeyboardInterrupt, DrawDeadline) as exc:
