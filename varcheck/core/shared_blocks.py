@@ -454,9 +454,13 @@ def _group_sums(x: np.ndarray, groups: int, size: int, out: np.ndarray) -> np.nd
     if size > 16:
         return x[..., : groups * size].reshape(*x.shape[:-1], groups, size).sum(axis=-1, out=out)
     # a reduction over a short last axis is slow in numpy; strided additions are not
-    out[...] = x[..., 0 : groups * size : size]
-    for i in range(1, size):
-        out += x[..., i : groups * size : size]
+    end = groups * size
+    if size == 1:
+        out[...] = x[..., :end]
+        return out
+    np.add(x[..., 0:end:size], x[..., 1:end:size], out=out)
+    for i in range(2, size):
+        out += x[..., i:end:size]
     return out
 
 
@@ -479,7 +483,11 @@ def _self_terms(x2: np.ndarray, dks: Sequence[int], ws: _Workspace) -> dict[int,
         else:
             n = _group_sums(x2, g, d, out)
         norms[d] = n
-        terms[d] = np.einsum("zag,zag->z", n, n, dtype=np.float64)
+        # squared in float64: converted once into a reused array (einsum's own casting, in
+        # small buffers, took longer than the sums)
+        flat = ws.get("self-terms", (n.shape[0], n[0].size), np.dtype(np.float64))
+        flat[...] = n.reshape(n.shape[0], -1)
+        terms[d] = np.einsum("zi,zi->z", flat, flat)
         prev = d
     return terms
 
@@ -610,8 +618,12 @@ def draw_shared_chunk(
     squares = np.empty((blocks, len(plan.dks)))
     for b in range(blocks):
         # the Gram matrices in the sampling precision, their product summed in float64
-        h = (qm[b].T @ qm[b]).astype(np.float64)
-        h *= h if km is None else km[b].T @ km[b]
+        g = qm[b].T @ qm[b]
+        if km is None:  # squared in float64 into a reused array
+            h = np.square(g, dtype=np.float64, out=ws.get("h", (w, w), np.dtype(np.float64)))
+        else:
+            h = g.astype(np.float64)
+            h *= km[b].T @ km[b]
         for j, dk in enumerate(plan.dks):
             squares[b, j] = _diagonal_block_sum(h, w // dk, dk)
             if km is None:
