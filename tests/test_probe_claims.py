@@ -313,6 +313,7 @@ def test_a_passing_probe_row_reads_the_expected_scale(tmp_path: Path) -> None:
     assert f"  reproduce: varcheck probe {KERNELS}:attention --dk 64 --seed 1" in out, out
 
 
+
 def test_an_interrupted_probe_claim_keeps_its_row_and_stops_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -165,9 +165,7 @@ def with_weights(q, k, v):
 
 @pytest.mark.parametrize("dv", [None, "16"])
 def test_a_kernel_returning_out_and_weights_is_told_to_return_only_the_output(
-    run_cli,
-    tmp_path,
-    dv,  # noqa: ANN001
+    run_cli, tmp_path, dv  # noqa: ANN001
 ) -> None:
     """(out, weights) read as one 2 x n x m array said 'returned shape 2x48x80', and with
     d_v < m 'numpy cannot read' it: both now name the tuple and say what to return."""

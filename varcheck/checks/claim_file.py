@@ -455,10 +455,7 @@ def check(
     else:
         prec, samp = spec_file.precision, spec_file.samples
     conf, prec, samp, max_s = options.sampling_effort(  # products: the variance claims' below
-        conf,
-        prec,
-        samp,
-        spec_file.max_seconds if max_seconds is None else max_seconds,
+        conf, prec, samp, spec_file.max_seconds if max_seconds is None else max_seconds,
         feasible=False,
     )
     seed = options.resolve_seed(spec_file.seed if seed is None else seed)

@@ -264,3 +264,4 @@ def probe_command(pc: ProbeClaim, row: VerifyResult, folder: str) -> str:
         parts += ["--confidence", f"{row.confidence:g}"]
     parts += ["--seed", str(row.seed)]
     return " ".join(shlex.quote(p) for p in parts)
+

@@ -106,11 +106,8 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
             f"expected {fmt(result.expected, 6)}; effective scale {fmt(result.scale, 6)}, "
             f"{confidence_label(result.confidence)} interval [{fmt(lo, 6)}, {fmt(hi, 6)}] "
             f"from {result.calls:,} calls; "
-            + (
-                f"p = {fmt_p(result.p_value)}"
-                if result.tolerance is None
-                else f"p_value = {fmt_p(result.p_value)} (two-sided, of the expected scale)"
-            )
+            + (f"p = {fmt_p(result.p_value)}" if result.tolerance is None else
+               f"p_value = {fmt_p(result.p_value)} (two-sided, of the expected scale)")
         ),
         *_equivalence_lines(result),
         *_wrap(
