@@ -328,7 +328,10 @@ def report(r: dict[str, Any]) -> str:
         f"(syrk, {s['side'] * 512 * 513 / 2 / g / 1e9:.0f}G multiply-adds a second): "
         f"{fmt_time(floor1)} for the run on one core, {fmt_time(floor1 / 2)} on two. The run "
         f"itself took {fmt_time(med('fine-1', 'cpu'))} of CPU with one worker: "
-        f"{med('fine-1', 'cpu') / floor1:.2f}× the floor.\n"
+        f"{med('fine-1', 'cpu') / floor1:.2f}× the floor, of which "
+        f"{fmt_time(s['blocks'] * s['stages']['whole chunk (draw_shared_chunk)'])} are the "
+        "blocks' chunks as profiled below and the rest start-up, merging, intervals and "
+        "output.\n"
     )
     L.append(profile(s))
     sl, ch, vec = r["samplers"]["slow"], r["samplers"]["cheap"], r["samplers"]["cheap-vectorised"]
@@ -365,7 +368,7 @@ def report(r: dict[str, Any]) -> str:
 
 def profile(s: dict[str, Any]) -> str:
     """The 0.01% sweep's time per block by stage, and why its floor is where it is."""
-    st = s["stages"]
+    st = dict(s["stages"])
     whole = st.pop("whole chunk (draw_shared_chunk)")
     rows = [[name, f"{t * 1e3:.2f} ms", f"{t / whole:.0%}"] for name, t in st.items()]
     rows.append(["whole chunk (draw_shared_chunk)", f"{whole * 1e3:.2f} ms", "100%"])
