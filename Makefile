@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 
 .PHONY: setup run test test-fast test-frameworks bench bench-docs docs lint format clean mutate \
-	mutate-report
+	mutate-report dist dist-check
 
 $(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit("varcheck needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -28,11 +28,13 @@ setup: $(STAMP)
 run: $(STAMP)
 	@$(BIN)/varcheck sweep --dk 2..512; code=$$?; [ $$code -le 1 ] || exit $$code
 
-## lint + the whole test suite (this is what .ci/run calls), on two processes (pytest-xdist):
-## about 3.5 min on 2 cores, 6.5 min on one
+## lint + the whole test suite (this is what .ci/run calls), on two processes (pytest-xdist), in
+## a random order (pytest-randomly: the seed is printed at the top; --randomly-seed=N repeats
+## it). Its budget is 4 min on 2 quiet cores (docs/testing.md): the 20 slowest tests are listed
+## at the end, and a warning follows when the run took longer than the budget
 test: $(STAMP)
 	$(BIN)/ruff check varcheck tests bench docs/_generate tools examples
-	$(BIN)/pytest -n 2
+	$(BIN)/pytest -n 2 --durations=20
 
 ## tests without the statistical calibration suites
 test-fast: $(STAMP)
@@ -64,12 +66,14 @@ test-frameworks: $(FSTAMP)
 ## benchmarks (not tests); bench-docs also rewrites docs/performance.md
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/headline.py
 	$(BIN)/python bench/sampler.py
 	$(BIN)/python bench/probe.py
 	$(BIN)/python bench/decoder.py
 
 bench-docs: $(STAMP)
 	$(BIN)/python bench/run.py --write-docs
+	$(BIN)/python bench/headline.py --write-docs
 	$(BIN)/python bench/sampler.py --write-docs
 
 ## mutation testing of the statistical core, the claim language and the audit's forward pass
@@ -82,6 +86,19 @@ mutate: $(STAMP)
 mutate-report: $(STAMP)
 	$(BIN)/python tools/mutation_report.py
 
+## the sdist and the wheel, built by the standard frontend (python -m build) into dist/ and
+## checked by twine (metadata, README rendering); not part of `make test`
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --sdist --wheel --outdir dist .
+	$(BIN)/twine check --strict dist/*
+
+## the built wheel installed into a fresh virtual environment (without the extras), then used
+## as a user would: varcheck -V, a short sweep, the pytest plugin on a one-test project, and
+## audit without the models extra (one clear line); about a minute, not part of `make test`
+dist-check: dist
+	$(BIN)/python tools/wheel_smoke.py dist
+
 docs: $(STAMP)
 	@for f in docs/_generate/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
@@ -92,4 +109,4 @@ format: $(STAMP)
 	$(BIN)/ruff format varcheck tests bench docs/_generate tools
 
 clean:
-	rm -rf $(VENV) $(FVENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis mutants
+	rm -rf $(VENV) $(FVENV) build dist *.egg-info .pytest_cache .ruff_cache .hypothesis mutants

@@ -14,6 +14,8 @@ if "numpy" not in sys.modules:
     for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
 
+import time
+
 import pytest
 from click.testing import CliRunner
 
@@ -24,6 +26,53 @@ if not os.environ.get("VARCHECK_FRAMEWORK_SUITE"):
 
 if TYPE_CHECKING:
     import numpy as np
+
+#: Seconds the whole suite may take on two quiet cores (`make test`, docs/testing.md): a run of
+#: the whole suite that takes longer ends with a warning naming the budget.
+SUITE_BUDGET_SECONDS = 240.0
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_STARTED] = time.monotonic()
+
+
+@pytest.hookimpl(trylast=True)  # after the --durations list it refers to
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """Warn when the whole suite (not a selection of it) took longer than its budget."""
+    started = config.stash.get(_STARTED, None)
+    if started is None or hasattr(config, "workerinput") or not _whole_suite(config):
+        return
+    took = time.monotonic() - started
+    if took > SUITE_BUDGET_SECONDS:
+        terminalreporter.write_line(
+            f"WARNING: the suite took {took:.0f} s, over its budget of "
+            f"{SUITE_BUDGET_SECONDS:.0f} s on two cores (docs/testing.md); the slowest tests "
+            "are listed above (--durations)",
+            yellow=True,
+            bold=True,
+        )
+
+
+def _whole_suite(config: pytest.Config) -> bool:
+    """Whether this run is the whole suite: the configured test paths, with no -k or -m."""
+    return (
+        config.args_source == pytest.Config.ArgsSource.TESTPATHS
+        and not config.option.keyword
+        and not config.option.markexpr
+    )
+
+
+_STARTED = pytest.StashKey[float]()
+
+
+@pytest.fixture(autouse=True)
+def _close_leftover_figures():
+    """Close the pyplot figures a test leaves open: pyplot's list of figures is global to the
+    process, and a later test that counts open figures must not see another test's."""
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close("all")
 
 
 @pytest.fixture

@@ -133,6 +133,8 @@ BAD = [
         1,
     ),
     ("assert", ["--sampler", f"{TOY}:exits"], "raised SystemExit: stop", 1),
+    ("sweep", ["--sampler", f"{TOY}:closes"], "raised GeneratorExit: closed", 1),
+    ("assert", ["--sampler", f"{TOY}:returns_huge_view"], "returned 1,000,000,000,000 values", 1),
     ("assert", ["--sampler", f"{TOY}:returns_none"], "returned None (a missing return?)", 1),
     ("assert", ["--sampler", f"{TOY}:returns_string"], "returned a str, not numbers", 1),
     ("assert", ["--sampler", f"{TOY}:returns_objects"], "returned object values", 1),

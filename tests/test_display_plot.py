@@ -220,9 +220,10 @@ def test_plot_keeps_the_sessions_backend_and_figures(derived) -> None:  # noqa: 
     plt.switch_backend("svg")  # stands in for a notebook's inline backend
     try:
         mine = plt.figure()
+        open_before = plt.get_fignums()
         assert derived.plot().data == agg
         assert matplotlib.get_backend() == "svg" and plt.fignum_exists(mine.number)
-        assert plt.get_fignums() == [mine.number]  # the drawn figure is closed
+        assert plt.get_fignums() == open_before  # the drawn figure is closed
     finally:
         plt.close("all")
         plt.switch_backend(before)

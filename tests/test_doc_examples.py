@@ -419,9 +419,10 @@ def _pinned(program: str, args: list[str], folder: Path) -> list[str]:
 
 def _executable(program: str) -> list[str]:
     """The installed entry point beside this interpreter, else ``python -m``; pytest without
-    its cache (the folder is shared by every example)."""
+    its cache (the folder is shared by every example) and in file order, as the pages show it
+    (pytest-randomly, installed for this suite, would shuffle a transcript's failures)."""
     if program == "pytest":
-        return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+        return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly"]
     script = Path(sys.executable).with_name(program)
     return [str(script)] if script.exists() else [sys.executable, "-m", program]
 

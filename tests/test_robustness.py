@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -174,6 +175,30 @@ def _start(*command: str) -> subprocess.Popen[str]:
     )
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time (user and system, all threads) a running child has used; None without /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wait_until_busy(proc: subprocess.Popen[str], cpu_seconds: float = 2.0) -> None:
+    """Wait until the child has used ``cpu_seconds`` of CPU: its start-up and a good many blocks,
+    on a fast machine or a slow, loaded one alike (a fixed 3 s of wall time left a child that
+    was given little of the CPU still importing, with no row to keep). Without /proc, 3 s."""
+    started = time.monotonic()
+    while proc.poll() is None and time.monotonic() - started < 120.0:
+        used = _cpu_seconds(proc.pid)
+        if used is None:
+            time.sleep(3.0)
+            return
+        if used >= cpu_seconds:
+            return
+        time.sleep(0.05)
+
+
 def _interrupt(proc: subprocess.Popen[str]) -> tuple[str, str, float]:
     """SIGINT the child; (stdout, stderr, seconds until it exited). A child still running 60 s
     later is aborted (its threads' stacks go to stderr, shown in the failure) and killed, so
@@ -220,7 +245,7 @@ def test_sigint_prints_partial_rows_and_exits_130(fmt: str) -> None:
             "sweep", "--dk", "2..512", "--precision", "0.0001", "--seed", "1", "--format", fmt
         )
     )
-    time.sleep(3.0)  # start-up, then well into the first rows
+    _wait_until_busy(proc)  # start-up, then well into the first rows
     out, err, latency = _interrupt(proc)
     assert proc.returncode == 130, err
     assert latency < 5.0  # a second when idle; generous for a loaded CI machine
@@ -246,7 +271,7 @@ def test_sigint_during_check_exits_130(tmp_path: Path) -> None:
         '[defaults]\nprecision = 0.0001\n[[claim]]\nname = "a"\ndk = "2..512"\nclaim = "dk"\n'
     )
     proc = _start(*_varcheck("check", str(claims), "--format", "json"))
-    time.sleep(3.0)
+    _wait_until_busy(proc)
     out, err, _ = _interrupt(proc)
     assert proc.returncode == 130, err
     assert json.loads(out)["interrupted"] is True

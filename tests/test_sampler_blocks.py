@@ -34,6 +34,21 @@ def laplace(rng: np.random.Generator, dk: int):
     return 5.0 + rng.laplace(size=dk)
 
 
+def batched_logits(rng: np.random.Generator, dk: int, calls: int, n: int = 16, dx: int = 16):
+    """:func:`logits` vectorised: ``calls`` independent batches, each with its own tokens and
+    weights, one per row of the first axis (n queries against n keys: variance d_k); smaller
+    than :func:`logits` by default, so that 400 seeds take about two seconds."""
+    x = rng.standard_normal((calls, 2 * n, dx))
+    w_q = rng.standard_normal((calls, dx, dk)) / np.sqrt(dx)
+    w_k = rng.standard_normal((calls, dx, dk)) / np.sqrt(dx)
+    return (x[:, :n] @ w_q) @ (x[:, n:] @ w_k).transpose(0, 2, 1)
+
+
+def batched_laplace(rng: np.random.Generator, dk: int, calls: int):
+    """:func:`laplace` vectorised: ``calls`` rows of dk values (variance 2, mean 5)."""
+    return 5.0 + rng.laplace(size=(calls, dk))
+
+
 @pytest.mark.parametrize(
     ("fn", "says"),
     [
@@ -61,6 +76,76 @@ def test_bad_samplers_get_one_line_naming_them(fn, says) -> None:
     message = str(err.value)
     assert message.startswith("sampler mod:fn ") and says in message
     assert "\n" not in message
+
+
+class _Odd(BaseException):
+    """An exception class derived from BaseException directly, as a library might define."""
+
+
+def _raising(exc: BaseException):
+    def fn(rng, dk):
+        raise exc
+
+    return fn
+
+
+class _Unreadable:
+    """Neither readable as an array nor safe to ask for attributes: both raise BaseException."""
+
+    def __array__(self, dtype=None, copy=None):
+        raise GeneratorExit
+
+    def __getattr__(self, name: str):
+        raise SystemExit(name)
+
+
+@pytest.mark.parametrize(
+    ("fn", "says"),
+    [
+        (_raising(GeneratorExit("closed")), "raised GeneratorExit: closed"),
+        (_raising(_Odd("odd")), "raised _Odd: odd"),
+        (_raising(SystemExit(3)), "raised SystemExit: 3"),
+        (
+            _raising(BaseExceptionGroup("two", [GeneratorExit(), ValueError("v")])),
+            "raised BaseExceptionGroup: two (2 sub-exceptions)",
+        ),
+        (lambda rng, dk: _Unreadable(), "returned a _Unreadable, which numpy cannot read"),
+        # views that declare far more values than they hold: refused by the declared size
+        (lambda rng, dk: np.broadcast_to(1.0, (10**12,)), "returned 1,000,000,000,000 values"),
+        (
+            lambda rng, dk: np.lib.stride_tricks.as_strided(
+                np.zeros(1), shape=(10**5, 10**5), strides=(0, 0)
+            ),
+            "returned 10,000,000,000 values in one call (shape (100000, 100000))",
+        ),
+    ],
+    ids=["GeneratorExit", "BaseException", "SystemExit", "group", "unreadable", "view", "strided"],
+)
+def test_any_failure_or_oversized_view_of_a_sampler_is_one_line(fn, says) -> None:
+    with pytest.raises(VarcheckError) as err:
+        estimate_sampler(fn, 4, seed=0, name="mod:fn")
+    message = str(err.value)
+    assert message.startswith("sampler mod:fn ") and says in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [KeyboardInterrupt(), BaseExceptionGroup("g", [GeneratorExit(), KeyboardInterrupt()])],
+    ids=["KeyboardInterrupt", "group-holding-one"],
+)
+def test_an_interrupt_inside_a_sampler_stays_an_interrupt(exc) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        estimate_sampler(_raising(exc), 4, seed=0, name="mod:fn")
+
+
+def test_a_small_broadcast_view_is_read_as_its_values() -> None:
+    def view(rng, dk):
+        return np.broadcast_to(rng.standard_normal((1, dk)), (3, dk))  # rows repeated
+
+    est = estimate_sampler(view, 8, seed=1, samples=2000)
+    # 200 calls at least (MIN_BLOCKS) of 24 values; unit-normal values, variance 1 (within
+    # about six standard errors of a variance from 200 calls of 8 distinct values)
+    assert (est.blocks, est.samples) == (200, 4800) and est.var == pytest.approx(1.0, rel=0.25)
 
 
 def test_rounding_of_a_threaded_sum_is_not_a_second_generator() -> None:
@@ -97,6 +182,49 @@ def test_same_seed_same_estimate_for_any_worker_count() -> None:
     assert serial.samples == serial.blocks * 64 * 64
 
 
+def test_a_vectorised_sampler_gives_the_same_estimate_for_any_worker_count() -> None:
+    serial = estimate_sampler(batched_logits, 8, seed=5, precision=0.05)
+    with open_runner(2) as runner:
+        threaded = estimate_sampler(batched_logits, 8, seed=5, precision=0.05, runner=runner)
+    assert serial == threaded
+    assert serial.samples == serial.blocks * 16 * 16 and serial.blocks >= 200
+
+
+def _stuck(rng, dk, calls):
+    return np.broadcast_to(rng.standard_normal(dk), (calls, dk))  # every row the same run
+
+
+@pytest.mark.parametrize(
+    ("fn", "says"),
+    [
+        (lambda rng, dk, calls: rng.standard_normal(dk), "returned shape (4,): its first axis"),
+        (lambda rng, dk, calls: rng.standard_normal((calls + 1, dk)), "returned shape (3, 4)"),
+        (_stuck, "returned the same values in both rows when asked for calls=2"),
+        (
+            lambda rng, dk, calls: rng.standard_normal((calls, dk + (calls > 2))),
+            "returned 4 values, then 5: every call must return the same number",
+        ),
+        (
+            lambda rng, dk, calls: np.where(calls > 2, np.nan, rng.standard_normal((calls, dk))),
+            "returned NaN values at d_k=4",
+        ),
+    ],
+    ids=["one-run", "extra-row", "same-rows", "size-changes", "nan-later"],
+)
+def test_bad_vectorised_samplers_get_one_line(fn, says) -> None:
+    with pytest.raises(VarcheckError) as err:
+        estimate_sampler(fn, 4, seed=0, name="mod:fn", samples=1000)
+    assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_calls_cannot_be_bound_to_a_vectorised_sampler() -> None:
+    from varcheck.core.user_code import as_sampler
+
+    assert as_sampler(batched_laplace).vectorized and not as_sampler(laplace).vectorized
+    with pytest.raises(VarcheckError, match="'calls' is passed by varcheck to a vectorised"):
+        as_sampler(batched_laplace, {"calls": 3})
+
+
 def test_fixed_budget_counts_values() -> None:
     est = estimate_sampler(laplace, 10, seed=1, samples=5000)
     assert (est.blocks, est.samples, est.stop_reason) == (500, 5000, "samples")
@@ -121,6 +249,21 @@ def test_coverage_of_sampler_intervals(fn, dk, truth, precision, pinned) -> None
     """Guards against an interval that treats the values of one call as independent (the
     logits of a batch share queries, keys and weights: such an interval would cover far less
     than 95%) and against any miscalibration of the per-call blocks."""
+    covered = _coverage(fn, dk, truth, precision)
+    assert binomtest(covered, 400, 0.95).pvalue > 0.001, covered
+    if pinned is not None:
+        assert covered == pinned
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(
+    ("fn", "dk", "truth", "precision", "pinned"),
+    [(batched_logits, 16, 16.0, 0.1, 376), (batched_laplace, 32, 2.0, 0.1, 373)],
+    ids=["dependent-logits", "iid-laplace"],
+)
+def test_coverage_of_vectorised_sampler_intervals(fn, dk, truth, precision, pinned) -> None:
+    """A vectorised sampler's runs are blocks as one call's values are: the same binomial rule
+    over 400 seeds (each run one or two calls of the sampler, so the seeds cost little)."""
     covered = _coverage(fn, dk, truth, precision)
     assert binomtest(covered, 400, 0.95).pvalue > 0.001, covered
     if pinned is not None:

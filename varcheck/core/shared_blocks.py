@@ -56,7 +56,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -80,6 +79,7 @@ from .estimation import (
 )
 from .parallel import Runner, SerialRunner, ordered_map
 from .theory import DotProductTheory
+from .workspace import Workspace as _Workspace
 
 __all__ = [
     "SharedPlan",
@@ -449,51 +449,18 @@ def _groups(m: np.ndarray, groups: int, dk: int) -> np.ndarray:
     return m[:, :, : groups * dk].reshape(nb, rows, groups, dk).transpose(0, 2, 1, 3)
 
 
-class _Workspace:
-    """Arrays that each thread reuses from one chunk to the next, carved from 16 MB arenas.
-
-    A fresh array costs a page fault per 4 kB the first time it is written: about 4 µs each on
-    the benchmark machine, as long as the arithmetic done in the array. numpy asks the kernel
-    for huge pages from 4 MB on, so one large arena faults about five times less per MB than
-    separate arrays. Pickling (a Dask task) gives an empty workspace on the other side.
-    """
-
-    _ARENA_BYTES = 1 << 24
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-
-    def __reduce__(self) -> tuple[type, tuple[()]]:
-        return (_Workspace, ())
-
-    def get(self, name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        """The thread's array called ``name``, of this shape and dtype (contents undefined)."""
-        state = self._local.__dict__
-        regions = state.setdefault("regions", {})
-        nbytes = math.prod(shape) * dtype.itemsize
-        region = regions.get(name)
-        if region is None or region.size < nbytes:
-            region = regions[name] = self._carve(state, nbytes)
-        return region[:nbytes].view(dtype).reshape(shape)
-
-    def _carve(self, state: dict, nbytes: int) -> np.ndarray:
-        size = -(-max(nbytes, 1) // 64) * 64  # 64-byte aligned regions
-        arena, used = state.get("arena"), state.get("used", 0)
-        if arena is None or used + size > arena.size:
-            arena = state["arena"] = np.empty(max(self._ARENA_BYTES, size), np.uint8)
-            used = 0
-        state["used"] = used + size
-        return arena[used : used + size]
-
-
 def _group_sums(x: np.ndarray, groups: int, size: int, out: np.ndarray) -> np.ndarray:
     """Sums over the last axis in ``groups`` consecutive runs of ``size`` (the rest dropped)."""
     if size > 16:
         return x[..., : groups * size].reshape(*x.shape[:-1], groups, size).sum(axis=-1, out=out)
     # a reduction over a short last axis is slow in numpy; strided additions are not
-    out[...] = x[..., 0 : groups * size : size]
-    for i in range(1, size):
-        out += x[..., i : groups * size : size]
+    end = groups * size
+    if size == 1:
+        out[...] = x[..., :end]
+        return out
+    np.add(x[..., 0:end:size], x[..., 1:end:size], out=out)
+    for i in range(2, size):
+        out += x[..., i:end:size]
     return out
 
 
@@ -516,7 +483,11 @@ def _self_terms(x2: np.ndarray, dks: Sequence[int], ws: _Workspace) -> dict[int,
         else:
             n = _group_sums(x2, g, d, out)
         norms[d] = n
-        terms[d] = np.einsum("zag,zag->z", n, n, dtype=np.float64)
+        # squared in float64: converted once into a reused array (einsum's own casting, in
+        # small buffers, took longer than the sums)
+        flat = ws.get("self-terms", (n.shape[0], n[0].size), np.dtype(np.float64))
+        flat[...] = n.reshape(n.shape[0], -1)
+        terms[d] = np.einsum("zi,zi->z", flat, flat)
         prev = d
     return terms
 
@@ -647,8 +618,12 @@ def draw_shared_chunk(
     squares = np.empty((blocks, len(plan.dks)))
     for b in range(blocks):
         # the Gram matrices in the sampling precision, their product summed in float64
-        h = (qm[b].T @ qm[b]).astype(np.float64)
-        h *= h if km is None else km[b].T @ km[b]
+        g = qm[b].T @ qm[b]
+        if km is None:  # squared in float64 into a reused array
+            h = np.square(g, dtype=np.float64, out=ws.get("h", (w, w), np.dtype(np.float64)))
+        else:
+            h = g.astype(np.float64)
+            h *= km[b].T @ km[b]
         for j, dk in enumerate(plan.dks):
             squares[b, j] = _diagonal_block_sum(h, w // dk, dk)
             if km is None:

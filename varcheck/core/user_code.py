@@ -28,6 +28,7 @@ from ..errors import VarcheckError
 __all__ = [
     "Kind",
     "SAMPLER",
+    "takes_batch",
     "UserFunction",
     "UserSampler",
     "as_function",
@@ -79,9 +80,27 @@ def first_line(exc: BaseException) -> str:
     or ``""``."""
     try:
         lines = str(exc).strip().splitlines()
-    except Exception:  # noqa: BLE001 - some extension errors cannot even say what they are
+    except BaseException as inner:  # noqa: BLE001 - some errors cannot even say what they are
+        _reraise_interrupt(inner)
         return ""
     return f": {_cut(lines[0], MESSAGE_CHARS)}" if lines else ""
+
+
+def _reraise_interrupt(exc: BaseException) -> None:
+    """Raise Ctrl-C or SIGTERM again if ``exc`` is one, or is a group that holds one.
+
+    Everything else a user's code raises is its failure, whatever its class: ``SystemExit``,
+    ``GeneratorExit`` or a class derived from ``BaseException`` directly are one line (exit 2)
+    like any ``Exception``; only an interrupt stops the run and keeps what it found.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
+    if isinstance(exc, BaseExceptionGroup):
+        held = exc.subgroup(lambda e: isinstance(e, KeyboardInterrupt))
+        while isinstance(held, BaseExceptionGroup):
+            held = held.exceptions[0]
+        if held is not None:
+            raise held from exc
 
 
 class ReturnedTuple(VarcheckError):
@@ -109,21 +128,37 @@ def call_user(
 
     try:
         out = fn(*args)
-    except (Exception, SystemExit) as exc:  # the user's code: any failure is one line
-        raise VarcheckError(f"{what} raised {type(exc).__name__}{first_line(exc)}") from exc
+    except BaseException as exc:  # the user's code: any failure but an interrupt is one line
+        _reraise_interrupt(exc)
+        raise VarcheckError(f"{what} raised {_class_name(exc)}{first_line(exc)}") from exc
     if one_array and isinstance(out, tuple) and any(_is_array(x) for x in out):
         count = f"{len(out)} array" + ("" if len(out) == 1 else "s")
         raise ReturnedTuple(f"{what} returned a tuple of {count}; {one_array}")
     try:
         return out, np.asarray(out)
-    except Exception as exc:  # e.g. a tensor that needs .detach() or lives on a GPU
-        hint = ""
-        if hasattr(out, "detach") and hasattr(out, "cpu"):  # a framework's tensor
-            hint = "; return t.detach().cpu() (or .numpy()) instead"
+    except BaseException as exc:  # e.g. a tensor that needs .detach() or lives on a GPU
+        _reraise_interrupt(exc)
+        hint = "; return t.detach().cpu() (or .numpy()) instead" if _is_tensor(out) else ""
         raise VarcheckError(
-            f"{what} returned a {type(out).__name__}, which numpy cannot read as an "
+            f"{what} returned a {_class_name(out)}, which numpy cannot read as an "
             f"array of numbers{first_line(exc)}{hint}"
         ) from exc
+
+
+def _class_name(obj: object) -> str:
+    """The name of ``obj``'s class, even when the class hides or spoils ``__name__``."""
+    name = getattr(type(obj), "__name__", None)
+    return name if isinstance(name, str) else "object"
+
+
+def _is_tensor(out: object) -> bool:
+    """A framework's tensor (it has ``detach`` and ``cpu``), asked without trusting its
+    attribute lookup (a hostile ``__getattr__`` may raise anything)."""
+    try:
+        return hasattr(out, "detach") and hasattr(out, "cpu")
+    except BaseException as exc:  # noqa: BLE001
+        _reraise_interrupt(exc)
+        return False
 
 
 def _article(noun: str) -> str:
@@ -150,17 +185,34 @@ def _json_safe(value: Any, depth: int = 0) -> bool:
 
 @dataclass(frozen=True)
 class Kind:
-    """What a user's function is for: the word errors use, and the arguments varcheck passes."""
+    """What a user's function is for: the word errors use, the arguments varcheck passes, and
+    the keyword that, when the function has it, makes it vectorised (``None``: no such form)."""
 
     word: str
     passed: tuple[str, ...]
+    batch: str | None = None
 
     @property
     def call(self) -> str:
         return "fn(" + ", ".join(self.passed) + ")"
 
 
-SAMPLER = Kind("sampler", ("rng", "dk"))
+SAMPLER = Kind("sampler", ("rng", "dk"), batch="calls")
+
+
+def takes_batch(fn: Callable[..., Any], kind: Kind = SAMPLER) -> bool:
+    """Whether ``fn`` is the vectorised form of its kind: it has a parameter named
+    ``kind.batch`` that can be passed by keyword (a sampler's ``calls``, docs/own-code.md)."""
+    if kind.batch is None:
+        return False
+    try:
+        parameter = inspect.signature(fn).parameters.get(kind.batch)
+    except (TypeError, ValueError):  # no signature to read: the plain form
+        return False
+    return parameter is not None and parameter.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
 
 
 @dataclass(frozen=True)
@@ -200,10 +252,18 @@ class UserFunction:
 
 @dataclass(frozen=True)
 class UserSampler(UserFunction):
-    """A sampler ``fn(rng, dk, **args)``: the values of one independent run of the user's code."""
+    """A sampler ``fn(rng, dk, **args)``: the values of one independent run of the user's code;
+    a vectorised one, ``fn(rng, dk, calls, **args)``, returns ``calls`` runs at once."""
 
-    def __call__(self, rng: Any, dk: int) -> Any:  # type: ignore[override]
-        return self.fn(rng, dk, **dict(self.args))
+    def __call__(self, rng: Any, dk: int, calls: int | None = None) -> Any:  # type: ignore[override]
+        if calls is None:
+            return self.fn(rng, dk, **dict(self.args))
+        return self.fn(rng, dk, calls=calls, **dict(self.args))
+
+    @functools.cached_property
+    def vectorized(self) -> bool:
+        """Whether the sampler takes ``calls`` (see :func:`takes_batch`)."""
+        return takes_batch(self.fn, self.KIND)
 
 
 def _check_args(
@@ -240,10 +300,19 @@ def _check_signature(
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # some builtins have no signature: the first call tells
         return
+    batch: dict[str, None] = {}
+    if takes_batch(fn, kind):
+        assert kind.batch is not None
+        if kind.batch in dict(args):
+            raise VarcheckError(
+                f"{kind.word} {target}: {kind.batch!r} is passed by varcheck to a vectorised "
+                f"{kind.word} (one that takes {kind.batch}); it cannot be bound as an argument"
+            )
+        batch = {kind.batch: None}
     try:
-        sig.bind(*([None] * len(kind.passed)), **dict(args))
+        sig.bind(*([None] * len(kind.passed)), **batch, **dict(args))
     except TypeError as exc:
-        given = ", ".join([*kind.passed, *(k for k, _ in args)])
+        given = ", ".join([*kind.passed, *batch, *(k for k, _ in args)])
         raise VarcheckError(
             f"{kind.word} {target} cannot be called as fn({given}): {exc}; a {kind.word} takes "
             f"({', '.join(kind.passed)}) and the bound arguments"
@@ -391,8 +460,11 @@ def _run_import(target: str, what: str, load: Callable[[], Any], word: str) -> A
         raise VarcheckError(
             f"{word} {_tail(target)}: importing {what} raised {type(exc).__name__}"
             + (f": {_cut(first)}" if first else "")
-            + (" (use the package.module:FUNCTION form for code inside a package)" if relative
-               else "")
+            + (
+                " (use the package.module:FUNCTION form for code inside a package)"
+                if relative
+                else ""
+            )
         ) from exc
 
 

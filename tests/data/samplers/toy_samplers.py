@@ -95,6 +95,16 @@ def exits(rng: np.random.Generator, dk: int) -> np.ndarray:
     raise SystemExit("stop")
 
 
+def closes(rng: np.random.Generator, dk: int) -> np.ndarray:
+    """Raises ``GeneratorExit``, which derives from ``BaseException`` only."""
+    raise GeneratorExit("closed")
+
+
+def returns_huge_view(rng: np.random.Generator, dk: int) -> np.ndarray:
+    """A view of one number declaring 10^12 values (8 bytes held, 8 TB if copied)."""
+    return np.broadcast_to(rng.standard_normal(), (10**12,))
+
+
 def nested_lists(rng: np.random.Generator, dk: int) -> list[list[float]]:
     """The values as a list of lists (``dk`` rows of 3 unit normals)."""
     return rng.standard_normal((dk, 3)).tolist()
