@@ -117,7 +117,7 @@ def calibration() -> None:
     from varcheck.core.probe.target import as_kernel
     from varcheck.kernels.probe import judge_rows
 
-    kw = {"layout": "bhnd", "heads": 200, "queries": 8, "keys": 12, "dv": 8, "samples": 50}
+    kw = {"layout": "bhnd", "heads": 200, "queries": 8, "keys": 12, "dv": 8, "samples": 200}
     missed = sum(
         sum(h.raw_p_value < 0.05 for h in varcheck.probe(rk.noisy_causal, 16, causal=True,
                                                          seed=s, **kw).per_head)
