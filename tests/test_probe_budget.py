@@ -5,8 +5,8 @@ below :data:`~varcheck.core.estimation.MIN_BLOCKS`), or a design too small for o
 and in a claim file's rows (which then take no part in Holm).
 
 Why: below 200 calls each head's test failed 5.3-5.9% of the time instead of 5%, and designs
-whose calls' slopes are heavy-tailed miss more at any number of calls (docs/probe.md, "Fixed
-budgets and small designs"; the rates at 200 calls: tests/test_probe_family.py).
+whose calls' slopes are heavy-tailed miss more at any number of calls (docs/probe.md, "When
+there is no interval"; the rates at 200 calls: tests/test_probe_family.py).
 """
 
 from __future__ import annotations

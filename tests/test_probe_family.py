@@ -8,8 +8,8 @@ into 400 pairs, each pair with its 4 d_k one run, judged by the probe's own judg
 (:func:`varcheck.kernels.probe.judge_rows`). The pairs are independent replicates: each head
 has its own queries, keys, noise and pilot, and the calls are a fixed 200, the least an
 interval rests on (no stopping rule couples them; below it no interval is given: at 20 calls,
-so few keys per row, each test's size was about 6%: docs/probe.md, "Fixed budgets and small
-designs"). 8 × 8 is the smallest square design with a valid interval at d_k = 2 (tail exponent
+so few keys per row, each test's size was about 6%: docs/probe.md, "When there is no
+interval"). 8 × 8 is the smallest square design with a valid interval at d_k = 2 (tail exponent
 7, at least 6: :mod:`varcheck.core.probe.budget`).
 """
 

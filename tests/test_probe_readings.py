@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent / "data" / "kernels"))
 import reading_kernels as rk  # noqa: E402
 
 #: a causal kernel read with d_v = 8 < 12 keys (two calls per weight matrix), at the fewest
-#: calls a valid interval rests on (docs/probe.md, "Fixed budgets")
+#: calls a valid interval rests on (docs/probe.md, "When there is no interval")
 CAUSAL = {"layout": "bhnd", "queries": 8, "keys": 12, "dv": 8, "samples": MIN_BLOCKS}
 #: float16 multi-head attention read with d_v = 16 < 24 keys; before the fix 8 of 10 seeds
 #: were "curved" at this size. The readings come from the pilot, whatever the calls after it:

@@ -24,9 +24,9 @@ from .options import (
 from .run import run
 from .types import DK_RANGE, KERNEL_ARG, CountType, FiniteFloat, as_number
 
-#: Exit 4 of a probe: what ``varcheck.core.probe.judge.no_interval`` refuses (its 200 is
-#: core.estimation.MIN_BLOCKS, which this module does not import: it would load numpy;
-#: tests/test_probe_cli.py checks that the help names it)
+#: Exit 4 of a probe: what ``varcheck.core.probe.budget.no_interval`` gives no interval (its
+#: 200 is core.estimation.MIN_BLOCKS, which this module does not import: it would load numpy;
+#: tests/test_probe_budget.py checks that the help names it)
 _UNRELIABLE_EXIT = (
     "4 no valid interval for some row (fewer calls than 200, or too few queries and keys)"
 )

@@ -117,7 +117,7 @@ class HeadScale:
     head's TOST p-value (a pass needs it below alpha; not adjusted) and ``p_outside`` the
     p-value that its scale lies outside the band (a fail needs it below alpha; Holm-adjusted
     over every head and d_k instead of ``p_value``); both ``None`` without a tolerance. A head
-    of a row without a valid interval (fewer calls than a valid interval needs) has outcome
+    of a row without a valid interval (too few calls, or too small a design) has outcome
     ``unreliable``, ``nan`` interval ends and p-values.
     """
 
@@ -170,8 +170,9 @@ class ProbeResult(Displayable):
         ``pass``, ``fail``, ``inconclusive`` or ``unreliable``, and why. ``unreliable``: fewer
         calls than a valid interval needs (a fixed ``samples`` below
         :data:`~varcheck.core.estimation.MIN_BLOCKS`, or a run stopped before it by
-        ``max_seconds`` or a signal): the scale without an interval, a p-value or a verdict
-        (exit 4).
+        ``max_seconds`` or a signal), or too few queries and keys for the d_k
+        (:mod:`varcheck.core.probe.budget`): the scale without an interval, a p-value or a
+        verdict (exit 4).
     more_calls : int or None
         For ``inconclusive``: about how many more calls would settle it.
     p_value : float

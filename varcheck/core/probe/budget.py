@@ -14,11 +14,11 @@ Each call gives one slope per head, and the interval is Student's t over the cal
   Σ x̃² is small, with a chance that falls only as t^a, when the queries or the keys span few
   directions of the d_k-dimensional space: a = min(n · min(m − 1, d_k), (m − 1) · min(n, d_k))
   / 2 (:func:`tail_exponent`). The slopes' moments of order 2a and above are infinite, and with
-  a small a no number of calls gives a calibrated t interval (2 × 4 at d_k = 2, a = 2: 7.1% of
-  intervals missed at 200 calls, 6.7% at 1000). Below :data:`MIN_TAIL` the scale has no
+  a small a no number of calls gives a calibrated t interval (2 × 4 at d_k = 2, a = 2: 7.7% of
+  95% intervals missed at 200 calls, 6.4% at 1000). Below :data:`MIN_TAIL` the scale has no
   interval either, whatever the calls, and the reason names a design that has one.
 
-docs/probe.md ("Fixed budgets and small designs") gives the measured rates behind both.
+docs/probe.md ("When there is no interval") gives the measured rates behind both.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from .weights import Design
 __all__ = ["MIN_TAIL", "tail_exponent", "no_interval", "min_calls"]
 
 #: The least tail exponent (:func:`tail_exponent`) of a design with a valid interval: at 200
-#: calls designs with a <= 3 missed 5.8-7.9% of their 95% intervals, a = 4-5 5.2-5.7%, and
-#: a >= 6 4.7-5.4% (2000-4000 replicates each: docs/probe.md).
+#: calls, designs with a <= 2 missed 7.2% of their 95% intervals, a = 3 to 5 5.4% (95% CI
+#: 5.04-5.75%), a >= 6 5.03% (2000 replicates a design: docs/probe.md).
 MIN_TAIL = 6
 #: The largest queries and keys :func:`no_interval` searches for a design to propose.
 _SEARCH = 64
