@@ -326,7 +326,7 @@ API_CASES: dict[str, ApiCase] = {
 
 # probe (#23): exact kernels, so the output is the same at any seed
 PROBE = ("probe", "examples/attention_kernels.py:layer_scaled", "--arg", "layer=2", "--dk", "8,32")
-PROBE += ("--queries", "16", "--keys", "16", "--samples", "20", "--seed", "1")
+PROBE += ("--queries", "16", "--keys", "16", "--samples", "200", "--seed", "1")
 PROBE_ONE = ("probe", "examples/attention_kernels.py:alibi", "--dk", "16", "--samples", "20")
 CLI_CASES.update(
     {

@@ -15,10 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from varcheck.core.estimation import MIN_BLOCKS
+
 DATA = Path(__file__).parent / "data" / "kernels"
 BAD = f"{DATA}/bad_kernels.py"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "attention_kernels.py"
-FAST = ("--dk", "16", "--queries", "16", "--keys", "16", "--samples", "20", "--seed", "1")
+#: small, at the fewest calls a valid interval rests on
+FAST = ("--dk", "16", "--queries", "16", "--keys", "16", "--samples", str(MIN_BLOCKS), "--seed",
+        "1")  # fmt: skip
 
 
 def one_error_line(res) -> str:  # noqa: ANN001
@@ -94,8 +98,7 @@ def test_inconclusive_exits_3(run_cli) -> None:  # noqa: ANN001
 
 
 def test_a_sweep_table_fits_80_columns(run_cli) -> None:  # noqa: ANN001
-    res = run_cli("probe", f"{EXAMPLES}:scale_forgotten", "--dk", "8..128", "--samples", "20",
-                  "--queries", "16", "--keys", "16", "--seed", "1")  # fmt: skip
+    res = run_cli("probe", f"{EXAMPLES}:scale_forgotten", "--dk", "8..128", *FAST[2:])
     assert res.exit_code == 1
     assert "b = 0" in res.stdout.replace("b = 0.000", "b = 0") and "(rejected)" in res.stdout
     long = [ln for ln in res.stdout.splitlines() if len(ln) > 80 and "reproduce:" not in ln]
@@ -119,8 +122,7 @@ def test_json_csv_markdown(run_cli) -> None:  # noqa: ANN001
 def test_a_figure(run_cli, tmp_path) -> None:  # noqa: ANN001
     pytest.importorskip("matplotlib")
     out = tmp_path / "probe.png"
-    res = run_cli("probe", f"{EXAMPLES}:attention", "--dk", "8,16", "--samples", "20",
-                  "--queries", "16", "--keys", "16", "--seed", "1", "--plot", str(out))  # fmt: skip
+    res = run_cli("probe", f"{EXAMPLES}:attention", "--dk", "8,16", *FAST[2:], "--plot", str(out))
     assert res.exit_code == 0 and out.stat().st_size > 0
 
 
@@ -159,8 +161,8 @@ def test_the_default_queries_and_keys_are_the_apis_and_catch_a_token_count_scale
     from varcheck.core.probe.judge import KEYS, QUERIES
 
     assert (QUERIES, KEYS) == (48, 80)
-    res = run_cli("probe", f"{EXAMPLES}:scaled_by_tokens", "--dk", "64", "--samples", "20",
-                  "--seed", "1", "--format", "json")  # fmt: skip
+    res = run_cli("probe", f"{EXAMPLES}:scaled_by_tokens", "--dk", "64", "--samples",
+                  str(MIN_BLOCKS), "--seed", "1", "--format", "json")  # fmt: skip
     assert res.exit_code == 1, res.stdout
     row = json.loads(res.stdout)["rows"][0]
     assert (row["queries"], row["keys"], row["dv"], row["outcome"]) == (48, 80, 80, "fail")

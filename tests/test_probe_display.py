@@ -11,10 +11,12 @@ from html import unescape
 import pytest
 
 import varcheck
+from varcheck.core.estimation import MIN_BLOCKS
 
 KERNEL = "examples/attention_kernels.py:scale_forgotten"
-FAST = {"queries": 16, "keys": 16, "samples": 20, "seed": 1}
-ARGV = ("--queries", "16", "--keys", "16", "--samples", "20", "--seed", "1")
+#: small, at the fewest calls a valid interval rests on
+FAST = {"queries": 16, "keys": 16, "samples": MIN_BLOCKS, "seed": 1}
+ARGV = ("--queries", "16", "--keys", "16", "--samples", str(MIN_BLOCKS), "--seed", "1")
 
 
 @pytest.fixture(scope="module")
@@ -95,11 +97,17 @@ def test_the_exponent_is_b_not_p(sweep, run_cli, monkeypatch) -> None:  # noqa: 
     exponent = sweep.to_dict()["exponent"]
     assert "p" not in exponent and exponent["slope"] == sweep.exponent.slope
     pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
     from varcheck.kernels import figures
 
     titles = []
-    monkeypatch.setattr(figures, "save_figure",
-                        lambda fig, path: titles.append(fig.axes[0].get_title()))  # fmt: skip
+
+    def keep_title(fig, path) -> None:  # noqa: ANN001
+        titles.append(fig.axes[0].get_title())
+        plt.close(fig)  # as save_figure does: no figure left open for later tests
+
+    monkeypatch.setattr(figures, "save_figure", keep_title)
     figures.plot_probe(sweep, "unused.png")
     assert "s ∝ d_k^b, b = " in titles[0] and "d_k^p" not in titles[0], titles
 

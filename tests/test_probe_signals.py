@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import varcheck
+from varcheck.core.estimation import MIN_BLOCKS
 from varcheck.core.probe import cost
 from varcheck.core.probe.weights import Design
 from varcheck.errors import VarcheckError
@@ -84,19 +86,25 @@ def _probe(kernels: str, name: str, *args: str) -> subprocess.CompletedProcess[s
 @pytest.mark.signals
 def test_max_seconds_bounds_a_slow_kernel(kernels: str) -> None:
     """R2: --max-seconds 2 at 0.3 s a call took 21 s (the pilot's 18 calls never looked at the
-    clock, and a chunk drew 50 calls before the deadline was checked)."""
+    clock, and a chunk drew 50 calls before the deadline was checked). Stopped short of the
+    calls a valid interval needs, each row has none: unreliable, exit 4."""
     start = time.monotonic()
     ran = _probe(kernels, "slow", "--arg", "t=0.2", "--dk", "16,64", "--max-seconds", "2",
                  "--seed", "1", "--format", "json")  # fmt: skip
     assert time.monotonic() - start < 12
-    assert ran.returncode == 0, ran.stderr
+    assert ran.returncode == 4, ran.stderr
     doc = json.loads(ran.stdout)
     assert doc["time_limited"] is True and doc["interrupted"] is False
     assert {r["stop_reason"] for r in doc["rows"]} == {"max-seconds"}
-    assert all(r["calls"] >= 2 for r in doc["rows"])
+    assert all(2 <= r["calls"] < MIN_BLOCKS for r in doc["rows"])
+    for r in doc["rows"]:
+        assert (r["outcome"], r["ci_low"], r["p_value"], r["min_samples"]) == (
+            "unreliable", None, None, None)  # fmt: skip
+        assert r["reason"].startswith("stopped at --max-seconds after ")
+        assert f"an interval needs at least {MIN_BLOCKS}" in r["reason"]
     table = _probe(kernels, "slow", "--arg", "t=0.2", "--dk", "64", "--max-seconds", "1",
                    "--seed", "1")  # fmt: skip
-    assert "time-limited:" in table.stdout
+    assert "time-limited:" in table.stdout and "UNRELIABLE" in table.stdout
     assert "--max-seconds 1 --seed 1" in table.stdout  # the reproduce line
 
 
@@ -110,7 +118,7 @@ def test_a_kernel_that_never_returns_is_stopped(kernels: str) -> None:
     assert len(lines) == 1 and "ran longer than --max-seconds" in lines[0] and "pilot" in lines[0]
     later = _probe(kernels, "hang_later", "--dk", "64", "--max-seconds", "1", "--seed", "1",
                    "--format", "json")  # fmt: skip
-    assert later.returncode == 0, later.stderr
+    assert later.returncode == 4, later.stderr  # fewer calls than an interval needs
     row = json.loads(later.stdout)["rows"][0]
     assert row["stop_reason"] == "max-seconds" and row["calls"] >= 2
 
@@ -141,14 +149,18 @@ def test_an_interrupt_keeps_the_d_k_under_way(kernels: str, name: str, code: int
     if fmt == "json":
         doc = json.loads(out)
         assert doc["interrupted"] is True and doc["exit_code"] == code
-        assert doc["rows"][0]["stop_reason"] == "interrupted" and doc["rows"][0]["calls"] >= 2
+        row = doc["rows"][0]
+        assert row["stop_reason"] == "interrupted" and row["calls"] >= 2
+        if row["calls"] < MIN_BLOCKS:
+            assert row["outcome"] == "unreliable" and row["ci_low"] is None, row
+            assert row["reason"].startswith("interrupted after ")
     else:
         assert f"interrupted by {word} (exit {code}): d_k=64 from its" in out
         assert "(partial)" in out
 
 
 def test_the_kernels_prints_leave_json_valid(kernels: str) -> None:
-    ran = _probe(kernels, "printing", "--dk", "16", "--samples", "20", "--seed", "1",
+    ran = _probe(kernels, "printing", "--dk", "16", "--samples", str(MIN_BLOCKS), "--seed", "1",
                  "--format", "json")  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["outcome"] == "pass"
@@ -174,6 +186,8 @@ def test_the_api_returns_the_partial_probe_on_an_interrupt() -> None:
     res = probe(kernel, 16, samples=1000, seed=1)
     assert res.interrupted and res.stop_reason == "interrupted"
     assert res.exit_code == 130 and 2 <= res.calls < 40
+    assert res.outcome == "unreliable" and not res.has_interval  # fewer calls than it needs
+    assert res.reason.startswith(f"interrupted after {res.calls} calls: an interval needs")
     assert res.to_dict()["interrupted"] is True
 
 
@@ -207,17 +221,27 @@ def test_a_probe_claim_stopped_by_the_cap_makes_the_check_time_limited(
     kernels: str, tmp_path: Path
 ) -> None:
     """check's probe rows carried no stop reason (raw None): a capped run read as not
-    time-limited."""
+    time-limited. Stopped short of the calls an interval needs, the row is unreliable (no
+    interval, no p-value) and takes no part in Holm: the variance claim beside it keeps the
+    p-value it has alone."""
+    variance = '[defaults]\nsamples = 20000\n\n[[claim]]\nname = "v"\ndk = 4\nclaim = "dk"\n'
+    alone = tmp_path / "alone.toml"
+    alone.write_text(variance)
     claims = tmp_path / "claims.toml"
-    claims.write_text(f'[[claim]]\nname = "p"\nprobe = "{kernels}:slow"\nargs = {{ t = 0.1 }}\n'
-                      "dk = 16\n")  # fmt: skip
+    claims.write_text(variance + f'\n[[claim]]\nname = "p"\nprobe = "{kernels}:slow"\n'
+                      "args = { t = 0.1 }\ndk = 16\n")  # fmt: skip
     ran = subprocess.run(
         [sys.executable, "-m", "varcheck", "check", str(claims), "--max-seconds", "1",
          "--seed", "1", "--format", "json"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
-    assert json.loads(ran.stdout)["time_limited"] is True
+    assert ran.returncode == 4, ran.stderr
+    doc = json.loads(ran.stdout)
+    assert doc["time_limited"] is True
+    (v,), (p,) = (c["tests"] for c in doc["claims"])
+    assert (p["outcome"], p["ci_low"], p["p_value"]) == ("unreliable", None, None)
+    assert p["reason"].startswith("stopped at --max-seconds after ")
+    assert v["p_value"] == varcheck.check(alone, seed=1).claims[0].results[0].p_value
 
 
 @pytest.mark.parametrize(

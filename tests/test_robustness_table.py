@@ -146,8 +146,10 @@ def _probe_cases(f: dict[str, str]) -> dict[str, Case]:
         "probe precision 1e-9 in calls": Case(  # an exact kernel: 200 calls reach it
             (*probe, "--dk", "16", "--precision", "1e-9", "--seed", "1"), 0, "PASS"
         ),
+        # the cap may stop the probe short of the 200 calls an interval needs (a loaded
+        # machine): then unreliable, exit 4
         "check probe precision 1e-9": Case(
-            ("check", f["probe-fine"], "--max-seconds", "0.5"), 0, "pass"
+            ("check", f["probe-fine"], "--max-seconds", "0.5"), (0, 4), "1 claims: 1 "
         ),
         "check probe memory": Case(("check", f["probe-big"]), 2, "of memory"),
         "probe tiny design": Case(

@@ -12,8 +12,10 @@ import numpy as np  # noqa: E402
 from conftest import tensors  # noqa: E402
 
 import varcheck  # noqa: E402
+from varcheck.core.estimation import MIN_BLOCKS  # noqa: E402
 
-SMALL = {"layout": "bhnd", "heads": 2, "samples": 20, "seed": 1}
+#: the fewest calls a valid interval rests on (core.estimation.MIN_BLOCKS)
+SMALL = {"layout": "bhnd", "heads": 2, "samples": MIN_BLOCKS, "seed": 1}
 
 
 def sdpa(q, k, v, scale=None, is_causal=False, dtype="float64", bottom_right=False,

@@ -25,8 +25,10 @@ with warnings.catch_warnings():
 from conftest import HFModule, causal_additive, tensors  # noqa: E402
 
 import varcheck  # noqa: E402
+from varcheck.core.estimation import MIN_BLOCKS  # noqa: E402
 
-HF = {"layout": "bhnd", "out_layout": "bnhd", "heads": 2, "samples": 20, "seed": 1}
+#: the fewest calls a valid interval rests on (core.estimation.MIN_BLOCKS)
+HF = {"layout": "bhnd", "out_layout": "bnhd", "heads": 2, "samples": MIN_BLOCKS, "seed": 1}
 FUNCTIONS = {"llama-eager": llama_eager, "gpt2-eager": gpt2_eager, "sdpa": sdpa_attention_forward}
 
 

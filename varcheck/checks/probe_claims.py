@@ -23,7 +23,10 @@ Each (claim, d_k) is one row of the check; each of its heads' p-values a fail re
 two-sided one; with a tolerance, ``p_outside``) joins the file's Holm family (one per head), and
 a row takes its worst head's verdict. The scale's
 interval is ``precision`` wide (the file's, relative) under ``max_seconds``; a file's fixed
-``samples`` counts products, not kernel calls, so probe claims use the precision 0.01 then.
+``samples`` counts products, not kernel calls, so probe claims use the precision 0.01 then. A row
+without a valid interval (stopped by ``max_seconds`` or a signal short of the calls one needs, or
+too small a design: :func:`varcheck.core.probe.budget.no_interval`) is ``unreliable`` and takes
+no part in Holm, as a variance test cut short does.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from typing import Any
 
 from ..core.estimation import ConfidenceInterval, VarianceEstimate
 from ..core.options import cut, shown, valid_count
-from ..core.probe import cost, judge
+from ..core.probe import budget, cost, judge
 from ..core.probe.expectation import Expectation, parse_expectation
 from ..core.probe.laws import law_sentence
 from ..core.probe.measure import Measurement, PartialMeasurement, measure
@@ -54,6 +57,7 @@ __all__ = ["PROBE_KEYS", "ProbeClaim", "ProbeRun", "PartialProbeRun", "parse_pro
 PROBE_KEYS = ("probe", "expect", "causal", "layout", "out_layout", "queries", "keys", "heads",
               "kv_heads", "dtype")  # fmt: skip
 _PRECISION = 0.01
+_NO_INTERVAL = ConfidenceInterval(math.nan, math.nan)
 #: Keys of a variance claim that mean nothing for a kernel.
 _VARIANCE_KEYS = ("claim", "scaled", "sampler", "dist", "q_dist", "k_dist", "rho")
 
@@ -190,19 +194,19 @@ def run_probe(pc: ProbeClaim, dk: int, *, tolerance: float | None, seed: int, co
 def probe_row(pc: ProbeClaim, run: ProbeRun, adjusted: list[ClaimPValues], *,
               tolerance: float | None, confidence: float, seed: int,
               precision: float | None) -> VerifyResult:  # fmt: skip
-    """One row of the check: the worst head's verdict from its Holm-adjusted p-values."""
+    """One row of the check: the worst head's verdict from its Holm-adjusted p-values, or
+    ``unreliable`` without a valid interval (its heads' ``nan`` p-values took no part in
+    Holm)."""
     alpha, m = 1.0 - confidence, run.measurement
-    decisions = [
-        (judge.decide_head(h, run.expected, p, alpha=alpha, tolerance=tolerance), p)
-        for h, p in zip(m.heads, adjusted, strict=True)
-    ]
-    decision, p = judge.worst(decisions)
+    decisions = judge.decide_heads(m, run.expected, adjusted, alpha=alpha, tolerance=tolerance)
+    decision, p = judge.worst(list(zip(decisions, adjusted, strict=True)))
     wrong = judge.causal_failure(m, pc.causal)
     if wrong is not None:
         decision = wrong
     inner = None
     if tolerance is not None:
-        inner = m.pooled.interval_at(max(2.0 * confidence - 1.0, 0.0))
+        if budget.no_interval(m) is None:
+            inner = m.pooled.interval_at(max(2.0 * confidence - 1.0, 0.0))
         tost = max(q.p_equivalence for q in run.p_values)  # type: ignore[type-var]
         p = ClaimPValues(p.p_value, tost, p.p_outside)
     return _row(pc, run, decision, p, inner, tolerance=tolerance, confidence=confidence,
@@ -213,15 +217,18 @@ def _row(pc: ProbeClaim, run: ProbeRun, decision: Decision, p: ClaimPValues,
          inner: ConfidenceInterval | None, *, tolerance: float | None, confidence: float,
          seed: int, precision: float | None) -> VerifyResult:  # fmt: skip
     m = run.measurement
+    valid = budget.no_interval(m) is None
     return VerifyResult(
         dk=m.design.dk, q_dist=None, k_dist=None, rho=0.0, claim=pc.expect.text,
         claim_value=run.expected, scaled=False, tolerance=tolerance, theory_value=math.nan,
-        estimate=m.pooled.scale, confidence_interval=m.pooled.confidence_interval,
+        estimate=m.pooled.scale,
+        confidence_interval=m.pooled.confidence_interval if valid else _NO_INTERVAL,
         p_value=p.p_value, outcome=decision.outcome, reason=decision.reason,
         more_samples=decision.more_samples if decision.outcome == "inconclusive" else None,
         samples=m.blocks, confidence=confidence, seed=seed, precision=precision or _PRECISION,
         sampler=pc.kernel, equivalence_interval=inner, p_equivalence=p.p_equivalence,  # type: ignore[arg-type]
         p_outside=p.p_outside, raw=_raw(m, confidence), interrupted=run.interrupted,
+        min_samples=budget.min_calls(m),
     )  # fmt: skip
 
 
@@ -238,8 +245,11 @@ def _raw(m: Measurement, confidence: float) -> VarianceEstimate:
 
 def probe_reading(pc: ProbeClaim, row: VerifyResult) -> str:
     """The row's scale against the expected one and its nearest law, as ``varcheck probe``
-    reads it (``× 1/2 of the expected scale: nearest law 1/sqrt(dk) × 1/2 (…)``)."""
+    reads it (``× 1/2 of the expected scale: nearest law 1/sqrt(dk) × 1/2 (…)``); off the
+    scale alone when the row has no valid interval."""
     lo, hi = row.confidence_interval
+    if math.isnan(lo):
+        lo = hi = row.estimate
     return law_sentence(row.estimate, lo, hi, row.claim_value, row.dk, pc.law_heads)
 
 

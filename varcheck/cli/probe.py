@@ -24,6 +24,13 @@ from .options import (
 from .run import run
 from .types import DK_RANGE, KERNEL_ARG, CountType, FiniteFloat, as_number
 
+#: Exit 4 of a probe: what ``varcheck.core.probe.budget.no_interval`` gives no interval (its
+#: 200 is core.estimation.MIN_BLOCKS, which this module does not import: it would load numpy;
+#: tests/test_probe_budget.py checks that the help names it)
+_UNRELIABLE_EXIT = (
+    "4 no valid interval for some row (fewer calls than 200, or too few queries and keys)"
+)
+
 
 class CallsType(CountType):
     """A number of kernel calls (>= ``minimum``): the examples are numbers of calls, not the
@@ -56,7 +63,8 @@ effort_options = grouped(
             "--samples",
             kind=CallsType(20),
             default=None,
-            text="Fixed number of independent calls instead of --precision (>= 20).",
+            text="Fixed number of independent calls instead of --precision (>= 20; an "
+            "interval needs 200).",
         ),
         positive_option("--max-seconds", "Wall-time cap of the run (each d_k an equal share)."),
         confidence_option(),
@@ -91,10 +99,14 @@ Without --tolerance: a consistency test, fail when the interval excludes
 the expected scale. With --tolerance T, as in assert: pass when the whole
 90% interval lies inside expected ± T; fail when the whole 95% interval
 lies outside it; otherwise inconclusive (at --confidence C: the 2C − 1
-and C intervals).
+and C intervals). Below 200 calls (a smaller --samples, or a run that
+--max-seconds stops early) no interval is calibrated: the scale is shown
+without one, and without a verdict (unreliable, exit 4); so it is with
+too few --queries and --keys for the d_k, at any number of calls (the
+reason names enough).
 
 """
-    + exit_codes_help(0, 1, 2, 3),
+    + exit_codes_help(0, 1, 2, 3, 4, meanings={4: _UNRELIABLE_EXIT}),
 )
 @click.argument("target", metavar="TARGET")
 @option("--dk", "dks", kind=DK_RANGE, default=None, text="d_k: one value, or a range (8..512).",

@@ -19,11 +19,18 @@ def plot_probe(result: ProbeSweepResult, path: str) -> None:
     fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
     dks = [r.dk for r in rows]
     est = [r.scale for r in rows]
-    err = [
-        [r.scale - r.confidence_interval.low for r in rows],
-        [r.confidence_interval.high - r.scale for r in rows],
-    ]
-    ax.errorbar(dks, est, yerr=err, fmt="o", capsize=3, label="effective scale ± CI")
+    shown = [r for r in rows if r.has_interval]
+    if shown:
+        err = [
+            [r.scale - r.confidence_interval.low for r in shown],
+            [r.confidence_interval.high - r.scale for r in shown],
+        ]
+        ax.errorbar([r.dk for r in shown], [r.scale for r in shown], yerr=err, fmt="o",
+                    capsize=3, label="effective scale ± CI")  # fmt: skip
+    if len(shown) < len(rows):
+        bare = [r for r in rows if not r.has_interval]
+        ax.plot([r.dk for r in bare], [r.scale for r in bare], "s", color="#999999",
+                label="effective scale (no valid interval)")  # fmt: skip
     ax.plot(dks, [r.expected for r in rows], "--", color="red", label=f"expected: {result.expect}")
     ax.set_xscale("log", base=2)
     if all(s > 0 for s in est):

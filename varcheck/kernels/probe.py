@@ -8,6 +8,7 @@ the heads of a 4-D kernel (and the rows of a sweep) are one family under Holm's 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,12 +24,13 @@ from ..core.options import (
     valid_count,
     valid_tolerance,
 )
-from ..core.probe import cost, judge
+from ..core.probe import budget, cost, judge
 from ..core.probe.measure import Measurement, PartialMeasurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
 from ..core.probe.weights import Design
 from ..core.ranges import resolve_dks
 from ..core.verdicts import (
+    UNRELIABLE,
     GrowthFit,
     adjusted_p_values,
     exit_code,
@@ -51,8 +53,11 @@ __all__ = [
     "MAX_PROBE_DK",
 ]
 
-#: Fewest calls of a fixed budget (``samples``): the t interval on ``calls - 1`` df.
+#: Fewest calls of a fixed budget (``samples``): an estimate; an interval needs
+#: :data:`~varcheck.core.estimation.MIN_BLOCKS` (below it the row is ``unreliable``).
 MIN_CALLS = 20
+#: The interval of a row or head that has none (``nan`` ends).
+NO_INTERVAL = ConfidenceInterval(math.nan, math.nan)
 #: Largest d_k probed (an n × d_k input per head).
 MAX_PROBE_DK = 65536
 
@@ -111,7 +116,9 @@ class HeadScale:
     that adjusts over a larger family (a claim file). With a tolerance, ``p_equivalence`` is the
     head's TOST p-value (a pass needs it below alpha; not adjusted) and ``p_outside`` the
     p-value that its scale lies outside the band (a fail needs it below alpha; Holm-adjusted
-    over every head and d_k instead of ``p_value``); both ``None`` without a tolerance.
+    over every head and d_k instead of ``p_value``); both ``None`` without a tolerance. A head
+    of a row without a valid interval (too few calls, or too small a design) has outcome
+    ``unreliable``, ``nan`` interval ends and p-values.
     """
 
     head: int
@@ -152,13 +159,20 @@ class ProbeResult(Displayable):
     expect : str
         The expected law, as written; ``expected`` its value here.
     scale : float
-        The effective scale (all heads' mean); ``confidence_interval`` its interval.
+        The effective scale (all heads' mean); ``confidence_interval`` its interval and ``se``
+        its standard error (``nan`` without a valid interval).
     ratio : float
         scale / expected, with ``ratio_interval``.
     law : Reading
-        The nearest simple law and the factor left over.
+        The nearest simple law and the factor left over (read off the interval, or off the
+        scale alone when there is none).
     outcome, reason : str
-        ``pass``, ``fail`` or ``inconclusive``, and why.
+        ``pass``, ``fail``, ``inconclusive`` or ``unreliable``, and why. ``unreliable``: fewer
+        calls than a valid interval needs (a fixed ``samples`` below
+        :data:`~varcheck.core.estimation.MIN_BLOCKS`, or a run stopped before it by
+        ``max_seconds`` or a signal), or too few queries and keys for the d_k
+        (:mod:`varcheck.core.probe.budget`): the scale without an interval, a p-value or a
+        verdict (exit 4).
     more_calls : int or None
         For ``inconclusive``: about how many more calls would settle it.
     p_value : float
@@ -175,6 +189,10 @@ class ProbeResult(Displayable):
     diagnostics : Diagnostics
     calls : int
         Independent readings of the weights (the blocks); ``kernel_calls`` counts every call.
+    min_samples : int or None
+        When a fixed ``samples`` was below what a valid interval needs, the calls it needs.
+    precision : float
+        The interval's relative half-width (``nan`` without one).
     """
 
     kernel: KernelTarget
@@ -219,6 +237,7 @@ class ProbeResult(Displayable):
     computes_in: str = "float64"
     returned: str = "float64"
     format_source: str = "returned"
+    min_samples: int | None = None
     version: str = field(default=__version__)
 
     @property
@@ -227,13 +246,20 @@ class ProbeResult(Displayable):
         return self.stop_reason == "max-seconds"
 
     @property
+    def has_interval(self) -> bool:
+        """The scale has a valid interval (none, ``nan`` ends, with fewer calls than it
+        needs)."""
+        return not math.isnan(self.confidence_interval.low)
+
+    @property
     def interrupted(self) -> bool:
         """Ctrl-C or SIGTERM stopped the calls: the scale is from the calls finished by then."""
         return self.stop_reason == "interrupted"
 
     @property
     def exit_code(self) -> int:
-        """0 pass, 1 fail, 3 inconclusive (core.verdicts.exit_code); 130 (143) interrupted."""
+        """0 pass, 1 fail, 3 inconclusive, 4 unreliable (core.verdicts.exit_code); 130 (143)
+        interrupted."""
         return exit_code([self.outcome], interrupted=self.interrupted)
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
@@ -254,8 +280,8 @@ class ProbeSweepResult(Displayable):
     rows : tuple of ProbeResult
         One per d_k (verdicts Holm-adjusted over all rows and heads).
     exponent : GrowthFit or None
-        The fitted exponent b with its interval, against the expected law's exponent (None with
-        one d_k; JSON ``exponent.slope``).
+        The fitted exponent b with its interval, against the expected law's exponent, over the
+        rows with a valid interval (None with fewer than two; JSON ``exponent.slope``).
     outcome : str
         The worst row's outcome.
     interrupted : bool
@@ -355,7 +381,9 @@ def judge_rows(measurements: list[Measurement], expected: list[float], *, confid
                tolerance: float | None) -> list[tuple[list[HeadScale], Any]]:  # fmt: skip
     """Each head's verdict, Holm over every head of every measurement (the p-values a fail
     rests on); the worst per row, with its head's p-values: the family of a probe over several
-    heads and d_k."""
+    heads and d_k. A measurement without a valid interval
+    (:func:`~varcheck.core.probe.budget.no_interval`) gives its heads no interval and ``nan``
+    p-values, and takes no part in Holm."""
     alpha = 1.0 - confidence
     tests = [
         judge.head_p_values(m, e, tolerance) for m, e in zip(measurements, expected, strict=True)
@@ -363,14 +391,15 @@ def judge_rows(measurements: list[Measurement], expected: list[float], *, confid
     adjusted = iter(adjusted_p_values([p for row in tests for p in row]))
     out = []
     for m, e, row in zip(measurements, expected, tests, strict=True):
-        heads, decisions = [], []
-        for i, (h, own) in enumerate(zip(m.heads, row, strict=True)):
-            p = next(adjusted)
-            d = judge.decide_head(h, e, p, alpha=alpha, tolerance=tolerance)
-            heads.append(HeadScale(i, h.scale, h.confidence_interval, p.p_value, d.outcome,
-                                   own.p_value, p.p_equivalence, p.p_outside))  # fmt: skip
-            decisions.append((d, p))
-        out.append((heads, judge.worst(decisions)))
+        ps = [next(adjusted) for _ in row]
+        decisions = judge.decide_heads(m, e, ps, alpha=alpha, tolerance=tolerance)
+        valid = budget.no_interval(m) is None
+        heads = [
+            HeadScale(i, h.scale, h.confidence_interval if valid else NO_INTERVAL, p.p_value,
+                      d.outcome, own.p_value, p.p_equivalence, p.p_outside)
+            for i, (h, own, p, d) in enumerate(zip(m.heads, row, ps, decisions, strict=True))
+        ]  # fmt: skip
+        out.append((heads, judge.worst(list(zip(decisions, ps, strict=True)))))
     return out
 
 
@@ -380,31 +409,42 @@ def _result(kernel: KernelTarget, m: Measurement, judged: Any, *, expect: Expect
     heads, (decision, p) = judged
     diag = _diagnostics(m, causal)
     outcome, reason = decision.outcome, decision.reason
-    if len(heads) > 1 and outcome != "pass":
+    if len(heads) > 1 and outcome not in ("pass", UNRELIABLE):
         reason = (
             f"{_heads_words([h.head for h in heads if h.outcome == outcome], len(heads))}: {reason}"
         )
     if (wrong := judge.causal_failure(m, causal)) is not None:
         outcome, reason = wrong.outcome, wrong.reason
-    d, lo_hi = m.design, m.pooled.confidence_interval
+    d, (scale, se, lo_hi, precision) = m.design, _pooled(m)
     ratio_iv = sorted((lo_hi.low / expected, lo_hi.high / expected))
+    # without an interval the law is read off the estimate alone
+    law_iv = (scale, scale) if math.isnan(lo_hi.low) else lo_hi
     return ProbeResult(
         kernel=kernel, dk=d.dk, heads=d.heads, law_heads=law_h, queries=d.queries, keys=d.keys,
         dv=d.dv,
         layout=d.layout, dtype=d.dtype, reading=d.reading, causal=causal, expect=expect.text,
-        expected=expected, scale=m.pooled.scale, confidence_interval=lo_hi, se=m.pooled.se,
-        ratio=m.pooled.scale / expected, ratio_interval=ConfidenceInterval(*ratio_iv),
-        law=nearest_law(m.pooled.scale, lo_hi.low, lo_hi.high, d.dk, law_h),
+        expected=expected, scale=scale, confidence_interval=lo_hi, se=se,
+        ratio=scale / expected, ratio_interval=ConfidenceInterval(*ratio_iv),
+        law=nearest_law(scale, *law_iv, d.dk, law_h),
         outcome=outcome, reason=reason,
         more_calls=decision.more_samples if outcome == "inconclusive" else None,
         p_value=p.p_value, p_outside=p.p_outside, tolerance=tolerance, confidence=confidence,
         per_head=tuple(heads),
         diagnostics=diag, calls=m.blocks, kernel_calls=m.kernel_calls,
-        stop_reason=m.stop_reason, precision=m.precision, input_sd=m.input_sd, seed=seed,
+        stop_reason=m.stop_reason, precision=precision, input_sd=m.input_sd, seed=seed,
         max_seconds=max_seconds, out_layout=d.output_layout, kv_heads=d.groups,
         computes_in=m.format.name, returned=m.format.returned, format_source=m.format.source,
-        **_equivalence(m, heads, tolerance, confidence),
+        min_samples=budget.min_calls(m), **_equivalence(m, heads, tolerance, confidence),
     )  # fmt: skip
+
+
+def _pooled(m: Measurement) -> tuple[float, float, ConfidenceInterval, float]:
+    """The mean scale, its standard error, interval and relative half-width; without a valid
+    interval (:func:`~varcheck.core.probe.budget.no_interval`) only the scale, the rest ``nan``."""
+    e = m.pooled
+    if budget.no_interval(m) is not None:
+        return e.scale, math.nan, NO_INTERVAL, math.nan
+    return e.scale, e.se, e.confidence_interval, m.precision
 
 
 def _heads_words(bad: list[int], total: int) -> str:
@@ -419,9 +459,12 @@ def _heads_words(bad: list[int], total: int) -> str:
 
 def _equivalence(m: Measurement, heads: list[HeadScale], tolerance: float | None,
                  confidence: float) -> dict[str, Any]:  # fmt: skip
-    """The ``1 - 2 alpha`` interval of the mean scale and the largest head TOST p-value."""
+    """The ``1 - 2 alpha`` interval of the mean scale and the largest head TOST p-value
+    (none and ``nan`` without a valid interval)."""
     if tolerance is None:
         return {}
+    if budget.no_interval(m) is not None:
+        return {"p_equivalence": math.nan}
     inner = m.pooled.interval_at(max(2.0 * confidence - 1.0, 0.0))
     return {"equivalence_interval": inner,
             "p_equivalence": max(h.p_equivalence for h in heads)}  # type: ignore[type-var]  # fmt: skip
@@ -556,8 +599,8 @@ def probe(
         The output's layout when not ``layout``'s (transformers: ``bhnd`` in, ``bnhd`` out);
         key/value heads (grouped queries: head i uses ``i // (heads / kv_heads)``).
     precision, samples, max_seconds, confidence
-        Target relative half-width, or a fixed number of calls (>= 20); a wall-time cap; the
-        interval's confidence (the test's level is 1 − confidence).
+        Target relative half-width, or a fixed number of calls (>= 20; fewer than a valid
+        interval needs give none: :mod:`varcheck.core.probe.budget`); a time cap; confidence.
     tolerance : float, optional
         Relative tolerance T, tested as ``assert`` tests one (TOST; docs/probe.md).
     seed : int, optional
@@ -622,11 +665,11 @@ def probe_sweep(
         fn, dks, expect=expect, progress=progress, **{**defaults, **options}
     )
     fit = None
-    done = [r.dk for r in rows]
-    if len(done) > 1 and all(r.scale > 0 for r in rows):
+    fitted = [r for r in rows if r.has_interval]
+    if len(fitted) > 1 and all(r.scale > 0 for r in fitted):
         fit = fit_growth(
-            done, [r.scale for r in rows], [r.se for r in rows], confidence=confidence,
-            expected=law_exponent(expectation, dks, law_h),
+            [r.dk for r in fitted], [r.scale for r in fitted], [r.se for r in fitted],
+            confidence=confidence, expected=law_exponent(expectation, dks, law_h),
         )  # fmt: skip
     interrupted = interrupted or len(rows) < len(dks)
     return ProbeSweepResult(tuple(rows), fit, expectation.text, rows[0].seed, confidence,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.interrupts import interrupted_exit
 from ..core.probe.judge import KEYS, QUERIES, mask_words
 from ..core.probe.target import command_line
+from ..core.verdicts import UNRELIABLE
 from ..output import formats
 from ..output import text as shown_text
 from ..output.formats import confidence_label, fmt_p
@@ -43,6 +44,8 @@ TIME_LIMITED_NOTE = (
 #: as output.formats.fmt's elsewhere, so rounding keeps the estimate inside its interval as shown
 #: (0.015625 beside [0.01562, 0.01562] read as outside it).
 DIGITS = 4
+#: The interval column of a row without a valid interval (the words of sweep's table).
+NO_VALID_CI = "(no valid CI)"
 _DEFAULTS = {"queries": QUERIES, "keys": KEYS, "layout": "nd", "dtype": "float64"}
 
 
@@ -98,7 +101,6 @@ def _wrap(text: str) -> list[str]:
 
 def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
     """A plain-text account of one probe (the table form of one d_k, the pytest message)."""
-    lo, hi = result.confidence_interval
     tol = "" if result.tolerance is None else f" within ±{result.tolerance:g} (relative)"
     law = result.law
     mask = mask_words(result.diagnostics.mask, result.queries, result.keys)
@@ -108,16 +110,7 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
     )
     lines = [
         *textwrap.wrap(head, WIDTH, subsequent_indent="    "),
-        *_wrap(
-            f"expected {fmt(result.expected, 6)}; effective scale {fmt(result.scale, 6)}, "
-            f"{confidence_label(result.confidence)} interval [{fmt(lo, 6)}, {fmt(hi, 6)}] "
-            f"from {result.calls:,} calls; "
-            + (
-                f"p = {fmt_p(result.p_value)}"
-                if result.tolerance is None
-                else f"p_value = {fmt_p(result.p_value)} (two-sided, of the expected scale)"
-            )
-        ),
+        *_wrap(_estimate_line(result)),
         *_equivalence_lines(result),
         *_wrap(
             f"ratio to expected {fmt(result.ratio, 6)}; nearest law {law.law}"
@@ -138,6 +131,24 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
     if cmd:
         lines.append(f"  reproduce: {cmd}")
     return "\n".join(lines)
+
+
+def _estimate_line(result: ProbeResult) -> str:
+    """The scale with its interval and p-value, or, without a valid interval, without them (as
+    ``assert`` says it)."""
+    head = f"expected {fmt(result.expected, 6)}; effective scale {fmt(result.scale, 6)}"
+    if not result.has_interval:
+        return f"{head} from {result.calls:,} calls; no valid interval, no p-value"
+    lo, hi = result.confidence_interval
+    p = (
+        f"p = {fmt_p(result.p_value)}"
+        if result.tolerance is None
+        else f"p_value = {fmt_p(result.p_value)} (two-sided, of the expected scale)"
+    )
+    return (
+        f"{head}, {confidence_label(result.confidence)} interval [{fmt(lo, 6)}, {fmt(hi, 6)}] "
+        f"from {result.calls:,} calls; {p}"
+    )
 
 
 def _equivalence_lines(result: ProbeResult) -> list[str]:
@@ -200,7 +211,7 @@ def probe_dict(result: ProbeResult) -> dict[str, Any]:
             **_fields(d, "nonlinear curvature linearity_residual explained underflowed"),
             "notes": list(d.notes),
         },
-        **_fields(result, "calls kernel_calls stop_reason precision input_sd"),
+        **_fields(result, "calls min_samples kernel_calls stop_reason precision input_sd"),
     }  # fmt: skip
 
 
@@ -238,7 +249,7 @@ def probe_records(result: ProbeSweepResult) -> list[dict[str, Any]]:
             "law": r.law.law,
             "factor": r.law.factor_label,
             **_fields(r.diagnostics, "mask bias nonlinear"),
-            **_fields(r, "calls p_value outcome"),
+            **_fields(r, "calls min_samples p_value outcome"),
         }
         for r in result.rows
     ]
@@ -278,6 +289,12 @@ def _print(result: ProbeSweepResult, console: Console) -> None:
         console.print(styled_head, highlight=False, markup=bool(style))
         for line in rest:
             console.print(line, highlight=False, soft_wrap=True, markup=False)
+        if result.rows[0].outcome == UNRELIABLE:
+            for line in _wrap(
+                "(no verdict: no interval for this scale can be trusted, for the reason above; "
+                f"exit {result.exit_code})"
+            ):
+                console.print(line, highlight=False, soft_wrap=True, markup=False)
     else:
         _print_table(result, console)
     if result.time_limited:
@@ -311,8 +328,9 @@ def _print_table(result: ProbeSweepResult, console: Console) -> None:
     for r in result.rows:
         lo, hi = r.confidence_interval
         law = r.law.law + ("" if r.law.factor_label in ("1", "—") else f" × {r.law.factor_label}")
+        shown = interval(lo, hi, DIGITS) if r.has_interval else NO_VALID_CI
         table.add_row(
-            str(r.dk), fmt(r.scale, DIGITS), interval(lo, hi, DIGITS), fmt(r.ratio, DIGITS), law,
+            str(r.dk), fmt(r.scale, DIGITS), shown, fmt(r.ratio, DIGITS), law,
             formats.styled(r.outcome),
         )  # fmt: skip
     console.print(table)

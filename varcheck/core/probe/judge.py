@@ -7,20 +7,26 @@ is the band expected × [1 − T, 1 + T]: pass when the whole ``1 - 2 alpha`` in
 it (two one-sided tests, TOST), fail when the whole ``1 - alpha`` interval lies outside it,
 otherwise inconclusive. The p-values a fail rests on (``ClaimPValues.p_fail``) are those a
 caller Holm-adjusts (over the heads of a probe, or over a claim file).
+
+A measurement without a valid interval (too few calls, or too small a design:
+:func:`.budget.no_interval`) gives each head ``unreliable``, with ``nan`` p-values (left out of
+any Holm family) and the reason.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ...errors import VarcheckError
 from ..options import valid_count
 from ..verdicts import FAIL, OUTCOME_RANK, ClaimPValues, Decision, claim_p_values, decide
+from .budget import no_interval
 from .measure import HeadEstimate, Measurement
 from .weights import DTYPES, LAYOUTS, Design
 
-__all__ = ["design", "dtype_name", "head_p_values", "decide_head", "worst", "mask_of",
-           "mask_words", "causal_failure", "CAUSAL_MASKS"]  # fmt: skip
+__all__ = ["design", "dtype_name", "head_p_values", "decide_head", "decide_heads", "worst",
+           "mask_of", "mask_words", "causal_failure", "CAUSAL_MASKS"]  # fmt: skip
 
 CAUSAL_MASKS = ("causal", "causal (top-left)", "causal (bottom-right)")
 #: Queries and keys per head and call by default: no power of two and unequal, so that a kernel
@@ -94,7 +100,12 @@ def _kv_heads(kv_heads: int | None, heads: int, layout: str) -> int:
 
 
 def head_p_values(m: Measurement, expected: float, tolerance: float | None) -> list[ClaimPValues]:
-    """Each head's p-values of ``expected`` (:func:`~varcheck.core.verdicts.claim_p_values`)."""
+    """Each head's p-values of ``expected`` (:func:`~varcheck.core.verdicts.claim_p_values`),
+    ``nan`` without a valid interval (:func:`.budget.no_interval`), so that Holm leaves them
+    out."""
+    if no_interval(m) is not None:
+        none = None if tolerance is None else math.nan
+        return [ClaimPValues(math.nan, none, none) for _ in m.heads]
     return [claim_p_values(h, h.scale, expected, tolerance) for h in m.heads]
 
 
@@ -105,6 +116,17 @@ def decide_head(h: HeadEstimate, expected: float, p: ClaimPValues, *, alpha: flo
     return decide(h.scale, inner, expected, p_value=p.p_value, alpha=alpha, tolerance=tolerance,
                   samples=h.blocks, p_equivalence=p.p_equivalence, p_outside=p.p_outside,
                   fail_interval=h.confidence_interval)  # fmt: skip
+
+
+def decide_heads(m: Measurement, expected: float, adjusted: list[ClaimPValues], *,
+                 alpha: float, tolerance: float | None) -> list[Decision]:  # fmt: skip
+    """Every head's verdict from its (adjusted) p-values, or :func:`.budget.no_interval`'s for
+    each."""
+    refused = no_interval(m)
+    if refused is not None:
+        return [refused for _ in m.heads]
+    return [decide_head(h, expected, p, alpha=alpha, tolerance=tolerance)
+            for h, p in zip(m.heads, adjusted, strict=True)]  # fmt: skip
 
 
 def worst(decisions: list[tuple[Decision, ClaimPValues]]) -> tuple[Decision, ClaimPValues]:
