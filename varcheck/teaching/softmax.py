@@ -25,7 +25,7 @@ from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
 from ..core.options import entry_laws, resolve_seed, valid_count
 from ..core.ranges import resolve_dks
-from ..core.theory import dot_product_theory
+from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
@@ -240,6 +240,20 @@ def _simulate_dk(
     return raw, scaled, False
 
 
+def _row(
+    d: int, th: DotProductTheory, raw: np.ndarray, scaled: np.ndarray, log_l: float
+) -> SoftmaxRow:
+    """One d_k's row from its blocks' raw and scaled metrics."""
+    return SoftmaxRow(
+        dk=d,
+        logit_sd_raw=math.sqrt(th.var),
+        logit_sd_scaled=math.sqrt(th.scaled_var),
+        raw=_stats(raw, log_l),
+        scaled=_stats(scaled, log_l),
+        blocks=raw.shape[0],
+    )
+
+
 def _block_elements(dk: int, keys: int) -> int:
     return (BLOCK_QUERIES + keys) * dk + 4 * BLOCK_QUERIES * keys
 
@@ -336,22 +350,16 @@ def softmax_study(
     log_l = math.log(keys)
     rows: list[SoftmaxRow] = []
     interrupted = False
-    for d in dks:
-        th = dot_product_theory(d, q, k)
-        raw, scaled, interrupted = _simulate_dk(q, k, d, keys, blocks, seed, (d,))
-        if raw.shape[0] >= 2:  # an interrupted row keeps the blocks it finished
-            rows.append(
-                SoftmaxRow(
-                    dk=d,
-                    logit_sd_raw=math.sqrt(th.var),
-                    logit_sd_scaled=math.sqrt(th.scaled_var),
-                    raw=_stats(raw, log_l),
-                    scaled=_stats(scaled, log_l),
-                    blocks=raw.shape[0],
-                )
-            )
-        if interrupted:
-            break
+    try:
+        for d in dks:
+            th = dot_product_theory(d, q, k)
+            raw, scaled, interrupted = _simulate_dk(q, k, d, keys, blocks, seed, (d,))
+            if raw.shape[0] >= 2:  # an interrupted row keeps the blocks it finished
+                rows.append(_row(d, th, raw, scaled, log_l))
+            if interrupted:
+                break
+    except KeyboardInterrupt:  # between two rows: the finished ones are kept
+        interrupted = True
     return SoftmaxResult(
         rows=tuple(rows),
         keys=keys,
