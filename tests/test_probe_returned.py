@@ -87,3 +87,13 @@ def test_module_kernel_imports_torch_only_when_called() -> None:
         import varcheck
 
         varcheck.module_kernel(object())
+
+
+def test_a_user_function_returning_bfloat16_is_read_as_float32() -> None:
+    """Samplers and kernels share the reading: a bfloat16 return is values, not a refusal."""
+    from varcheck.core.user_code import call_user
+
+    values = np.array([0.5, -1.25, 3.0], np.float32)
+    tensor = _BFloat16Tensor(_bits(values))
+    out, array = call_user(lambda: tensor, what="sampler s")
+    assert out is tensor and array.dtype == np.float32 and np.array_equal(array, values)

@@ -126,6 +126,8 @@ def call_user(
     """
     import numpy as np
 
+    from .arrays import read_returned
+
     try:
         out = fn(*args)
     except BaseException as exc:  # the user's code: any failure but an interrupt is one line
@@ -135,7 +137,7 @@ def call_user(
         count = f"{len(out)} array" + ("" if len(out) == 1 else "s")
         raise ReturnedTuple(f"{what} returned a tuple of {count}; {one_array}")
     try:
-        return out, np.asarray(out)
+        return out, np.asarray(read_returned(out))  # bfloat16 and DLPack read as well
     except BaseException as exc:  # e.g. a tensor that needs .detach() or lives on a GPU
         _reraise_interrupt(exc)
         hint = "; return t.detach().cpu() (or .numpy()) instead" if _is_tensor(out) else ""
