@@ -114,3 +114,44 @@ def test_functions_fit_on_a_screen() -> None:
                 if size > 80:
                     long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({size})")
     assert not long, long
+
+
+#: each small idea and the one module that defines it (a function, class or constant of that
+#: name anywhere else in varcheck/ is a copy that will drift)
+HOMES = {
+    "shown": "core/messages.py",
+    "cut": "core/messages.py",
+    "size_text": "core/messages.py",
+    "format_size": "core/messages.py",
+    "duration_text": "core/messages.py",
+    "format_duration": "core/messages.py",
+    "duration": "core/messages.py",
+}
+
+
+def _definitions(path) -> set[str]:
+    """The names a file defines: functions and classes at any depth, and module-level names."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def test_each_small_idea_has_one_home() -> None:
+    """A value quoted in an error, a size, a duration, ... is defined by one module only."""
+    copies = []
+    for path in sorted((ROOT / "varcheck").rglob("*.py")):
+        where = path.relative_to(ROOT / "varcheck").as_posix()
+        for name in _definitions(path) & set(HOMES):
+            if where != HOMES[name]:
+                copies.append(f"{where} defines {name} (its home is {HOMES[name]})")
+    assert not copies, copies

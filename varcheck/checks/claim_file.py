@@ -55,7 +55,7 @@ from .._version import __version__
 from ..core import options
 from ..core.distributions import Distribution
 from ..core.files import MIB, read_text
-from ..core.options import cut, shown
+from ..core.messages import cut, shown
 from ..core.ranges import resolve_dks
 from ..core.user_code import UserSampler, load_sampler
 from ..core.verdicts import OUTCOME_RANK, PASS, ClaimPValues, adjusted_p_values, exit_code

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.estimation import ConfidenceInterval, VarianceEstimate
-from ..core.options import cut, shown, valid_count
+from ..core.messages import cut, shown
+from ..core.options import valid_count
 from ..core.probe import budget, cost, judge
 from ..core.probe.expectation import Expectation, parse_expectation
 from ..core.probe.laws import law_sentence

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..core.options import shown
+from ..core.messages import shown
 from . import exit_codes_help
 from .options import (
     confidence_option,

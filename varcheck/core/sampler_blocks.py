@@ -32,7 +32,7 @@ from ..errors import VarcheckError
 from . import estimation as est
 from .distributions import DrawDeadline
 from .estimation import MIN_BLOCKS, StopRule, VarianceEstimate
-from .options import cut
+from .messages import cut
 from .parallel import Runner, SerialRunner, ordered_map
 from .user_code import UserSampler, call_user, takes_batch
 from .watchdog import guarded, watched_call

@@ -50,6 +50,7 @@ import numpy as np
 from .._version import __version__
 from ..core import logit_variance as lv
 from ..core.estimation import ConfidenceInterval, t_quantile
+from ..core.messages import shown, size_text
 from ..core.options import valid_confidence, valid_count
 from ..core.untested import Untested
 from ..errors import VarcheckError
@@ -401,7 +402,7 @@ def parse_layers(spec: str | int | Sequence[int], num_layers: int) -> tuple[int,
     last = num_layers - 1
     indices = "layer index 0" if last == 0 else f"layer indices 0 to {last}"
     accepted = f"accepted: {indices}, comma-separated, with ranges such as 0,2-4, or 'all'"
-    given = bert.shown(spec)
+    given = shown(spec)
     if isinstance(spec, int) and not isinstance(spec, bool):
         items: list[int] = [spec]
     elif isinstance(spec, str):
@@ -418,7 +419,7 @@ def parse_layers(spec: str | int | Sequence[int], num_layers: int) -> tuple[int,
             raise VarcheckError(f"layers {given} is not a list of integers; {accepted}") from None
     bad = [i for i in items if not 0 <= i <= last]
     if bad or not items:
-        what = f"layer {bert.shown(max(bad))} is out of range" if bad else "no layer given"
+        what = f"layer {shown(max(bad))} is out of range" if bad else "no layer given"
         raise VarcheckError(f"layers {given}: {what}; {accepted}")
     return tuple(sorted(set(items)))
 
@@ -427,7 +428,7 @@ def _layer_part(part: str, given: str, last: int, accepted: str) -> range:
     """One comma-separated piece of a layer list: ``"3"`` or ``"2-4"``, within ``0..last``."""
     if part.startswith("-") and part[1:].isdigit():
         raise VarcheckError(
-            f"layers {given}: layer {bert.shown(part)[1:-1]} is negative (indices start at 0); "
+            f"layers {given}: layer {shown(part)[1:-1]} is negative (indices start at 0); "
             f"{accepted}"
         )
     bounds = part.split("-")
@@ -436,15 +437,14 @@ def _layer_part(part: str, given: str, last: int, accepted: str) -> range:
             raise ValueError(part)
         lo, hi = int(bounds[0]), int(bounds[-1])
     except ValueError:
-        raise VarcheckError(f"layers {given}: cannot read {bert.shown(part)}; {accepted}") from None
+        raise VarcheckError(f"layers {given}: cannot read {shown(part)}; {accepted}") from None
     if lo > hi:
         raise VarcheckError(
-            f"layers {given}: range {bert.shown(part)} is empty (its start is above its end); "
-            f"{accepted}"
+            f"layers {given}: range {shown(part)} is empty (its start is above its end); {accepted}"
         )
     if hi > last:
         # checked before the range is built: 0-99999999999999999999 is refused, not expanded
-        raise VarcheckError(f"layers {given}: layer {bert.shown(hi)} is out of range; {accepted}")
+        raise VarcheckError(f"layers {given}: layer {shown(hi)} is out of range; {accepted}")
     return range(lo, hi + 1)
 
 
@@ -454,7 +454,7 @@ def read_text_file(path: str | os.PathLike[str]) -> list[str]:
     Only a regular file of at most :data:`MAX_TEXT_BYTES` is read (a FIFO or ``/dev/zero`` is
     refused before reading).
     """
-    name = bert.shown(str(path))
+    name = shown(str(path))
     data = bert.read_limited(path, MAX_TEXT_BYTES, "text file")
     try:
         text = data.decode("utf-8")
@@ -833,8 +833,8 @@ def refuse_beyond(
     fix = "accepted: a shorter --text, a smaller --max-length or fewer --layers"
     if memory > max_memory:
         raise VarcheckError(
-            f"{what} needs about {memory / 2**30:.3g} GiB of memory (limit "
-            f"{max_memory / 2**30:.3g} GiB); {fix}"
+            f"{what} needs about {size_text(memory)} of memory (limit "
+            f"{size_text(max_memory)}); {fix}"
         )
     if seconds > max_seconds:
         raise VarcheckError(

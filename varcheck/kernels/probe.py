@@ -16,10 +16,10 @@ from typing import Any
 
 from .._version import __version__
 from ..core.estimation import ConfidenceInterval
+from ..core.messages import shown
 from ..core.options import (
     resolve_seed,
     sampling_effort,
-    shown,
     valid_confidence,
     valid_count,
     valid_tolerance,

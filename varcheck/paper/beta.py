@@ -34,11 +34,12 @@ from pathlib import Path
 import numpy as np
 
 from ..core import logit_variance as lv
-from ..core.options import cut, valid_positive
+from ..core.messages import cut, shown, size_text
+from ..core.options import valid_positive
 from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
-from .limits import MAC_SECONDS, MAX_FILE_BYTES, check_memory, check_time, shown, size_text
+from .limits import MAC_SECONDS, MAX_FILE_BYTES, check_memory, check_time
 
 __all__ = [
     "HeadBeta",

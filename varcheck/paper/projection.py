@@ -95,12 +95,12 @@ from ..core.logit_variance import (
     paper_logit_variance,
     weight_sigma,
 )
+from ..core.messages import shown
 from ..core.options import resolve_seed, sampling_effort, valid_count, valid_positive
 from ..core.verdicts import CONSISTENT, REJECTED, exit_code, judge, marginal_only, outcome_of
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import limits
-from .limits import shown
 
 __all__ = [
     "INITS",

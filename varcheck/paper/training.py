@@ -46,6 +46,7 @@ from ..core.logit_variance import (
     paper_logit_variance,
     weight_sigma,
 )
+from ..core.messages import shown
 from ..core.options import resolve_seed, valid_confidence, valid_count, valid_positive
 from ..core.untested import Untested
 from ..errors import VarcheckError
@@ -58,7 +59,6 @@ from .limits import (
     check_time,
     check_variance,
     log10,
-    shown,
 )
 from .projection import init_sd
 

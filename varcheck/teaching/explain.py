@@ -44,12 +44,13 @@ import numpy as np
 
 from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
+from ..core.messages import shown, size_text
 from ..core.options import entry_laws, resolve_seed, valid_confidence, valid_count
 from ..core.theory import dot_product_theory
 from ..core.verdicts import CONSISTENT, REJECTED, UNRELIABLE, exit_code, outcome_of, verdict_of
 from ..errors import VarcheckError
 from ..output.display import Displayable
-from .limits import approx, overflowing_laws, refuse, shown
+from .limits import approx, overflowing_laws, refuse
 
 __all__ = [
     "Shape",
@@ -98,7 +99,7 @@ MAX_EXPLICIT_COST = 2e11
 REPLICATE_OVERHEAD = 500
 #: ... one replicate may hold at most this many float64 values (A, B and A @ B; 400 MB) ...
 MAX_REPLICATE_ELEMENTS = 50_000_000
-#: ... and the simulated values at most about 0.8 GB (see :func:`replicates_bytes`).
+#: ... and the simulated values at most about 763 MiB (see :func:`replicates_bytes`).
 MAX_REPLICATES = 50_000_000
 #: np.var over at most this many entries counts as taken over few entries: its own law is then
 #: far from normal, skewed like a chi-square with (entries - 1) degrees of freedom.
@@ -459,8 +460,8 @@ def _valid_replicates(replicates: int, shape: Shape) -> int:
     if _replicate_elements(shape) > MAX_REPLICATE_ELEMENTS:
         raise VarcheckError(
             f"replicates={shown(replicates)}: one experiment of shape {shape} needs "
-            f"{_replicate_elements(shape) * 8 / 1e9:.3g} GB, above the "
-            f"{MAX_REPLICATE_ELEMENTS * 8 / 1e9:.3g} GB limit; omit replicates to use the "
+            f"{size_text(_replicate_elements(shape) * 8)}, above the "
+            f"{size_text(MAX_REPLICATE_ELEMENTS * 8)} limit; omit replicates to use the "
             "gamma approximation, or choose a smaller shape"
         )
     # numpy's per-call overhead dominates tiny shapes (about half a microsecond a replicate)
