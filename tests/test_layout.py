@@ -126,6 +126,7 @@ HOMES = {
     "duration_text": "core/messages.py",
     "format_duration": "core/messages.py",
     "duration": "core/messages.py",
+    "normal_quantile": "core/estimation.py",
 }
 
 
@@ -155,3 +156,22 @@ def test_each_small_idea_has_one_home() -> None:
             if where != HOMES[name]:
                 copies.append(f"{where} defines {name} (its home is {HOMES[name]})")
     assert not copies, copies
+
+
+#: spellings of the normal quantile other than core.estimation.normal_quantile
+Z_SPELLINGS = r"inv_cdf\(|ndtri\(|NormalDist\(|norm\.ppf\(|\b1\.9599|\b1\.96\b|_Z95"
+
+
+def test_one_normal_quantile() -> None:
+    """Every z (of an interval, a budget, an error bar) comes from ``normal_quantile``."""
+    import re
+
+    home = ROOT / "varcheck" / "core" / "estimation.py"
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((ROOT / "varcheck").rglob("*.py"))
+        if path != home
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(Z_SPELLINGS, line)
+    ]
+    assert not found, found

@@ -28,6 +28,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import NamedTuple, TypeVar
 
 import numpy as np
@@ -136,6 +137,21 @@ def t_quantile(confidence: float, df: float) -> float:
     from scipy.special import stdtrit
 
     return float(stdtrit(df, 0.5 + confidence / 2.0))
+
+
+@functools.lru_cache(maxsize=64)
+def normal_quantile(confidence: float) -> float:
+    """Two-sided standard normal critical value for ``confidence`` (1.96 at 0.95).
+
+    The one normal quantile of the package: every z of an interval, a budget or a band is
+    this function's value.
+
+    Examples
+    --------
+    >>> round(normal_quantile(0.95), 6)
+    1.959964
+    """
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
 def t_two_sided_p(t_stat: float, df: float) -> float:

@@ -59,8 +59,6 @@ _SECONDS_PER_PRODUCT = 2e-9
 #: Seconds to reach relative precision p is about this / p^2 at 95% (measured: 1.4e-6 for
 #: normal entries in shared blocks, the cheapest case; heavier tails need far more).
 _SECONDS_AT_UNIT_PRECISION = 1e-7
-#: the z of a 95% interval, the level _SECONDS_AT_UNIT_PRECISION is measured at
-_Z95 = 1.959963984540054
 
 
 def _real(value: object) -> bool:
@@ -114,11 +112,12 @@ def feasible_effort(
         products = float(samples) * tests
         seconds = float(samples) * _SECONDS_PER_PRODUCT * sum(1.0 + dk / 64.0 for dk in dks)
     else:
-        from statistics import NormalDist
+        from .estimation import normal_quantile  # numpy: not at the command line's start
 
         name, value = "precision", shown(precision)
-        z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-        ratio = min(z / _Z95 / precision, 1e150)  # type: ignore[operator]  # 1e-320: no overflow
+        z = normal_quantile(confidence)
+        # _SECONDS_AT_UNIT_PRECISION is measured at 95%
+        ratio = min(z / normal_quantile(0.95) / precision, 1e150)  # type: ignore[operator]  # 1e-320: no overflow
         seconds = _SECONDS_AT_UNIT_PRECISION * ratio**2 * tests
         products = 2.0 * (z / precision) ** 2 * tests if ratio < 1e150 else math.inf  # type: ignore[operator]
     if seconds > MAX_RUN_SECONDS:

@@ -58,7 +58,6 @@ import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
@@ -74,6 +73,7 @@ from .estimation import (
     draw_rounds,
     interval_method,
     minimum_products,
+    normal_quantile,
     relative_half_width,
     summarise,
 )
@@ -344,7 +344,7 @@ def plan_shared(
     width = max(dks)
     single = precision >= FLOAT32_MIN_PRECISION
     c_flop = _C_FLOP32 / (1.0 if single else _FLOAT32_FLOP_RATIO)
-    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    z = normal_quantile(confidence)
     pooled = q == k
     sides = 1 if pooled else 2
     c_rng = 0.5 * (_rng_cost(q, single) + _rng_cost(k, single))

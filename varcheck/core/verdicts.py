@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from statistics import NormalDist
 from typing import Any, Protocol
 
-from .estimation import ConfidenceInterval
+from .estimation import ConfidenceInterval, normal_quantile
 from .interrupts import EXIT_INTERRUPTED, interrupted_exit, note_signal
 
 __all__ = [
@@ -389,7 +388,7 @@ def fit_growth(
     slope_row = (bread @ (design * weight[:, None]).T)[1]
     slope = float(slope_row @ np.log(v))
     se = math.sqrt(max(float(slope_row @ v_log @ slope_row), 0.0))
-    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    z = normal_quantile(confidence)
     ci = ConfidenceInterval(slope - z * se, slope + z * se)
     verdict = CONSISTENT if ci.low <= expected <= ci.high else REJECTED
     return GrowthFit(

@@ -67,7 +67,6 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
@@ -85,6 +84,7 @@ from ..core.estimation import (
     StopRule,
     block_interval,
     draw_rounds,
+    normal_quantile,
     relative_half_width,
     t_quantile,
 )
@@ -995,7 +995,7 @@ def _least_blocks(o: _Options) -> float:
     square over a block of ``tokens`` rows has relative variance 2/tokens."""
     if o.precision is None:
         return float(o.blocks or 0)
-    z = -NormalDist().inv_cdf((1.0 - o.confidence) / 2)
+    z = normal_quantile(o.confidence)
     return (z / o.precision) ** 2 * 2.0 / o.tokens
 
 
@@ -1005,7 +1005,7 @@ def check_feasible(o: _Options, constructed: bool) -> None:
     n_fixed = 3 if constructed else 1
     least = _least_blocks(o)
     if o.precision is not None and least > MAX_BLOCKS and o.max_seconds is None:
-        z = -NormalDist().inv_cdf((1.0 - o.confidence) / 2)
+        z = normal_quantile(o.confidence)
         best = z * math.sqrt(2.0 / (o.tokens * MAX_BLOCKS))
         many = f"at least about {least:.3g}" if math.isfinite(least) else "unboundedly many"
         raise VarcheckError(

@@ -37,13 +37,13 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
 
 from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
+from ..core.estimation import normal_quantile
 from ..core.messages import shown, size_text
 from ..core.options import entry_laws, resolve_seed, valid_confidence, valid_count
 from ..core.theory import dot_product_theory
@@ -495,7 +495,7 @@ class QuantileEstimate:
     Attributes
     ----------
     level : float
-        Probability level, e.g. 0.975.
+        Probability level, e.g. 0.75.
     value : float
         Estimated quantile.
     low, high : float
@@ -549,7 +549,8 @@ class Reading:
     def central_range(self) -> tuple[float, float]:
         """The central 95% range of np.var (2.5% and 97.5% quantiles)."""
         by_level = {q.level: q.value for q in self.quantiles}
-        return by_level.get(0.025, math.nan), by_level.get(0.975, math.nan)
+        low, high = QUANTILE_LEVELS[0], QUANTILE_LEVELS[-1]
+        return by_level.get(low, math.nan), by_level.get(high, math.nan)
 
     @property
     def median(self) -> float:
@@ -727,7 +728,7 @@ def _reading_mc(
 ) -> Reading:
     s = sims_sorted if factor == 1.0 else sims_sorted * factor
     r = s.shape[0]
-    z = NormalDist().inv_cdf(0.975)
+    z = normal_quantile(0.95)
     quantiles = _quantiles_mc(s, z)
     if observed is None:
         pct = pct_se = p = math.nan
