@@ -127,6 +127,8 @@ HOMES = {
     "format_duration": "core/messages.py",
     "duration": "core/messages.py",
     "normal_quantile": "core/estimation.py",
+    "worst": "core/verdicts.py",
+    "ProgressCallback": "core/progress.py",
 }
 
 

@@ -47,7 +47,6 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -56,9 +55,10 @@ from ..core import options
 from ..core.distributions import Distribution
 from ..core.files import MIB, read_text
 from ..core.messages import cut, shown
+from ..core.progress import ProgressCallback
 from ..core.ranges import resolve_dks
 from ..core.user_code import UserSampler, load_sampler
-from ..core.verdicts import OUTCOME_RANK, PASS, ClaimPValues, adjusted_p_values, exit_code
+from ..core.verdicts import ClaimPValues, adjusted_p_values, exit_code, outcome_of, worst
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .claims import Claim, parse_claim, sampler_claim
@@ -170,7 +170,7 @@ class ClaimOutcome:
 
     @property
     def outcome(self) -> str:
-        return max((r.outcome for r in self.results), key=OUTCOME_RANK.__getitem__)
+        return worst(r.outcome for r in self.results)
 
 
 @dataclass(frozen=True, repr=False)
@@ -201,11 +201,7 @@ class CheckResult(Displayable):
 
     @property
     def outcome(self) -> str:
-        if self.interrupted:
-            return "interrupted"
-        if not self.claims:
-            return PASS
-        return max((c.outcome for c in self.claims), key=OUTCOME_RANK.__getitem__)
+        return outcome_of((c.outcome for c in self.claims), interrupted=self.interrupted)
 
     @property
     def exit_code(self) -> int:
@@ -503,7 +499,7 @@ def check(
     precision: float | None = None,
     samples: int | None = None,
     max_seconds: float | None = None,
-    progress: Callable[[int, int, float], None] | None = None,
+    progress: ProgressCallback | None = None,
     workers: int | None = None,
     scheduler: str | None = None,
 ) -> CheckResult:

@@ -200,7 +200,7 @@ def probe_row(pc: ProbeClaim, run: ProbeRun, adjusted: list[ClaimPValues], *,
     Holm)."""
     alpha, m = 1.0 - confidence, run.measurement
     decisions = judge.decide_heads(m, run.expected, adjusted, alpha=alpha, tolerance=tolerance)
-    decision, p = judge.worst(list(zip(decisions, adjusted, strict=True)))
+    decision, p = judge.worst_head(list(zip(decisions, adjusted, strict=True)))
     wrong = judge.causal_failure(m, pc.causal)
     if wrong is not None:
         decision = wrong

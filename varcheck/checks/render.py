@@ -8,7 +8,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from ..core.estimation import MIN_BLOCKS
-from ..core.verdicts import CONSISTENT, INTERRUPTED, OUTCOME_RANK, marginal_only
+from ..core.verdicts import CONSISTENT, INTERRUPTED, marginal_only, worst
 from ..output import formats
 from ..output import text as shown_text
 from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
@@ -832,7 +832,7 @@ def check_to_junit(result: CheckResult) -> str:
         if co.outcome == "pass":
             ET.SubElement(case, "system-out").text = details
             continue
-        first = max(bad, key=lambda r: OUTCOME_RANK[r.outcome])
+        first = worst(bad, key=lambda r: r.outcome)
         message = f"{co.outcome}: {first.reason}{_junit_reading(co.spec, first)} (d_k={first.dk})"
         tag = "error" if co.outcome in ("unreliable", "infinite") else "failure"
         ET.SubElement(

@@ -13,6 +13,7 @@ from .._version import __version__
 from ..core.distributions import Distribution
 from ..core.estimation import MIN_BLOCKS, ConfidenceInterval, VarianceEstimate, budget_shortfall
 from ..core.options import feasible_effort, resolve_seed, sampling_effort
+from ..core.progress import ProgressCallback
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.user_code import UserSampler
@@ -28,7 +29,7 @@ from ..core.verdicts import (
 )
 from ..output.display import Displayable
 from .claims import Claim, claimed_value, sampler_claimed_value
-from .settings import ProgressCallback, SamplerSetting, estimate_settings
+from .settings import SamplerSetting, estimate_settings
 from .verify import claim_source, sampler_tails_caution
 
 __all__ = ["SweepRow", "SweepResult", "sweep"]

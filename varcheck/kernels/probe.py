@@ -28,6 +28,7 @@ from ..core.probe import budget, cost, judge
 from ..core.probe.measure import Measurement, PartialMeasurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
 from ..core.probe.weights import Design
+from ..core.progress import ProgressCallback
 from ..core.ranges import resolve_dks
 from ..core.verdicts import (
     UNRELIABLE,
@@ -399,7 +400,7 @@ def judge_rows(measurements: list[Measurement], expected: list[float], *, confid
                       d.outcome, own.p_value, p.p_equivalence, p.p_outside)
             for i, (h, own, p, d) in enumerate(zip(m.heads, row, ps, decisions, strict=True))
         ]  # fmt: skip
-        out.append((heads, judge.worst(list(zip(decisions, ps, strict=True)))))
+        out.append((heads, judge.worst_head(list(zip(decisions, ps, strict=True)))))
     return out
 
 
@@ -475,7 +476,7 @@ def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads
          kv_heads: int | None, precision: float | None,
          samples: int | None, max_seconds: float | None, confidence: float,
          tolerance: float | None, seed: int | None, args: Any,
-         progress: Callable[[int, int, float], None] | None,
+         progress: ProgressCallback | None,
          ) -> tuple[list[ProbeResult], Expectation, int, float, bool]:  # fmt: skip
     """Validate everything once, measure each d_k, judge them together."""
     expectation = parse_expectation(expect)
@@ -533,7 +534,7 @@ def _valid_progress(progress: object) -> None:
 def _measure_all(kernel: KernelTarget, designs: list[Design], expected: list[float], law_h: int,
                  measured: list[Measurement], seed: int, confidence: float,
                  precision: float | None, samples: int | None, max_seconds: float | None,
-                 progress: Callable[[int, int, float], None] | None) -> None:  # fmt: skip
+                 progress: ProgressCallback | None) -> None:  # fmt: skip
     """Measure each d_k in turn, appending to ``measured`` (what finished survives Ctrl-C).
 
     ``max_seconds`` bounds the whole run: each d_k gets an equal share of the time left.
@@ -637,7 +638,7 @@ def probe_sweep(
     dks: Any,
     *,
     expect: str | float = "1/sqrt(dk)",
-    progress: Callable[[int, int, float], None] | None = None,
+    progress: ProgressCallback | None = None,
     **options: Any,
 ) -> ProbeSweepResult:
     """:func:`probe` at every d_k of ``dks`` (``"8..512"``, a list), and ``s ∝ d_k^b`` fitted.

@@ -25,7 +25,7 @@ from .budget import no_interval
 from .measure import HeadEstimate, Measurement
 from .weights import DTYPES, LAYOUTS, Design
 
-__all__ = ["design", "dtype_name", "head_p_values", "decide_head", "decide_heads", "worst",
+__all__ = ["design", "dtype_name", "head_p_values", "decide_head", "decide_heads", "worst_head",
            "mask_of", "mask_words", "causal_failure", "CAUSAL_MASKS"]  # fmt: skip
 
 CAUSAL_MASKS = ("causal", "causal (top-left)", "causal (bottom-right)")
@@ -129,8 +129,9 @@ def decide_heads(m: Measurement, expected: float, adjusted: list[ClaimPValues], 
             for h, p in zip(m.heads, adjusted, strict=True)]  # fmt: skip
 
 
-def worst(decisions: list[tuple[Decision, ClaimPValues]]) -> tuple[Decision, ClaimPValues]:
-    """The worst of (decision, p-values) pairs: highest outcome rank, then smallest p-value a
+def worst_head(decisions: list[tuple[Decision, ClaimPValues]]) -> tuple[Decision, ClaimPValues]:
+    """The worst of (decision, p-values) pairs: the worst outcome (ranked as
+    :func:`varcheck.core.verdicts.worst` ranks them), and among those the smallest p-value a
     fail rests on."""
     return max(decisions, key=lambda dp: (OUTCOME_RANK[dp[0].outcome], -dp[1].p_fail))
 
