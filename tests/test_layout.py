@@ -177,3 +177,16 @@ def test_one_normal_quantile() -> None:
         if re.search(Z_SPELLINGS, line)
     ]
     assert not found, found
+
+
+def test_one_json_header() -> None:
+    """Every command's JSON (and CSV comment line) starts with ``output.formats.json_header``:
+    no other module writes a ``"command"`` key."""
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((ROOT / "varcheck").rglob("*.py"))
+        if path != ROOT / "varcheck" / "output" / "formats.py"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if '"command":' in line
+    ]
+    assert not found, found

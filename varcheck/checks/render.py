@@ -36,9 +36,7 @@ __all__ = [
 
 def sweep_meta(result: SweepResult) -> dict[str, Any]:
     return {
-        "command": "sweep",
-        "version": result.version,
-        "seed": result.seed,
+        **formats.json_header("sweep", result),
         "confidence": result.confidence,
         "q_dist": _spec(result.q_dist),
         "k_dist": _spec(result.k_dist),
@@ -415,9 +413,7 @@ def verify_dict(result: VerifyResult) -> dict[str, Any]:
     after_reason = [k for k, _ in record].index("reason") + 1
     record.insert(after_reason, ("caution", result.caution))
     return {
-        "command": "assert",
-        "version": result.version,
-        "seed": result.seed,
+        **formats.json_header("assert", result),
         "confidence": result.confidence,
         "time_limited": _time_limited([result.raw]),
         "interrupted": result.interrupted,
@@ -605,10 +601,7 @@ def check_records(result: CheckResult) -> list[dict[str, Any]]:
 def _check_head(result: CheckResult) -> dict[str, Any]:
     """The first keys of check's JSON and of its CSV comment line."""
     return {
-        "command": "check",
-        "version": result.version,
-        "file": result.path,
-        "seed": result.seed,
+        **formats.json_header("check", result, file=result.path),
         "confidence": result.confidence,
     }
 

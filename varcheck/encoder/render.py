@@ -55,8 +55,7 @@ SCALE_STYLE = {"holds": "green", "below": "yellow", "above": "bold red"}
 
 def audit_meta(result: AnyResult) -> dict[str, Any]:
     return {
-        "command": "audit",
-        "version": result.version,
+        **formats.json_header("audit", result),
         "model": result.model_path,
         "model_name": result.model_name,
         "text": result.text,

@@ -226,8 +226,8 @@ def _exponent_dict(result: ProbeSweepResult) -> dict[str, Any] | None:
 def probe_sweep_dict(result: ProbeSweepResult) -> dict[str, Any]:
     """The JSON document of ``varcheck probe`` (one d_k or several)."""
     return {
-        "command": "probe",
-        **_fields(result, "version seed confidence expect outcome time_limited interrupted"),
+        **formats.json_header("probe", result),
+        **_fields(result, "confidence expect outcome time_limited interrupted"),
         "exponent": _exponent_dict(result),
         "rows": [probe_dict(r) for r in result.rows],
     }
@@ -235,8 +235,12 @@ def probe_sweep_dict(result: ProbeSweepResult) -> dict[str, Any]:
 
 def probe_row_dict(result: ProbeResult) -> dict[str, Any]:
     """The JSON document of one :func:`~varcheck.kernels.probe.probe` (a Python result)."""
-    return {"command": "probe", **_fields(result, "version seed confidence"),
-            **probe_dict(result), **_fields(result, "time_limited interrupted")}  # fmt: skip
+    return {
+        **formats.json_header("probe", result),
+        **_fields(result, "confidence"),
+        **probe_dict(result),
+        **_fields(result, "time_limited interrupted"),
+    }
 
 
 def probe_records(result: ProbeSweepResult) -> list[dict[str, Any]]:
@@ -258,11 +262,11 @@ def probe_records(result: ProbeSweepResult) -> list[dict[str, Any]]:
 def _meta(result: ProbeSweepResult) -> dict[str, Any]:
     r = result.rows[0]
     return {
-        "command": "probe",
+        **formats.json_header("probe", result),
         "kernel": r.kernel.label,
         **_fields(result, "expect"),
         **_fields(r, "layout dtype"),
-        **_fields(result, "seed confidence time_limited interrupted version"),
+        **_fields(result, "confidence time_limited interrupted"),
     }
 
 
