@@ -247,6 +247,12 @@ class BlockAccumulator:
         se = math.sqrt((max(infl_var, 0.0) + 2.0 * var_m * var_m / (n - 1)) / n)
         return est, se, mu
 
+    def relative_width(self, confidence: float, method: str = "hall") -> float:
+        """The relative half-width of this estimate's interval (what ``precision`` targets):
+        the variance, its interval (:func:`block_interval`) and :func:`relative_half_width`."""
+        est, se, _ = self.variance_and_se()
+        return relative_half_width(est, block_interval(self, est, se, confidence, method))
+
     def skewness(self) -> float:
         """Skewness of the blocks' influence values (0 when it cannot be estimated)."""
         if self.n < 3:
@@ -551,8 +557,7 @@ def estimate_variance(
         return ordered_map(runner, run_chunk, ((*task, c, b, theory.rho, shift) for c, b in tasks))
 
     def widest() -> float:
-        est, se, _ = acc.variance_and_se()
-        return relative_half_width(est, block_interval(acc, est, se, confidence, method))
+        return acc.relative_width(confidence, method)
 
     fixed = None if samples is None else "samples"
     first = _first_round(samples, plan)

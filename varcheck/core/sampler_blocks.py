@@ -361,13 +361,13 @@ def _estimate(
         )
 
     def widest() -> float:
-        var, se, _ = acc.variance_and_se()
+        var, _, _ = acc.variance_and_se()
         if var == 0 or math.isnan(var):
             raise VarcheckError(
                 f"sampler {name} returned the same value in all of its first {acc.n:,} calls "
                 f"at d_k={dk}: there is no variance to test"
             )
-        return est.relative_half_width(var, est.block_interval(acc, var, se, confidence, "hall"))
+        return acc.relative_width(confidence, "hall")
 
     def summary(stop_reason: str) -> VarianceEstimate:
         if acc.n < 2:  # the watchdog stopped the first calls

@@ -69,12 +69,10 @@ from .estimation import (
     PartialInterrupt,
     StopRule,
     VarianceEstimate,
-    block_interval,
     draw_rounds,
     interval_method,
     minimum_products,
     normal_quantile,
-    relative_half_width,
     summarise,
 )
 from .parallel import Runner, SerialRunner, ordered_map
@@ -749,7 +747,7 @@ def estimate_shared(
 
     def widest() -> float:
         pairs = zip(merged.accs, methods, strict=True)
-        return max(_relative_width(c, confidence, m) for c, m in pairs)
+        return max(c.relative_width(confidence, m) for c, m in pairs)
 
     # the predicted number of blocks (sized from the theory under test) is only a first round:
     # if the truth is noisier, later rounds are sized from the measured standard errors
@@ -836,8 +834,3 @@ class _Levels:
         for j, acc in enumerate(self.accs):
             acc.add(m[:, j], a[:, j])
         self.joint.add(np.concatenate([m, a], axis=1))
-
-
-def _relative_width(acc: BlockAccumulator, confidence: float, method: str) -> float:
-    est, se, _ = acc.variance_and_se()
-    return relative_half_width(est, block_interval(acc, est, se, confidence, method))

@@ -629,12 +629,7 @@ def _run_blocks(
                 accs[case] = merged
 
     def widest() -> float:
-        worst = 0.0
-        for acc in accs.values():
-            est, se, _ = acc.variance_and_se()
-            interval = block_interval(acc, est, se, confidence, method)
-            worst = max(worst, relative_half_width(est, interval))
-        return worst
+        return max((acc.relative_width(confidence, method) for acc in accs.values()), default=0.0)
 
     rule = StopRule(
         precision=precision,
