@@ -190,3 +190,16 @@ def test_one_json_header() -> None:
         if '"command":' in line
     ]
     assert not found, found
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_results_import_no_presenter(family: str) -> None:
+    """Results are leaf data: in a family only the presenters (render.py, figures.py) import
+    the presenters; a result finds its own through ``output.presenters``."""
+    presenters = {f"{family}.render", f"{family}.figures"}
+    wrong = [
+        path.name
+        for path in sorted((ROOT / "varcheck" / family).rglob("*.py"))
+        if path.stem not in ("render", "figures") and _imports(path) & presenters
+    ]
+    assert not wrong, wrong

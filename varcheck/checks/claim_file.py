@@ -209,11 +209,6 @@ class CheckResult(Displayable):
         143 (SIGTERM) interrupted."""
         return exit_code([self.outcome], interrupted=self.interrupted)
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import check_dict, render_check
-
-        return render_check, check_dict
-
 
 def _claim_lines(text: str) -> list[int]:
     """1-based line numbers of the ``[[claim]]`` headers, in order."""

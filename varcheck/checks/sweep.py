@@ -179,16 +179,6 @@ class SweepResult(Displayable):
         verdicts = (r.verdict for r in self.rows)
         return outcome_of(verdicts, interrupted=self.interrupted, best=CONSISTENT)
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import render_sweep, sweep_dict
-
-        return render_sweep, sweep_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_sweep
-
-        return plot_sweep
-
 
 def sweep(
     dk: int | str | Iterable[int] = "2..512",

@@ -202,11 +202,6 @@ class VerifyResult(Displayable):
         (Ctrl-C) or 143 (SIGTERM)."""
         return exit_code([self.outcome], interrupted=self.interrupted)
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import render_verify, verify_dict
-
-        return render_verify, verify_dict
-
 
 @dataclass(frozen=True)
 class ClaimTest:

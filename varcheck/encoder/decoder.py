@@ -247,16 +247,6 @@ class DecoderAuditResult(LayeredAudit, Untested, Displayable):
         object.__setattr__(self, "summaries", tuple(heads.summarise_layers(self.rows, self.layers)))
         object.__setattr__(self, "layer_distance", tuple(_layer_bands(self.rows, self.layers)))
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import decoder_dict, render_decoder
-
-        return render_decoder, decoder_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_decoder_audit
-
-        return plot_decoder_audit
-
 
 def _layer_bands(rows: Sequence[DecoderHeadAudit], layers: Sequence[int]) -> list[tuple]:
     """Each layer's profile: per band, the median over heads (no interval)."""

@@ -341,16 +341,6 @@ class AuditResult(LayeredAudit, Untested, Displayable):
     def __post_init__(self) -> None:
         object.__setattr__(self, "summaries", tuple(summarise_layers(self.rows, self.layers)))
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import audit_dict, render_audit
-
-        return render_audit, audit_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_audit
-
-        return plot_audit
-
 
 def _geo_ratio(pred: Sequence[float], meas: Sequence[float]) -> float:
     pairs = [(p, m) for p, m in zip(pred, meas, strict=True) if p > 0 and m > 0]

@@ -263,14 +263,6 @@ class ProbeResult(Displayable):
         interrupted."""
         return exit_code([self.outcome], interrupted=self.interrupted)
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import probe_row_dict, render_probe_row
-
-        return render_probe_row, probe_row_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        raise TypeError("one d_k's probe draws no figure; probe_sweep's result draws s against d_k")
-
 
 @dataclass(frozen=True, repr=False)
 class ProbeSweepResult(Displayable):
@@ -312,16 +304,6 @@ class ProbeSweepResult(Displayable):
     @property
     def exit_code(self) -> int:
         return exit_code([r.outcome for r in self.rows], interrupted=self.interrupted)
-
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import probe_sweep_dict, render_probe
-
-        return render_probe, probe_sweep_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_probe
-
-        return plot_probe
 
 
 def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:

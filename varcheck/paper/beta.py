@@ -461,11 +461,6 @@ class BetaReport(Untested, Displayable):
     version: str
     sigma_w_kind: str = lv.SIGMA_W_KIND
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import beta_dict, render_beta
-
-        return render_beta, beta_dict
-
 
 def beta_report(
     path: str | Path, *, sigma_x: float | None = None, seed: int | None = None

@@ -895,16 +895,6 @@ class ProjectionResult(Displayable):
         """The finding rows whose prediction was rejected."""
         return tuple(r for r in self.rows if r.role == FINDING and r.verdict == REJECTED)
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import project_dict, render_project
-
-        return render_project, project_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_project
-
-        return plot_project
-
     def row(self, section: str, case: str, claim: str) -> ProjectionRow:
         for r in self.rows:
             if (r.section, r.case, r.claim) == (section, case, claim):

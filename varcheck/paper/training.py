@@ -223,16 +223,6 @@ class TrainResult(Untested, Displayable):
     interrupted: bool = False
     time_limited: bool = False
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import render_train, train_dict
-
-        return render_train, train_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_train
-
-        return plot_train
-
     def run(self, scheme: str) -> TrainRun:
         for r in self.runs:
             if r.scheme == scheme:

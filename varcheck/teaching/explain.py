@@ -681,16 +681,6 @@ class ExplainResult(Displayable):
         observed), ``rejected`` (under both readings), ``unreliable`` or ``interrupted``."""
         return outcome_of(self._verdicts(), interrupted=self.interrupted, best=CONSISTENT)
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import explain_dict, render_explain
-
-        return render_explain, explain_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_explain
-
-        return plot_explain
-
 
 def _either_reading(raw: str, scaled: str) -> str:
     """The verdict on the observed value when either reading may explain it: consistent if one

@@ -142,16 +142,6 @@ class SoftmaxResult(Untested, Displayable):
     version: str = __version__
     interrupted: bool = False
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import render_softmax, softmax_dict
-
-        return render_softmax, softmax_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_softmax
-
-        return plot_softmax
-
 
 def softmax_metrics(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Entropy, largest weight and Jacobian Frobenius norm of softmax over the last axis.
