@@ -157,16 +157,12 @@ def command(
     """Read the effective scale of an attention kernel and test it against the expected law."""
     # design: --expect, --causal, --layout, --out-layout, --heads, --kv-heads, --queries, --keys,
     # --dv, --dtype and --tolerance, named as probe_sweep's keywords and validated there
-    from ..kernels.figures import plot_probe
     from ..kernels.probe import probe_sweep
-    from ..kernels.render import render_probe
 
     args = distinct_keys("--arg", kernel_args)
     result = run(
         lambda progress: probe_sweep(target, dks, args=args, **design, **effort, progress=progress),
-        render_probe,
         **output,
-        figure=plot_probe,
         progress="probe",
     )
     return result.exit_code
