@@ -285,7 +285,7 @@ def test_plan_refuses_before_the_forward_pass(tmp_path: Path, monkeypatch) -> No
     monkeypatch.setattr(decoder, "MAX_MEMORY_BYTES", 1 << 20)
     called = []
     monkeypatch.setattr(llama, "attention_layer", lambda *a, **k: called.append(1))
-    with pytest.raises(VarcheckError, match=r"needs about .* GiB of memory \(limit"):
+    with pytest.raises(VarcheckError, match=r"needs about .* [KMG]iB of memory \(limit"):
         decoder.audit_decoder(path, sentences=SENTENCES * 40)
     assert not called
     monkeypatch.setattr(decoder, "MAX_SECONDS", 1e-6)
