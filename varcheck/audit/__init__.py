@@ -1,1 +1,29 @@
-"""The encoder audit: a BERT forward pass and the per-head scale audit."""
+"""The audit family: the attention logit scale of a trained checkpoint, head by head.
+
+``encoder.py`` audits a BERT-style encoder (and holds the head, layer and plan types the
+decoder audit shares), ``decoder.py`` a Llama-style decoder; the forward passes (``bert.py``,
+``llama.py``) and the file readers (``safetensors_file.py``, ``gguf_file.py``, the tokenizers)
+are modules of their own, so that a new model family adds a reader and a forward pass beside
+them. ``render.py`` and ``figures.py`` present the results (docs/audit.md, docs/architecture.md).
+
+The package is also the public function: ``varcheck.audit(model, ...)`` calls
+:func:`varcheck.audit.encoder.audit` whichever of the two ``varcheck.audit`` names.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+
+class _AuditPackage(types.ModuleType):
+    """The package, callable as :func:`varcheck.audit.encoder.audit`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from .encoder import audit
+
+        return audit(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _AuditPackage

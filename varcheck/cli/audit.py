@@ -85,15 +85,15 @@ def command(
     entropy, and the β that would give unit variance, next to 1/√d_k. For a decoder: the
     scale by distance i − j and which query heads share each key/value head.
     """
-    from ..encoder.decoder import is_decoder_model
+    from ..audit.decoder import is_decoder_model
 
     if is_decoder_model(model):
-        from ..encoder.decoder import audit_decoder
+        from ..audit.decoder import audit_decoder
 
         compute = audit_decoder
         label = "audit (block)"
     else:
-        from ..encoder.heads import audit
+        from ..audit.encoder import audit
 
         compute, label = audit, "audit (layer × batch)"
     result = run(

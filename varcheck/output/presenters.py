@@ -67,11 +67,11 @@ PRESENTERS: dict[str, Presenter] = {
         "paper", "render_train", "train_dict", "plot_train"
     ),
     "varcheck.paper.beta.BetaReport": _family("paper", "render_beta", "beta_dict"),
-    "varcheck.encoder.heads.AuditResult": _family(
-        "encoder", "render_audit", "audit_dict", "plot_audit"
+    "varcheck.audit.encoder.AuditResult": _family(
+        "audit", "render_audit", "audit_dict", "plot_audit"
     ),
-    "varcheck.encoder.decoder.DecoderAuditResult": _family(
-        "encoder", "render_decoder", "decoder_dict", "plot_decoder_audit"
+    "varcheck.audit.decoder.DecoderAuditResult": _family(
+        "audit", "render_decoder", "decoder_dict", "plot_decoder_audit"
     ),
     "varcheck.kernels.probe.ProbeSweepResult": _family(
         "kernels", "render_probe", "probe_sweep_dict", "plot_probe"
