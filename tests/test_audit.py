@@ -15,12 +15,12 @@ from bert_weights import random_bert_weights
 from rich.console import Console
 
 from varcheck.audit import bert
+from varcheck.audit.command import audit
 from varcheck.audit.encoder import (
     MIN_SEQUENCES,
     TOO_FEW,
     AuditResult,
     HeadAudit,
-    audit,
     default_sentences,
     parse_layers,
     read_text_file,

@@ -21,7 +21,8 @@ from rich.console import Console
 from test_audit import _tiny_checkpoint
 
 from varcheck.audit import bert, encoder
-from varcheck.audit.encoder import audit, parse_layers, plan_audit
+from varcheck.audit.command import audit
+from varcheck.audit.encoder import parse_layers, plan_audit
 from varcheck.audit.render import render_audit
 from varcheck.errors import VarcheckError
 

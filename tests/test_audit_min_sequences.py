@@ -121,7 +121,7 @@ def test_two_lines_are_marked_too_few_in_every_format(run_cli, two_lines, fmt):
 
 @needs_minilm
 def test_table_without_intervals_renders_at_80_columns(two_lines):
-    from varcheck.audit.encoder import audit
+    from varcheck.audit.command import audit
     from varcheck.audit.render import render_audit_table
 
     res = audit("all-MiniLM-L6-v2", text_file=two_lines, layers="0")

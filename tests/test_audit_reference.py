@@ -183,7 +183,7 @@ def test_audit_statistics_match_reference_logits(reference):
     of unscaled logits reported as the scaled variance, padding pairs counted, the softmax
     entropy taken at the wrong temperature, same-token and other pairs mixed up.
     """
-    from varcheck.audit.encoder import audit
+    from varcheck.audit.command import audit
 
     texts = [t["text"] for t in reference["texts"]]
     d_head = reference["header"]["d_head"]

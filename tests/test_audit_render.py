@@ -27,7 +27,7 @@ CHECK_WORDS = ("holds", "above", "below")
 @pytest.fixture(scope="module")
 def full():
     """All six layers on the built-in text (42 sequences: intervals)."""
-    from varcheck.audit.encoder import audit
+    from varcheck.audit.command import audit
 
     return audit("all-MiniLM-L6-v2")
 
@@ -35,7 +35,7 @@ def full():
 @pytest.fixture(scope="module")
 def few(tmp_path_factory):
     """Two layers on three lines: no intervals, every row marked."""
-    from varcheck.audit.encoder import audit
+    from varcheck.audit.command import audit
 
     text = tmp_path_factory.mktemp("few") / "three.txt"
     text.write_text("One line.\nA second line of text.\nThe third one.\n", encoding="utf-8")

@@ -22,11 +22,11 @@ from typing import NamedTuple
 import numpy as np
 
 from varcheck.audit import bert, encoder
+from varcheck.audit.command import audit
 from varcheck.audit.encoder import (
     MAX_SECONDS,
     MAX_TEXT_BYTES,
     MIN_SEQUENCES,
-    audit,
     default_sentences,
     jackknife_intervals,
 )

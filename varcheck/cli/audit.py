@@ -93,9 +93,9 @@ def command(
         compute = audit_decoder
         label = "audit (block)"
     else:
-        from ..audit.encoder import audit
+        from ..audit.encoder import audit_encoder
 
-        compute, label = audit, "audit (layer × batch)"
+        compute, label = audit_encoder, "audit (layer × batch)"
     result = run(
         lambda progress: compute(
             model,
