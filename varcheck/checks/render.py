@@ -581,9 +581,13 @@ def _hanging(line: str, width: int, indent: str) -> list[str]:
 
     lead = line[: len(line) - len(line.lstrip(" "))]
     return textwrap.wrap(
-        line, width, initial_indent="", subsequent_indent=lead + indent,
-        break_long_words=False, break_on_hyphens=False,
-    ) or [line]  # fmt: skip
+        line,
+        width,
+        initial_indent="",
+        subsequent_indent=lead + indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [line]
 
 
 #: Write one claim's result: JSON, or its paragraph (in every text format).
@@ -657,8 +661,15 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     )
     tolerances = any(co.spec.tolerance is not None for co in result.claims)
     # (header, priority: 0 never left out), in order; claim names and the claim fold
-    columns = [("claim", 0), ("asserts", 2), ("d_k", 0), ("claimed", 0), ("estimate [CI]", 0),
-               ("p (Holm)", 1), ("outcome", 0)]  # fmt: skip
+    columns = [
+        ("claim", 0),
+        ("asserts", 2),
+        ("d_k", 0),
+        ("claimed", 0),
+        ("estimate [CI]", 0),
+        ("p (Holm)", 1),
+        ("outcome", 0),
+    ]
     cells = [
         [
             shown_text.markup(co.spec.name) if i == 0 else "",
@@ -694,6 +705,11 @@ def render_check_table(result: CheckResult, console: Console) -> None:
         return table
 
     _print_fitted(console, build, [c[0] for c in columns], [c[1] for c in columns])
+    _check_notes(result, console, tolerances)
+
+
+def _check_notes(result: CheckResult, console: Console, tolerances: bool) -> None:
+    """What follows check's table: the outcome counts, notes, and each claim's next step."""
     counts: dict[str, int] = {}
     for co in result.claims:
         counts[co.outcome] = counts.get(co.outcome, 0) + 1

@@ -314,8 +314,21 @@ def estimate_sampler(
         except DrawDeadline:
             raise _too_slow(name, dk, 0, max_seconds) from None
         arm()
-        return _estimate(fn, dk, seed, stream, name, runner, confidence, precision, samples,
-                         max_seconds, progress, pilot, vectorized)  # fmt: skip
+        return _estimate(
+            fn,
+            dk,
+            seed,
+            stream,
+            name,
+            runner,
+            confidence,
+            precision,
+            samples,
+            max_seconds,
+            progress,
+            pilot,
+            vectorized,
+        )
 
 
 def _too_slow(name: str, dk: int, calls: int, max_seconds: float | None) -> VarcheckError:

@@ -21,8 +21,7 @@ from ..messages import duration_text, size_text
 from ..options import MAX_RUN_SECONDS
 from .weights import Design
 
-__all__ = ["MAX_BYTES", "PILOT_READS", "design_bytes", "call_seconds", "check_memory",
-           "check_time"]  # fmt: skip
+__all__ = ["MAX_BYTES", "PILOT_READS", "design_bytes", "call_seconds", "check_memory", "check_time"]
 
 #: Largest memory a probe may plan for (its biggest arrays at once); the 2 GiB of the paper
 #: commands' limit (``varcheck.paper.limits.MAX_BYTES``, which core cannot import).
@@ -90,8 +89,13 @@ def call_seconds(d: Design) -> float:
     )
 
 
-def check_time(designs: Sequence[Design], samples: int | None, max_seconds: float | None,
-               *, name: str = "samples") -> None:  # fmt: skip
+def check_time(
+    designs: Sequence[Design],
+    samples: int | None,
+    max_seconds: float | None,
+    *,
+    name: str = "samples",
+) -> None:
     """Refuse, without ``max_seconds``, a probe whose fewest calls take above a day.
 
     The fewest calls are the pilot's and ``samples`` (or the first round of an adaptive run,
