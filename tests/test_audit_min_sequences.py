@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from varcheck.encoder import bert
-from varcheck.encoder.heads import MIN_SEQUENCES, TOO_FEW, jackknife_intervals
+from varcheck.audit import bert
+from varcheck.audit.encoder import MIN_SEQUENCES, TOO_FEW, jackknife_intervals
 
 MINILM = bert.bundled_minilm_path()
 HAVE_EXTRA = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers"))
@@ -121,8 +121,8 @@ def test_two_lines_are_marked_too_few_in_every_format(run_cli, two_lines, fmt):
 
 @needs_minilm
 def test_table_without_intervals_renders_at_80_columns(two_lines):
-    from varcheck.encoder.heads import audit
-    from varcheck.encoder.render import render_audit_table
+    from varcheck.audit.command import audit
+    from varcheck.audit.render import render_audit_table
 
     res = audit("all-MiniLM-L6-v2", text_file=two_lines, layers="0")
     out = io.StringIO()

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from varcheck.encoder import bert
+from varcheck.audit import bert
 
 REFERENCE_FILE = Path(__file__).parent / "data" / "audit_reference.json"
 HAVE_MODELS_EXTRA = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers"))
@@ -183,7 +183,7 @@ def test_audit_statistics_match_reference_logits(reference):
     of unscaled logits reported as the scaled variance, padding pairs counted, the softmax
     entropy taken at the wrong temperature, same-token and other pairs mixed up.
     """
-    from varcheck.encoder.heads import audit
+    from varcheck.audit.command import audit
 
     texts = [t["text"] for t in reference["texts"]]
     d_head = reference["header"]["d_head"]

@@ -11,7 +11,7 @@ import re
 import pytest
 from rich.console import Console
 
-from varcheck.encoder import bert
+from varcheck.audit import bert
 from varcheck.output.formats import fmt
 
 MINILM = bert.bundled_minilm_path()
@@ -27,7 +27,7 @@ CHECK_WORDS = ("holds", "above", "below")
 @pytest.fixture(scope="module")
 def full():
     """All six layers on the built-in text (42 sequences: intervals)."""
-    from varcheck.encoder.heads import audit
+    from varcheck.audit.command import audit
 
     return audit("all-MiniLM-L6-v2")
 
@@ -35,7 +35,7 @@ def full():
 @pytest.fixture(scope="module")
 def few(tmp_path_factory):
     """Two layers on three lines: no intervals, every row marked."""
-    from varcheck.encoder.heads import audit
+    from varcheck.audit.command import audit
 
     text = tmp_path_factory.mktemp("few") / "three.txt"
     text.write_text("One line.\nA second line of text.\nThe third one.\n", encoding="utf-8")
@@ -43,7 +43,7 @@ def few(tmp_path_factory):
 
 
 def _table(result, width: int, **console) -> str:
-    from varcheck.encoder.render import render_audit_table
+    from varcheck.audit.render import render_audit_table
 
     out = io.StringIO()
     options = {"color_system": None, **console}
@@ -133,7 +133,7 @@ def test_model_names_in_any_case(name, run_cli):
 def _figure(result, monkeypatch):
     """Draw the audit figure and return it (instead of writing it)."""
     pytest.importorskip("matplotlib", reason="matplotlib is not installed")
-    from varcheck.encoder import figures
+    from varcheck.audit import figures
 
     drawn = []
     monkeypatch.setattr(figures, "save_figure", lambda fig, path: drawn.append(fig))
@@ -144,7 +144,7 @@ def _figure(result, monkeypatch):
 def test_figure_title_legend_and_marked_heads(full, monkeypatch):
     from matplotlib.patches import Rectangle
 
-    from varcheck.encoder.figures import HOLDS_LABEL
+    from varcheck.audit.figures import HOLDS_LABEL
 
     fig = _figure(full, monkeypatch)
     title = fig._suptitle.get_text()
@@ -169,7 +169,7 @@ def test_figure_without_intervals_says_so(few, monkeypatch):
 
 def test_figure_is_written(full, tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed")
-    from varcheck.encoder.figures import plot_audit
+    from varcheck.audit.figures import plot_audit
 
     png = tmp_path / "audit.png"
     plot_audit(full, str(png))

@@ -1,4 +1,4 @@
-"""Unit tests of ``varcheck.encoder.bert`` that pin what mutation testing found unchecked.
+"""Unit tests of ``varcheck.audit.bert`` that pin what mutation testing found unchecked.
 
 Each test names the bug it guards against. Expected values come from hand arithmetic, closed
 formulas (scipy's normal CDF for the erf GELU, the tanh formula written out) or a separate float64
@@ -28,7 +28,7 @@ import pytest
 from bert_weights import random_bert_weights
 from scipy.stats import norm
 
-from varcheck.encoder import bert
+from varcheck.audit import bert
 from varcheck.errors import VarcheckError
 
 HAVE_MODELS_EXTRA = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers"))
@@ -533,7 +533,7 @@ def test_do_lower_case_from_tokenizer_config(tmp_path, tokenizer_config, lower):
 # must read the same checkpoint: config.json and tokenizer_config.json are UTF-8 by definition.
 _LOCALE_SCRIPT = """
 import json, locale, sys
-from varcheck.encoder import bert
+from varcheck.audit import bert
 from varcheck.errors import VarcheckError
 out = {"encoding": locale.getpreferredencoding(False)}
 try:

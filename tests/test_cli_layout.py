@@ -126,20 +126,25 @@ def test_exclusive_refuses_only_both_given(args: tuple[str, ...], refused: bool)
         assert "--x and --y cannot be used together: pick one" in result.output
 
 
-def test_output_options_hand_run_its_format_and_plot(tmp_path: Path) -> None:
-    """--format and --plot reach the command as ``output``, which ``run`` takes as it is."""
+def test_output_options_hand_run_its_format_and_plot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--format and --plot reach the command as ``output``, which ``run`` takes as it is; the
+    result is rendered and drawn by the presenters its type has."""
+    from varcheck.output import presenters
+
     seen: dict = {}
+    render = lambda result, fmt, console: seen.update(rendered=(result, fmt))  # noqa: E731
+    monkeypatch.setattr(presenters, "presenter_of", lambda result: (render, dict))
+    monkeypatch.setattr(
+        presenters, "figure_of", lambda result: lambda r, path: seen.update(drawn=(r, path))
+    )
 
     @click.command()
     @output_options("a test figure")
     def command(output: dict) -> None:
         seen.update(output)
-        run(
-            lambda: 7,
-            lambda result, fmt, console: seen.update(rendered=(result, fmt)),
-            **output,
-            figure=lambda result, path: seen.update(drawn=(result, path)),
-        )
+        run(lambda: 7, **output)
 
     figure = str(tmp_path / "f.png")
     with handling_signals():  # run's signal state belongs to one command line

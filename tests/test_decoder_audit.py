@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from varcheck.encoder.decoder import (
+from varcheck.audit.decoder import (
     MIN_SEQUENCES,
     distance_bands,
     is_decoder_model,
@@ -27,7 +27,7 @@ needs_reader = pytest.mark.skipif(
 
 
 def _smollm2() -> Path | None:
-    from varcheck.encoder.decoder import bundled_smollm2_path
+    from varcheck.audit.decoder import bundled_smollm2_path
 
     return bundled_smollm2_path()
 
@@ -85,7 +85,7 @@ def test_decoder_names(tmp_path: Path) -> None:
 def test_rope_predictions_against_all_pairs(layout: str) -> None:
     """For empirical moments the formula is exact: the variance over every (query token, key
     token) pair of the rotated logits at distance Δ."""
-    from varcheck.encoder.llama import apply_rope
+    from varcheck.audit.llama import apply_rope
 
     rng = np.random.default_rng(3)
     dk, n = 8, 300
@@ -145,8 +145,8 @@ def test_sequence_interval_coverage() -> None:
 def tiny_audit(tmp_path_factory: pytest.TempPathFactory):
     from llama_files import tiny_llama
 
-    from varcheck.encoder.decoder import audit_decoder
-    from varcheck.encoder.llama import load_llama
+    from varcheck.audit.decoder import audit_decoder
+    from varcheck.audit.llama import load_llama
 
     path = tiny_llama(tmp_path_factory.mktemp("dec") / "tiny.gguf", layers=3)
     return audit_decoder(path, sentences=SENTENCES, layers="0,2"), load_llama(path)
@@ -154,7 +154,7 @@ def tiny_audit(tmp_path_factory: pytest.TempPathFactory):
 
 def _layer_inputs(model, layer: int):
     """Brute force: every sequence alone through the blocks up to ``layer``."""
-    from varcheck.encoder import llama
+    from varcheck.audit import llama
 
     out = []
     for text in SENTENCES:
@@ -225,7 +225,7 @@ def test_tiny_audit_against_brute_force(tiny_audit) -> None:
 def test_tiny_audit_refusals(tmp_path: Path) -> None:
     from llama_files import tiny_llama
 
-    from varcheck.encoder.decoder import audit_decoder
+    from varcheck.audit.decoder import audit_decoder
 
     path = tiny_llama(tmp_path / "t.gguf")
     with pytest.raises(VarcheckError, match="layer 5 is out of range"):
@@ -241,7 +241,7 @@ def test_tiny_audit_refusals(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def smollm2_audit():
-    from varcheck.encoder.decoder import audit_decoder
+    from varcheck.audit.decoder import audit_decoder
 
     return audit_decoder("SmolLM2-135M")
 
@@ -269,7 +269,7 @@ def test_default_audit_of_smollm2(smollm2_audit) -> None:
 
 @needs_smollm2
 def test_names_are_case_insensitive(smollm2_audit) -> None:
-    from varcheck.encoder.decoder import resolve_decoder
+    from varcheck.audit.decoder import resolve_decoder
 
     for name in ("smollm2-135m", "SMOLLM2-135M", "HuggingFaceTB/SmolLM2-135M-Instruct"):
         assert resolve_decoder(name)[0] == Path(smollm2_audit.model_path)
@@ -279,13 +279,13 @@ def test_names_are_case_insensitive(smollm2_audit) -> None:
 def test_plan_refuses_before_the_forward_pass(tmp_path: Path, monkeypatch) -> None:
     from llama_files import tiny_llama
 
-    from varcheck.encoder import decoder, llama
+    from varcheck.audit import decoder, llama
 
     path = tiny_llama(tmp_path / "t.gguf")
     monkeypatch.setattr(decoder, "MAX_MEMORY_BYTES", 1 << 20)
     called = []
     monkeypatch.setattr(llama, "attention_layer", lambda *a, **k: called.append(1))
-    with pytest.raises(VarcheckError, match=r"needs about .* GiB of memory \(limit"):
+    with pytest.raises(VarcheckError, match=r"needs about .* [KMG]iB of memory \(limit"):
         decoder.audit_decoder(path, sentences=SENTENCES * 40)
     assert not called
     monkeypatch.setattr(decoder, "MAX_SECONDS", 1e-6)
@@ -298,7 +298,7 @@ def test_plan_refuses_before_the_forward_pass(tmp_path: Path, monkeypatch) -> No
 def test_interrupt_keeps_the_layers_finished(tmp_path: Path) -> None:
     from llama_files import tiny_llama
 
-    from varcheck.encoder.decoder import audit_decoder
+    from varcheck.audit.decoder import audit_decoder
 
     path = tiny_llama(tmp_path / "t.gguf", layers=3)
 

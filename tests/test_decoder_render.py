@@ -49,13 +49,13 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def result(tiny: Path):
-    from varcheck.encoder.decoder import audit_decoder
+    from varcheck.audit.decoder import audit_decoder
 
     return audit_decoder(tiny, sentences=SENTENCES)
 
 
 def _render(result, fmt: str, width: int = 80) -> str:  # noqa: ANN001
-    from varcheck.encoder.render import render_decoder
+    from varcheck.audit.render import render_decoder
 
     console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
     render_decoder(result, fmt, console)
@@ -95,7 +95,7 @@ def test_json_fields(result) -> None:
 
 
 def _lengths(result) -> list[int]:  # noqa: ANN001
-    from varcheck.encoder.llama import load_llama
+    from varcheck.audit.llama import load_llama
 
     tok = load_llama(result.model_path).tokenizer
     return [len(tok.encode(s)) for s in SENTENCES]
@@ -126,7 +126,7 @@ def test_table_fits_the_width(result, width: int) -> None:
 
 def test_figure(result, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from varcheck.encoder.figures import plot_decoder_audit, plot_distance
+    from varcheck.audit.figures import plot_decoder_audit, plot_distance
 
     plot_decoder_audit(result, str(tmp_path / "d.png"))
     plot_distance(result, str(tmp_path / "p.png"))
@@ -197,7 +197,7 @@ def test_cli_smollm2_json_has_270_rows_and_the_distance_profile(tmp_path: Path) 
 
 def test_api_audit_routes_a_gguf_file(tiny: Path) -> None:
     import varcheck
-    from varcheck.encoder.decoder import DecoderAuditResult
+    from varcheck.audit.decoder import DecoderAuditResult
 
     res = varcheck.audit(tiny, sentences=SENTENCES, layers="1")
     assert isinstance(res, DecoderAuditResult)

@@ -182,11 +182,12 @@ def test_without_matplotlib_the_message_of_plot(derived, path, monkeypatch, tmp_
 
 
 def test_every_result_type_draws_what_its_command_draws() -> None:
-    """The result types of the commands with --plot name their figure; the others do not."""
+    """Every result type has presenters; those of the commands with --plot name a figure."""
     import importlib
     import pkgutil
 
     from varcheck.output.display import Displayable
+    from varcheck.output.presenters import PRESENTERS
 
     for module in pkgutil.walk_packages(varcheck.__path__, "varcheck."):
         if module.name != "varcheck.__main__":
@@ -196,16 +197,26 @@ def test_every_result_type_draws_what_its_command_draws() -> None:
         for cls in queue.pop().__subclasses__():
             found.add(cls)
             queue.append(cls)
-    drawing = {cls.__name__ for cls in found if "_figure" in vars(cls)}
-    expected = {"SweepResult", "ExplainResult", "SoftmaxResult", "DeriveResult",
-                "ProjectionResult", "TrainResult", "AuditResult", "DecoderAuditResult",
-                "ProbeSweepResult",
-                "ProbeResult"}  # fmt: skip  # ProbeResult's _figure says to use probe_sweep
+    names = {f"{cls.__module__}.{cls.__qualname__}": cls.__name__ for cls in found}
+    assert set(names) == set(PRESENTERS)
+    drawing = {names[key] for key, entry in PRESENTERS.items() if entry.figure is not None}
+    expected = {
+        "SweepResult",
+        "ExplainResult",
+        "SoftmaxResult",
+        "DeriveResult",
+        "ProjectionResult",
+        "TrainResult",
+        "AuditResult",
+        "DecoderAuditResult",
+        "ProbeSweepResult",
+    }
     assert drawing == expected
-    assert {cls.__name__ for cls in found} - expected == {
+    assert set(names.values()) - expected == {
         "VerifyResult",
         "CheckResult",
         "BetaReport",
+        "ProbeResult",
     }
 
 

@@ -305,7 +305,7 @@ def _minilm_folder() -> Path | None:
 
     if not all(importlib.util.find_spec(name) for name in ("safetensors", "tokenizers")):
         return None
-    from varcheck.encoder import bert
+    from varcheck.audit import bert
 
     found = bert.bundled_minilm_path()
     return None if found is None else Path(found)

@@ -347,7 +347,7 @@ def test_gamma_approximation_has_the_chi_square_limit() -> None:
 
 
 def test_replicates_are_refused_when_a_run_cannot_fit() -> None:
-    with pytest.raises(VarcheckError, match="GB"):
+    with pytest.raises(VarcheckError, match="GiB"):
         explain("10000x10000x10000", None, replicates=100, seed=1, growing=None)
     slow = r"would take about .* \(limit about .*accepted: 100\.\."
     with pytest.raises(VarcheckError, match=slow):
@@ -357,7 +357,7 @@ def test_replicates_are_refused_when_a_run_cannot_fit() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--shape", "10000x10000x10000", "--replicates", "100"), "GB"),
+        (("--shape", "10000x10000x10000", "--replicates", "100"), "GiB"),
         (("--plot", "out.txt"), ".txt"),
         (("--plot", "no/such/folder/x.png"), "does not exist"),
     ],

@@ -94,7 +94,7 @@ FORMATS = ("table", "json", "csv", "markdown")
 def _have_minilm() -> bool:
     if not all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers")):
         return False
-    from varcheck.encoder import bert
+    from varcheck.audit import bert
 
     return bert.bundled_minilm_path() is not None
 
@@ -349,7 +349,7 @@ def _needs_minilm(case: CliCase | ApiCase) -> bool:
 
 def _normalisations() -> list[tuple[re.Pattern[str], str]]:
     from varcheck import __version__
-    from varcheck.encoder import bert
+    from varcheck.audit import bert
 
     rules = [
         # a release bump is not a behaviour change; not inside a longer dotted number

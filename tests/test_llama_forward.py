@@ -23,7 +23,7 @@ needs_reader = pytest.mark.skipif(
 
 
 def _smollm2() -> Path | None:
-    from varcheck.encoder.decoder import bundled_smollm2_path
+    from varcheck.audit.decoder import bundled_smollm2_path
 
     return bundled_smollm2_path()
 
@@ -44,7 +44,7 @@ PROMPTS = {
 
 @pytest.fixture(scope="module")
 def model():
-    from varcheck.encoder.llama import load_llama
+    from varcheck.audit.llama import load_llama
 
     return load_llama(_smollm2())
 
@@ -53,8 +53,8 @@ def model():
 def runs(model) -> dict[str, dict[str, object]]:
     """Per layout, one pass over the prompts and 12 built-in sentences: the top next token of
     each prompt and the sentences' mean log-likelihood."""
-    from varcheck.encoder import llama
-    from varcheck.encoder.heads import default_sentences
+    from varcheck.audit import llama
+    from varcheck.audit.encoder import default_sentences
 
     prompts = [model.tokenizer.encode(p) for p in PROMPTS]
     sentences = [model.tokenizer.encode(s) for s in default_sentences()[:12]]
@@ -112,7 +112,7 @@ def test_half_layout_on_unpermuted_rows_is_the_adjacent_layout(tmp_path: Path) -
     logits of the adjacent pairing on the GGUF rows: the two conventions differ only by it."""
     from llama_files import tiny_llama
 
-    from varcheck.encoder import llama
+    from varcheck.audit import llama
 
     model = llama.load_llama(tiny_llama(tmp_path / "t.gguf"))
     cfg = model.config
@@ -133,7 +133,7 @@ def test_half_layout_on_unpermuted_rows_is_the_adjacent_layout(tmp_path: Path) -
 
 @needs_reader
 def test_rope_rotates_pairs_by_position() -> None:
-    from varcheck.encoder.llama import apply_rope
+    from varcheck.audit.llama import apply_rope
 
     x = np.zeros((1, 3, 4), dtype=np.float32)
     x[0, :, 0] = 1.0  # first coordinate of the first pair
@@ -154,7 +154,7 @@ def test_against_transformers_gguf_loader(model) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from varcheck.encoder.llama import next_token_logits
+    from varcheck.audit.llama import next_token_logits
 
     path = _smollm2()
     ref = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)

@@ -39,7 +39,7 @@ def _patched(src: Path, dst: Path, offset: int, fmt: str, value: int) -> Path:
 
 
 def _refused(path: Path | str, *needles: str) -> str:
-    from varcheck.encoder.llama import load_llama
+    from varcheck.audit.llama import load_llama
 
     tracemalloc.start()
     try:
@@ -166,7 +166,7 @@ def test_unsupported_tokenizer(tmp_path: Path) -> None:
 
 
 def test_config_and_tensors(tiny: Path) -> None:
-    from varcheck.encoder.llama import load_llama
+    from varcheck.audit.llama import load_llama
 
     model = load_llama(tiny)
     cfg = model.config
@@ -187,7 +187,7 @@ def test_reader_matches_gguf_reader(tiny: Path) -> None:
     gguf package's full reader does."""
     import gguf
 
-    from varcheck.encoder.gguf_file import open_gguf
+    from varcheck.audit.gguf_file import open_gguf
 
     ours = open_gguf(tiny)
     full = gguf.GGUFReader(str(tiny))
@@ -204,7 +204,7 @@ def test_reader_matches_gguf_reader(tiny: Path) -> None:
 
 
 def test_tokenizer_from_metadata(tiny: Path) -> None:
-    from varcheck.encoder.llama import load_llama
+    from varcheck.audit.llama import load_llama
 
     tok = load_llama(tiny).tokenizer
     ids = tok.encode(" the cat 42")
@@ -221,7 +221,7 @@ def test_sentencepiece_tokenizer(tmp_path: Path) -> None:
     merged piece's score, bytes outside the vocabulary as <0xXX> tokens, BOS by default."""
     from llama_files import tiny_llama
 
-    from varcheck.encoder.llama import load_llama
+    from varcheck.audit.llama import load_llama
 
     tok = load_llama(tiny_llama(tmp_path / "spm.gguf", sentencepiece=True)).tokenizer
     ids = tok.encode("the cat")

@@ -770,7 +770,7 @@ def test_train_formats_agree(run_cli) -> None:
 def _audit_args(tmp_path_factory) -> tuple[str, ...]:
     import importlib.util
 
-    from varcheck.encoder import bert
+    from varcheck.audit import bert
 
     have_extra = all(importlib.util.find_spec(m) for m in ("safetensors", "tokenizers"))
     if bert.bundled_minilm_path() is None or not have_extra:

@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from varcheck.core import messages
 from varcheck.errors import VarcheckError
 from varcheck.paper import beta as beta_module
-from varcheck.paper import limits
 from varcheck.paper.beta import beta_report, head_betas, load_weights
 from varcheck.paper.projection import project
 from varcheck.paper.training import TrainConfig, check_feasible, train
@@ -366,7 +366,7 @@ def test_big_requests_refused_under_a_memory_limit(tmp_path: Path) -> None:
 
 
 def test_limits_texts() -> None:
-    assert limits.size_text(30.5 * 1024**3) == "30.5 GiB"
-    assert limits.duration_text(1200) == "20 min"
-    assert limits.duration_text(math.inf) == "forever"
-    assert limits.shown("x" * 500).count("x") < 70
+    assert messages.size_text(30.5 * 1024**3) == "30.5 GiB"
+    assert messages.duration_text(1200) == "20 min"
+    assert messages.duration_text(math.inf) == "forever"
+    assert messages.shown("x" * 500).count("x") < 70

@@ -339,11 +339,11 @@ def _missing(needs: tuple[str, ...]) -> str | None:
 
     for need in needs:
         if need == "minilm":
-            from varcheck.encoder.bert import bundled_minilm_path
+            from varcheck.audit.bert import bundled_minilm_path
 
             found = bundled_minilm_path() is not None
         elif need == "smollm2":
-            from varcheck.encoder.decoder import bundled_smollm2_path
+            from varcheck.audit.decoder import bundled_smollm2_path
 
             found = bundled_smollm2_path() is not None
         else:

@@ -194,7 +194,7 @@ def test_cli_plot_writes_png(run_cli, tmp_path) -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"dk": [1_000_000], "keys": 100_000}, "GB"), ({"dk": [4096], "keys": 4096}, "about")],
+    [({"dk": [1_000_000], "keys": 100_000}, "GiB"), ({"dk": [4096], "keys": 4096}, "about")],
 )
 def test_sizes_that_cannot_run_are_refused(kwargs: dict, message: str) -> None:
     # memory (one block of keys) and time (the whole study) are checked before drawing anything

@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 import varcheck
+from varcheck.audit import bert
 from varcheck.core.estimation import ConfidenceInterval
 from varcheck.core.verdicts import FAIL, INCONCLUSIVE, PASS, decide
-from varcheck.encoder import bert
 from varcheck.errors import VarcheckError
 
 EXCLUDED = "the interval excludes the claimed value"

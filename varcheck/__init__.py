@@ -51,10 +51,10 @@ _LAZY = {
     "train": "paper.training",
     "TrainConfig": "paper.training",
     "TrainResult": "paper.training",
-    "audit": "encoder.heads",
-    "AuditResult": "encoder.heads",
-    "audit_decoder": "encoder.decoder",
-    "DecoderAuditResult": "encoder.decoder",
+    "audit": "audit",
+    "AuditResult": "audit.encoder",
+    "audit_decoder": "audit.decoder",
+    "DecoderAuditResult": "audit.decoder",
     "beta_paper": "core.logit_variance",
     "beta_exact": "core.logit_variance",
     "probe": "kernels.probe",
@@ -71,7 +71,9 @@ __all__ = ["__version__", *_LAZY]
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        # varcheck.audit is both the audit family and its (callable) public function
+        value = module if _LAZY[name] == name else getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'varcheck' has no attribute {name!r}")

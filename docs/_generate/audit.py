@@ -21,19 +21,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-from varcheck.encoder import bert, heads
-from varcheck.encoder.figures import plot_audit
-from varcheck.encoder.heads import (
+from varcheck.audit import bert, encoder
+from varcheck.audit.command import audit
+from varcheck.audit.encoder import (
     MAX_SECONDS,
     MAX_TEXT_BYTES,
     MIN_SEQUENCES,
-    audit,
     default_sentences,
     jackknife_intervals,
 )
-from varcheck.encoder.render import layer_cells
-from varcheck.encoder.safetensors_file import MAX_HEADER_BYTES, MAX_TENSORS
-from varcheck.encoder.tokenizing import CHARS_PER_TOKEN
+from varcheck.audit.figures import plot_audit
+from varcheck.audit.render import layer_cells
+from varcheck.audit.safetensors_file import MAX_HEADER_BYTES, MAX_TENSORS
+from varcheck.audit.tokenizing import CHARS_PER_TOKEN
 from varcheck.output.formats import fmt
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,7 +222,7 @@ interval and the check word are never cut. `--format json` (or a wider terminal)
 def measured_section(result) -> str:  # noqa: ANN001
     return f"""## What is measured
 
-The forward pass is numpy code in `varcheck/encoder/bert.py`: embeddings (word + position + segment),
+The forward pass is numpy code in `varcheck/audit/bert.py`: embeddings (word + position + segment),
 LayerNorm, then per layer multi-head self-attention with a padding mask, residual and LayerNorm,
 a GELU feed-forward network, residual and LayerNorm. Weights keep PyTorch's `(out, in)` layout, so
 q = x W_qᵀ + b_q. For layer ℓ, X is that layer's input, i.e. the post-LayerNorm output of the
@@ -434,7 +434,7 @@ def minilm_sequence_sums():
     ckpt = bert.load_checkpoint(MODEL)
     ids = ckpt.encode(default_sentences(), 128)
     layers = tuple(range(ckpt.config.num_layers))
-    run = heads._measure(ckpt, ids, layers, 32, heads._projections(ckpt, layers), None)
+    run = encoder._measure(ckpt, ids, layers, 32, encoder._projections(ckpt, layers), None)
     s1 = np.concatenate([run.sums[layer].s1_all for layer in layers], axis=1)
     s2 = np.concatenate([run.sums[layer].s2_all for layer in layers], axis=1)
     return s1, s2, np.array([len(i) for i in ids], dtype=float) ** 2
@@ -469,7 +469,7 @@ is skewed and heavy-tailed, since one long or odd sentence can carry much of a h
 A t-interval over a handful of such units is not what it claims: with two or three sequences it
 undercovers and, for a variance, often reaches below zero (a 2-line `--text` once gave
 [-51.5, 258]). So `audit` gives an interval only with **at least {MIN_SEQUENCES} sequences**
-(`MIN_SEQUENCES` in `varcheck.encoder.heads`, `min_sequences` in the JSON); with fewer it prints
+(`MIN_SEQUENCES` in `varcheck.audit.encoder`, `min_sequences` in the JSON); with fewer it prints
 each estimate with the mark `too few sequences` and no interval, in every format (`null` ends and
 `"scale_check": "too few sequences"` in JSON, CSV and Markdown).
 

@@ -24,11 +24,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
-from varcheck.encoder import llama
-from varcheck.encoder.decoder import audit_decoder, bundled_smollm2_path
-from varcheck.encoder.figures import plot_audit, plot_distance
-from varcheck.encoder.heads import audit, default_sentences
-from varcheck.encoder.render import layer_cells
+from varcheck.audit import llama
+from varcheck.audit.command import audit
+from varcheck.audit.decoder import audit_decoder, bundled_smollm2_path
+from varcheck.audit.encoder import default_sentences
+from varcheck.audit.figures import plot_audit, plot_distance
+from varcheck.audit.render import layer_cells
 from varcheck.output.formats import fmt
 
 ROOT = Path(__file__).resolve().parents[2]

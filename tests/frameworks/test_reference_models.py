@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from varcheck.encoder import bert  # noqa: E402
+from varcheck.audit import bert  # noqa: E402
 
 
 def _minilm_or_skip():  # noqa: ANN202
@@ -53,8 +53,8 @@ def test_gguf_decoder_matches_transformers_gguf_loader() -> None:
     """SmolLM2-135M's next-token logits after four prompts within 1% of the largest logit of
     transformers' model loaded from the same GGUF file."""
     pytest.importorskip("gguf")
-    from varcheck.encoder.decoder import bundled_smollm2_path
-    from varcheck.encoder.llama import load_llama, next_token_logits
+    from varcheck.audit.decoder import bundled_smollm2_path
+    from varcheck.audit.llama import load_llama, next_token_logits
 
     path = bundled_smollm2_path()
     if path is None:

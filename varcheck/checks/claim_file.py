@@ -47,7 +47,6 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -55,10 +54,11 @@ from .._version import __version__
 from ..core import options
 from ..core.distributions import Distribution
 from ..core.files import MIB, read_text
-from ..core.options import cut, shown
+from ..core.messages import cut, shown
+from ..core.progress import ProgressCallback
 from ..core.ranges import resolve_dks
 from ..core.user_code import UserSampler, load_sampler
-from ..core.verdicts import OUTCOME_RANK, PASS, ClaimPValues, adjusted_p_values, exit_code
+from ..core.verdicts import ClaimPValues, adjusted_p_values, exit_code, outcome_of, worst
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .claims import Claim, parse_claim, sampler_claim
@@ -170,7 +170,7 @@ class ClaimOutcome:
 
     @property
     def outcome(self) -> str:
-        return max((r.outcome for r in self.results), key=OUTCOME_RANK.__getitem__)
+        return worst(r.outcome for r in self.results)
 
 
 @dataclass(frozen=True, repr=False)
@@ -201,22 +201,13 @@ class CheckResult(Displayable):
 
     @property
     def outcome(self) -> str:
-        if self.interrupted:
-            return "interrupted"
-        if not self.claims:
-            return PASS
-        return max((c.outcome for c in self.claims), key=OUTCOME_RANK.__getitem__)
+        return outcome_of((c.outcome for c in self.claims), interrupted=self.interrupted)
 
     @property
     def exit_code(self) -> int:
         """The worst outcome: 1 fail, 4 no valid test, 3 inconclusive, 0 pass; 130 (Ctrl-C) or
         143 (SIGTERM) interrupted."""
         return exit_code([self.outcome], interrupted=self.interrupted)
-
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import check_dict, render_check
-
-        return render_check, check_dict
 
 
 def _claim_lines(text: str) -> list[int]:
@@ -312,12 +303,17 @@ def _tolerance_and_description(table: dict[str, Any], where: str) -> tuple[float
     return tolerance, description
 
 
-def _probe_spec(table: dict[str, Any], name: str, line: int | None, where: str,
-                dks: tuple[int, ...], probe: ProbeClaim) -> ClaimSpec:  # fmt: skip
+def _probe_spec(
+    table: dict[str, Any],
+    name: str,
+    line: int | None,
+    where: str,
+    dks: tuple[int, ...],
+    probe: ProbeClaim,
+) -> ClaimSpec:
     tolerance, description = _tolerance_and_description(table, where)
     test = ClaimTest(0, None, None, 0.0, probe.claim, False, tolerance, ())
-    return ClaimSpec(name=name, line=line, dks=dks, test=test, description=description,
-                     probe=probe)  # fmt: skip
+    return ClaimSpec(name=name, line=line, dks=dks, test=test, description=description, probe=probe)
 
 
 def _exclusive_laws(table: dict[str, Any], user: UserSampler | None) -> None:
@@ -495,6 +491,31 @@ def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
     )
 
 
+def _file_effort(
+    spec_file: CheckFile,
+    confidence: float | None,
+    precision: float | None,
+    samples: int | None,
+    max_seconds: float | None,
+) -> tuple[float, float | None, int | None, float | None]:
+    """The run's confidence, precision, samples and time cap: the arguments given, else the
+    file's ``[defaults]`` (a precision or samples given replaces both of the file's)."""
+    conf = spec_file.confidence if confidence is None else confidence
+    if samples is not None:
+        prec, samp = None, samples
+    elif precision is not None:
+        prec, samp = precision, None
+    else:
+        prec, samp = spec_file.precision, spec_file.samples
+    return options.sampling_effort(  # products: the variance claims' cost is checked by check
+        conf,
+        prec,
+        samp,
+        spec_file.max_seconds if max_seconds is None else max_seconds,
+        feasible=False,
+    )
+
+
 def check(
     source: str | os.PathLike[str] | CheckFile,
     *,
@@ -503,7 +524,7 @@ def check(
     precision: float | None = None,
     samples: int | None = None,
     max_seconds: float | None = None,
-    progress: Callable[[int, int, float], None] | None = None,
+    progress: ProgressCallback | None = None,
     workers: int | None = None,
     scheduler: str | None = None,
 ) -> CheckResult:
@@ -521,20 +542,7 @@ def check(
     ('pass', 0, 5)
     """
     spec_file = source if isinstance(source, CheckFile) else load_check_file(source)
-    conf = spec_file.confidence if confidence is None else confidence
-    if samples is not None:
-        prec, samp = None, samples
-    elif precision is not None:
-        prec, samp = precision, None
-    else:
-        prec, samp = spec_file.precision, spec_file.samples
-    conf, prec, samp, max_s = options.sampling_effort(  # products: the variance claims' below
-        conf,
-        prec,
-        samp,
-        spec_file.max_seconds if max_seconds is None else max_seconds,
-        feasible=False,
-    )
+    conf, prec, samp, max_s = _file_effort(spec_file, confidence, precision, samples, max_seconds)
     seed = options.resolve_seed(spec_file.seed if seed is None else seed)
     effort = {"seed": seed, "confidence": conf, "precision": prec}
     variance = [(ci, s) for ci, s in enumerate(spec_file.claims) if s.probe is None]
@@ -550,10 +558,19 @@ def check(
     runs = _run_probes(spec_file.path, planned, effort, max_s)
     cut = len(runs) < len(planned) or any(r.interrupted for _, _, r in runs)
     results = (
-        run_claim_tests(tests, **effort, samples=samp, max_seconds=max_s, progress=progress,
-                        adjust=False, workers=workers, scheduler=scheduler)
-        if tests and not cut else []
-    )  # fmt: skip
+        run_claim_tests(
+            tests,
+            **effort,
+            samples=samp,
+            max_seconds=max_s,
+            progress=progress,
+            adjust=False,
+            workers=workers,
+            scheduler=scheduler,
+        )
+        if tests and not cut
+        else []
+    )
     rows = list(zip(owners[: len(results)], results, strict=True))
     outcomes = _judge_file(spec_file, rows, runs, **effort)
     heads = sum(r.measurement.design.heads for _, _, r in runs)
@@ -569,15 +586,25 @@ def check(
     )
 
 
-def _run_probes(path: str, planned: list[tuple[int, ClaimSpec, int]], effort: dict[str, Any],
-                max_seconds: float | None) -> list[tuple[int, ClaimSpec, ProbeRun]]:  # fmt: skip
+def _run_probes(
+    path: str,
+    planned: list[tuple[int, ClaimSpec, int]],
+    effort: dict[str, Any],
+    max_seconds: float | None,
+) -> list[tuple[int, ClaimSpec, ProbeRun]]:
     """Each (probe claim, d_k) measured in file order; after Ctrl-C, those finished."""
     runs = []
     for ci, spec, dk in planned:
         try:
-            run = run_probe(spec.probe, dk, tolerance=spec.tolerance, seed=effort["seed"],  # type: ignore[arg-type]
-                            confidence=effort["confidence"], precision=effort["precision"],
-                            max_seconds=max_seconds)  # fmt: skip
+            run = run_probe(
+                spec.probe,
+                dk,
+                tolerance=spec.tolerance,
+                seed=effort["seed"],  # type: ignore[arg-type]
+                confidence=effort["confidence"],
+                precision=effort["precision"],
+                max_seconds=max_seconds,
+            )
         except PartialProbeRun as exc:  # the d_k under way keeps its calls finished
             runs.append((ci, spec, exc.run))
             break
@@ -589,9 +616,15 @@ def _run_probes(path: str, planned: list[tuple[int, ClaimSpec, int]], effort: di
     return runs
 
 
-def _judge_file(spec_file: CheckFile, rows: list[tuple[int, VerifyResult]],
-                runs: list[tuple[int, ClaimSpec, ProbeRun]], *, seed: int, confidence: float,
-                precision: float | None) -> tuple[ClaimOutcome, ...]:  # fmt: skip
+def _judge_file(
+    spec_file: CheckFile,
+    rows: list[tuple[int, VerifyResult]],
+    runs: list[tuple[int, ClaimSpec, ProbeRun]],
+    *,
+    seed: int,
+    confidence: float,
+    precision: float | None,
+) -> tuple[ClaimOutcome, ...]:
     """Holm over every variance test's and every probe head's p-value a fail rests on (the
     two-sided one; ``p_outside`` with a tolerance), then each row's verdict from its adjusted
     p-values (a probe row: its worst head's)."""
@@ -601,8 +634,15 @@ def _judge_file(spec_file: CheckFile, rows: list[tuple[int, VerifyResult]],
     done = [(ci, _rejudge(r, next(adjusted), alpha)) for ci, r in rows]
     for ci, spec, run in runs:
         ps = [next(adjusted) for _ in run.p_values]
-        row = probe_row(spec.probe, run, ps, tolerance=spec.tolerance,  # type: ignore[arg-type]
-                        confidence=confidence, seed=seed, precision=precision)  # fmt: skip
+        row = probe_row(
+            spec.probe,
+            run,
+            ps,
+            tolerance=spec.tolerance,  # type: ignore[arg-type]
+            confidence=confidence,
+            seed=seed,
+            precision=precision,
+        )
         done.append((ci, row))
     outcomes = []
     for ci, spec in enumerate(spec_file.claims):
@@ -617,7 +657,21 @@ def _rejudge(r: VerifyResult, p: ClaimPValues, alpha: float) -> VerifyResult:
     :func:`varcheck.checks.verify.run_claim_tests`); one without a valid test is kept."""
     if math.isnan(p.p_fail) or r.claim_value is None:
         return r
-    d = claim_decision(r.estimate, r.confidence_interval, r.equivalence_interval, r.claim_value,
-                       p, alpha=alpha, tolerance=r.tolerance, samples=r.samples)  # fmt: skip
-    return replace(r, outcome=d.outcome, reason=d.reason, more_samples=d.more_samples,
-                   p_value=p.p_value, p_outside=p.p_outside)  # fmt: skip
+    d = claim_decision(
+        r.estimate,
+        r.confidence_interval,
+        r.equivalence_interval,
+        r.claim_value,
+        p,
+        alpha=alpha,
+        tolerance=r.tolerance,
+        samples=r.samples,
+    )
+    return replace(
+        r,
+        outcome=d.outcome,
+        reason=d.reason,
+        more_samples=d.more_samples,
+        p_value=p.p_value,
+        p_outside=p.p_outside,
+    )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.expressions import BINARY_OPERATORS, UNARY_OPERATORS, apply_binary
-from ..core.options import cut
+from ..core.messages import cut
 from ..errors import VarcheckError
 
 if TYPE_CHECKING:

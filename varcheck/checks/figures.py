@@ -59,12 +59,20 @@ def _points(ax: Any, rows: list[SweepRow], alpha: float, scale: Any) -> None:
         if kind != "unreliable":
             lo = [r.estimate.confidence_interval.low / scale(r) for r in mine]
             hi = [r.estimate.confidence_interval.high / scale(r) for r in mine]
-            err = [[a - b for a, b in zip(y, lo, strict=True)],
-                   [b - a for a, b in zip(y, hi, strict=True)]]  # fmt: skip
+            err = [
+                [a - b for a, b in zip(y, lo, strict=True)],
+                [b - a for a, b in zip(y, hi, strict=True)],
+            ]
         ax.errorbar(
-            x, y, yerr=err, fmt=_MARKERS[kind], capsize=3, color=PALETTE[kind],
-            markersize=6, label=_LABELS[kind],
-        )  # fmt: skip
+            x,
+            y,
+            yerr=err,
+            fmt=_MARKERS[kind],
+            capsize=3,
+            color=PALETTE[kind],
+            markersize=6,
+            label=_LABELS[kind],
+        )
 
 
 def _scaled_panel_adds(result: SweepResult, rows: list[SweepRow]) -> bool:
@@ -89,9 +97,12 @@ def plot_sweep(result: SweepResult, path: str) -> None:
     rows = [r for r in result.rows if r.estimate is not None and math.isfinite(_reference(r))]
     two = _scaled_panel_adds(result, rows)
     fig, axes = plt.subplots(
-        1, 2 if two else 1, figsize=(11 if two else 6.5, 4.4), squeeze=False,
+        1,
+        2 if two else 1,
+        figsize=(11 if two else 6.5, 4.4),
+        squeeze=False,
         constrained_layout=True,
-    )  # fmt: skip
+    )
     ax_ratio = axes[0][0]
     against = "theory" if result.claim == "theory" else "claim"
     _points(ax_ratio, rows, alpha, _reference)

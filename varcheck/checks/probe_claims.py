@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.estimation import ConfidenceInterval, VarianceEstimate
-from ..core.options import cut, shown, valid_count
+from ..core.messages import cut, shown
+from ..core.options import valid_count
 from ..core.probe import budget, cost, judge
 from ..core.probe.expectation import Expectation, parse_expectation
 from ..core.probe.laws import law_sentence
@@ -49,13 +50,32 @@ from ..errors import VarcheckError
 from .claims import Claim
 from .verify import VerifyResult
 
-__all__ = ["PROBE_KEYS", "ProbeClaim", "ProbeRun", "PartialProbeRun", "parse_probe",
-           "run_probe", "probe_row", "probe_command", "probe_reading",
-           "check_probe_time"]  # fmt: skip
+__all__ = [
+    "PROBE_KEYS",
+    "ProbeClaim",
+    "ProbeRun",
+    "PartialProbeRun",
+    "parse_probe",
+    "run_probe",
+    "probe_row",
+    "probe_command",
+    "probe_reading",
+    "check_probe_time",
+]
 
 #: Keys of a probe claim that a variance claim does not take.
-PROBE_KEYS = ("probe", "expect", "causal", "layout", "out_layout", "queries", "keys", "heads",
-              "kv_heads", "dtype")  # fmt: skip
+PROBE_KEYS = (
+    "probe",
+    "expect",
+    "causal",
+    "layout",
+    "out_layout",
+    "queries",
+    "keys",
+    "heads",
+    "kv_heads",
+    "dtype",
+)
 _PRECISION = 0.01
 _NO_INTERVAL = ConfidenceInterval(math.nan, math.nan)
 #: Keys of a variance claim that mean nothing for a kernel.
@@ -147,12 +167,14 @@ def parse_probe(table: dict[str, Any], folder: str, dks: tuple[int, ...]) -> Pro
 
 
 def _design(pc: ProbeClaim, dk: int) -> Design:
-    return judge.design(dk, pc.queries, pc.keys, pc.heads, None, pc.layout, pc.dtype,
-                        pc.out_layout, pc.kv_heads)  # fmt: skip
+    return judge.design(
+        dk, pc.queries, pc.keys, pc.heads, None, pc.layout, pc.dtype, pc.out_layout, pc.kv_heads
+    )
 
 
-def check_probe_time(path: str, planned: list[tuple[ProbeClaim, int]],
-                     max_seconds: float | None) -> None:  # fmt: skip
+def check_probe_time(
+    path: str, planned: list[tuple[ProbeClaim, int]], max_seconds: float | None
+) -> None:
     """Refuse, before any claim runs and without ``max_seconds``, probe claims whose fewest
     calls (the pilot's and a first round at each d_k) take above a day (in calls, at a cost
     per call that grows with heads · n · m · d_k: :mod:`varcheck.core.probe.cost`)."""
@@ -168,21 +190,50 @@ def _shapes(table: dict[str, Any], layout: str) -> dict[str, Any]:
     dtype = table.get("dtype", "float64")
     if not isinstance(dtype, str):
         raise VarcheckError(f"dtype must be one of {', '.join(DTYPES)}, got {shown(dtype)}")
-    d = judge.design(1, table.get("queries", judge.QUERIES), table.get("keys", judge.KEYS),
-                     table.get("heads"), None, layout, dtype, table.get("out_layout"),
-                     table.get("kv_heads"))  # fmt: skip
-    return {"queries": d.queries, "keys": d.keys, "heads": table.get("heads"), "dtype": d.dtype,
-            "out_layout": table.get("out_layout"), "kv_heads": table.get("kv_heads")}  # fmt: skip
+    d = judge.design(
+        1,
+        table.get("queries", judge.QUERIES),
+        table.get("keys", judge.KEYS),
+        table.get("heads"),
+        None,
+        layout,
+        dtype,
+        table.get("out_layout"),
+        table.get("kv_heads"),
+    )
+    return {
+        "queries": d.queries,
+        "keys": d.keys,
+        "heads": table.get("heads"),
+        "dtype": d.dtype,
+        "out_layout": table.get("out_layout"),
+        "kv_heads": table.get("kv_heads"),
+    }
 
 
-def run_probe(pc: ProbeClaim, dk: int, *, tolerance: float | None, seed: int, confidence: float,
-              precision: float | None, max_seconds: float | None) -> ProbeRun:  # fmt: skip
+def run_probe(
+    pc: ProbeClaim,
+    dk: int,
+    *,
+    tolerance: float | None,
+    seed: int,
+    confidence: float,
+    precision: float | None,
+    max_seconds: float | None,
+) -> ProbeRun:
     """Measure one d_k of a probe claim (the pilot's refusals are errors naming the kernel)."""
     expected = pc.expect.value(dk, pc.law_heads)
     try:
-        m = measure(pc.kernel, _design(pc, dk), expected=expected, seed=seed,
-                    confidence=confidence, precision=precision or _PRECISION, calls=None,
-                    max_seconds=max_seconds)  # fmt: skip
+        m = measure(
+            pc.kernel,
+            _design(pc, dk),
+            expected=expected,
+            seed=seed,
+            confidence=confidence,
+            precision=precision or _PRECISION,
+            calls=None,
+            max_seconds=max_seconds,
+        )
     except PartialMeasurement as exc:
         m = exc.measurement
         raise PartialProbeRun(
@@ -191,15 +242,22 @@ def run_probe(pc: ProbeClaim, dk: int, *, tolerance: float | None, seed: int, co
     return ProbeRun(m, expected, tuple(judge.head_p_values(m, expected, tolerance)))
 
 
-def probe_row(pc: ProbeClaim, run: ProbeRun, adjusted: list[ClaimPValues], *,
-              tolerance: float | None, confidence: float, seed: int,
-              precision: float | None) -> VerifyResult:  # fmt: skip
+def probe_row(
+    pc: ProbeClaim,
+    run: ProbeRun,
+    adjusted: list[ClaimPValues],
+    *,
+    tolerance: float | None,
+    confidence: float,
+    seed: int,
+    precision: float | None,
+) -> VerifyResult:
     """One row of the check: the worst head's verdict from its Holm-adjusted p-values, or
     ``unreliable`` without a valid interval (its heads' ``nan`` p-values took no part in
     Holm)."""
     alpha, m = 1.0 - confidence, run.measurement
     decisions = judge.decide_heads(m, run.expected, adjusted, alpha=alpha, tolerance=tolerance)
-    decision, p = judge.worst(list(zip(decisions, adjusted, strict=True)))
+    decision, p = judge.worst_head(list(zip(decisions, adjusted, strict=True)))
     wrong = judge.causal_failure(m, pc.causal)
     if wrong is not None:
         decision = wrong
@@ -209,27 +267,61 @@ def probe_row(pc: ProbeClaim, run: ProbeRun, adjusted: list[ClaimPValues], *,
             inner = m.pooled.interval_at(max(2.0 * confidence - 1.0, 0.0))
         tost = max(q.p_equivalence for q in run.p_values)  # type: ignore[type-var]
         p = ClaimPValues(p.p_value, tost, p.p_outside)
-    return _row(pc, run, decision, p, inner, tolerance=tolerance, confidence=confidence,
-                seed=seed, precision=precision)  # fmt: skip
+    return _row(
+        pc,
+        run,
+        decision,
+        p,
+        inner,
+        tolerance=tolerance,
+        confidence=confidence,
+        seed=seed,
+        precision=precision,
+    )
 
 
-def _row(pc: ProbeClaim, run: ProbeRun, decision: Decision, p: ClaimPValues,
-         inner: ConfidenceInterval | None, *, tolerance: float | None, confidence: float,
-         seed: int, precision: float | None) -> VerifyResult:  # fmt: skip
+def _row(
+    pc: ProbeClaim,
+    run: ProbeRun,
+    decision: Decision,
+    p: ClaimPValues,
+    inner: ConfidenceInterval | None,
+    *,
+    tolerance: float | None,
+    confidence: float,
+    seed: int,
+    precision: float | None,
+) -> VerifyResult:
     m = run.measurement
     valid = budget.no_interval(m) is None
     return VerifyResult(
-        dk=m.design.dk, q_dist=None, k_dist=None, rho=0.0, claim=pc.expect.text,
-        claim_value=run.expected, scaled=False, tolerance=tolerance, theory_value=math.nan,
+        dk=m.design.dk,
+        q_dist=None,
+        k_dist=None,
+        rho=0.0,
+        claim=pc.expect.text,
+        claim_value=run.expected,
+        scaled=False,
+        tolerance=tolerance,
+        theory_value=math.nan,
         estimate=m.pooled.scale,
         confidence_interval=m.pooled.confidence_interval if valid else _NO_INTERVAL,
-        p_value=p.p_value, outcome=decision.outcome, reason=decision.reason,
+        p_value=p.p_value,
+        outcome=decision.outcome,
+        reason=decision.reason,
         more_samples=decision.more_samples if decision.outcome == "inconclusive" else None,
-        samples=m.blocks, confidence=confidence, seed=seed, precision=precision or _PRECISION,
-        sampler=pc.kernel, equivalence_interval=inner, p_equivalence=p.p_equivalence,  # type: ignore[arg-type]
-        p_outside=p.p_outside, raw=_raw(m, confidence), interrupted=run.interrupted,
+        samples=m.blocks,
+        confidence=confidence,
+        seed=seed,
+        precision=precision or _PRECISION,
+        sampler=pc.kernel,
+        equivalence_interval=inner,
+        p_equivalence=p.p_equivalence,  # type: ignore[arg-type]
+        p_outside=p.p_outside,
+        raw=_raw(m, confidence),
+        interrupted=run.interrupted,
         min_samples=budget.min_calls(m),
-    )  # fmt: skip
+    )
 
 
 def _raw(m: Measurement, confidence: float) -> VarianceEstimate:
@@ -237,10 +329,18 @@ def _raw(m: Measurement, confidence: float) -> VarianceEstimate:
     reason from: ``max-seconds`` makes the check time-limited)."""
     e = m.pooled
     return VarianceEstimate(
-        var=e.scale, confidence_interval=e.confidence_interval, se=e.se, mean=e.scale,
-        samples=m.blocks, blocks=m.blocks, block_side=0, confidence=confidence,
-        precision=m.precision, stop_reason=m.stop_reason, skewness=e.skewness,
-    )  # fmt: skip
+        var=e.scale,
+        confidence_interval=e.confidence_interval,
+        se=e.se,
+        mean=e.scale,
+        samples=m.blocks,
+        blocks=m.blocks,
+        block_side=0,
+        confidence=confidence,
+        precision=m.precision,
+        stop_reason=m.stop_reason,
+        skewness=e.skewness,
+    )
 
 
 def probe_reading(pc: ProbeClaim, row: VerifyResult) -> str:
@@ -265,10 +365,15 @@ def probe_command(pc: ProbeClaim, row: VerifyResult, folder: str) -> str:
         parts += ["--arg", f"{key}={value!r}"]
     if pc.expect.text != "1/sqrt(dk)":
         parts += ["--expect", pc.expect.text]
-    shown_options = (("layout", pc.layout, "nd"), ("queries", pc.queries, judge.QUERIES),
-                     ("keys", pc.keys, judge.KEYS), ("heads", pc.heads, None),
-                     ("dtype", pc.dtype, "float64"), ("out-layout", pc.out_layout, None),
-                     ("kv-heads", pc.kv_heads, None))  # fmt: skip
+    shown_options = (
+        ("layout", pc.layout, "nd"),
+        ("queries", pc.queries, judge.QUERIES),
+        ("keys", pc.keys, judge.KEYS),
+        ("heads", pc.heads, None),
+        ("dtype", pc.dtype, "float64"),
+        ("out-layout", pc.out_layout, None),
+        ("kv-heads", pc.kv_heads, None),
+    )
     for name, value, default in shown_options:
         if value != default:
             parts += [f"--{name}", str(value)]

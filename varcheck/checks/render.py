@@ -8,7 +8,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from ..core.estimation import MIN_BLOCKS
-from ..core.verdicts import CONSISTENT, INTERRUPTED, OUTCOME_RANK, marginal_only
+from ..core.verdicts import CONSISTENT, INTERRUPTED, marginal_only, worst
 from ..output import formats
 from ..output import text as shown_text
 from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
@@ -36,9 +36,7 @@ __all__ = [
 
 def sweep_meta(result: SweepResult) -> dict[str, Any]:
     return {
-        "command": "sweep",
-        "version": result.version,
-        "seed": result.seed,
+        **formats.json_header("sweep", result),
         "confidence": result.confidence,
         "q_dist": _spec(result.q_dist),
         "k_dist": _spec(result.k_dist),
@@ -415,9 +413,7 @@ def verify_dict(result: VerifyResult) -> dict[str, Any]:
     after_reason = [k for k, _ in record].index("reason") + 1
     record.insert(after_reason, ("caution", result.caution))
     return {
-        "command": "assert",
-        "version": result.version,
-        "seed": result.seed,
+        **formats.json_header("assert", result),
         "confidence": result.confidence,
         "time_limited": _time_limited([result.raw]),
         "interrupted": result.interrupted,
@@ -585,9 +581,13 @@ def _hanging(line: str, width: int, indent: str) -> list[str]:
 
     lead = line[: len(line) - len(line.lstrip(" "))]
     return textwrap.wrap(
-        line, width, initial_indent="", subsequent_indent=lead + indent,
-        break_long_words=False, break_on_hyphens=False,
-    ) or [line]  # fmt: skip
+        line,
+        width,
+        initial_indent="",
+        subsequent_indent=lead + indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [line]
 
 
 #: Write one claim's result: JSON, or its paragraph (in every text format).
@@ -605,10 +605,7 @@ def check_records(result: CheckResult) -> list[dict[str, Any]]:
 def _check_head(result: CheckResult) -> dict[str, Any]:
     """The first keys of check's JSON and of its CSV comment line."""
     return {
-        "command": "check",
-        "version": result.version,
-        "file": result.path,
-        "seed": result.seed,
+        **formats.json_header("check", result, file=result.path),
         "confidence": result.confidence,
     }
 
@@ -664,8 +661,15 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     )
     tolerances = any(co.spec.tolerance is not None for co in result.claims)
     # (header, priority: 0 never left out), in order; claim names and the claim fold
-    columns = [("claim", 0), ("asserts", 2), ("d_k", 0), ("claimed", 0), ("estimate [CI]", 0),
-               ("p (Holm)", 1), ("outcome", 0)]  # fmt: skip
+    columns = [
+        ("claim", 0),
+        ("asserts", 2),
+        ("d_k", 0),
+        ("claimed", 0),
+        ("estimate [CI]", 0),
+        ("p (Holm)", 1),
+        ("outcome", 0),
+    ]
     cells = [
         [
             shown_text.markup(co.spec.name) if i == 0 else "",
@@ -701,6 +705,11 @@ def render_check_table(result: CheckResult, console: Console) -> None:
         return table
 
     _print_fitted(console, build, [c[0] for c in columns], [c[1] for c in columns])
+    _check_notes(result, console, tolerances)
+
+
+def _check_notes(result: CheckResult, console: Console, tolerances: bool) -> None:
+    """What follows check's table: the outcome counts, notes, and each claim's next step."""
     counts: dict[str, int] = {}
     for co in result.claims:
         counts[co.outcome] = counts.get(co.outcome, 0) + 1
@@ -832,7 +841,7 @@ def check_to_junit(result: CheckResult) -> str:
         if co.outcome == "pass":
             ET.SubElement(case, "system-out").text = details
             continue
-        first = max(bad, key=lambda r: OUTCOME_RANK[r.outcome])
+        first = worst(bad, key=lambda r: r.outcome)
         message = f"{co.outcome}: {first.reason}{_junit_reading(co.spec, first)} (d_k={first.dk})"
         tag = "error" if co.outcome in ("unreliable", "infinite") else "failure"
         ET.SubElement(

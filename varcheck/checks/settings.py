@@ -16,20 +16,18 @@ import numpy as np
 from ..core.distributions import Distribution
 from ..core.estimation import VarianceEstimate, estimate_variance
 from ..core.parallel import Runner, SerialRunner, open_runner, valid_workers
+from ..core.progress import ProgressCallback
 from ..core.sampler_blocks import estimate_sampler
 from ..core.shared_blocks import SHARED_STREAM, can_share, estimate_shared
 from ..core.theory import DotProductTheory
 from ..core.user_code import UserSampler
 
 __all__ = [
-    "ProgressCallback",
     "SamplerSetting",
     "UNRELIABLE_SAMPLES",
     "estimate_row",
     "estimate_settings",
 ]
-
-ProgressCallback = Callable[[int, int, float], None]
 
 #: Products drawn for a row whose interval cannot be valid (infinite fourth moment).
 UNRELIABLE_SAMPLES = 1_000_000

@@ -13,6 +13,7 @@ from .._version import __version__
 from ..core.distributions import Distribution
 from ..core.estimation import MIN_BLOCKS, ConfidenceInterval, VarianceEstimate, budget_shortfall
 from ..core.options import feasible_effort, resolve_seed, sampling_effort
+from ..core.progress import ProgressCallback
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.user_code import UserSampler
@@ -28,7 +29,7 @@ from ..core.verdicts import (
 )
 from ..output.display import Displayable
 from .claims import Claim, claimed_value, sampler_claimed_value
-from .settings import ProgressCallback, SamplerSetting, estimate_settings
+from .settings import SamplerSetting, estimate_settings
 from .verify import claim_source, sampler_tails_caution
 
 __all__ = ["SweepRow", "SweepResult", "sweep"]
@@ -177,16 +178,6 @@ class SweepResult(Displayable):
         ``interrupted``: what the exit code says, in a word."""
         verdicts = (r.verdict for r in self.rows)
         return outcome_of(verdicts, interrupted=self.interrupted, best=CONSISTENT)
-
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import render_sweep, sweep_dict
-
-        return render_sweep, sweep_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_sweep
-
-        return plot_sweep
 
 
 def sweep(

@@ -22,6 +22,7 @@ from ..core.options import (
     valid_tolerance,
 )
 from ..core.probe.target import KernelTarget
+from ..core.progress import ProgressCallback
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.user_code import UserSampler
@@ -39,7 +40,7 @@ from ..core.verdicts import (
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from .claims import Claim, claimed_value, parse_claim, sampler_claim, sampler_claimed_value
-from .settings import ProgressCallback, SamplerSetting, estimate_settings
+from .settings import SamplerSetting, estimate_settings
 
 __all__ = [
     "VerifyResult",
@@ -200,11 +201,6 @@ class VerifyResult(Displayable):
         """0 pass, 1 fail, 3 inconclusive, 4 no valid test (infinite moments); interrupted: 130
         (Ctrl-C) or 143 (SIGTERM)."""
         return exit_code([self.outcome], interrupted=self.interrupted)
-
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import render_verify, verify_dict
-
-        return render_verify, verify_dict
 
 
 @dataclass(frozen=True)

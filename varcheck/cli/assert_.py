@@ -68,7 +68,6 @@ def command(
 ) -> int:
     """Assert one claim about Var(q·k) at one d_k; the exit code is the verdict."""
     from ..checks import verify as claim_tests
-    from ..checks.render import render_verify
 
     result = run(
         lambda progress: claim_tests.verify(
@@ -81,7 +80,6 @@ def command(
             **parallel,
             progress=lambda f: progress(0, 1, f),
         ),
-        render_verify,
         fmt=fmt,
         progress="assert",
     )

@@ -85,21 +85,17 @@ def command(
     entropy, and the β that would give unit variance, next to 1/√d_k. For a decoder: the
     scale by distance i − j and which query heads share each key/value head.
     """
-    from ..encoder.decoder import is_decoder_model
+    from ..audit.decoder import is_decoder_model
 
     if is_decoder_model(model):
-        from ..encoder.decoder import audit_decoder
-        from ..encoder.figures import plot_decoder_audit
-        from ..encoder.render import render_decoder
+        from ..audit.decoder import audit_decoder
 
-        compute, render, figure = audit_decoder, render_decoder, plot_decoder_audit
+        compute = audit_decoder
         label = "audit (block)"
     else:
-        from ..encoder.figures import plot_audit
-        from ..encoder.heads import audit
-        from ..encoder.render import render_audit
+        from ..audit.encoder import audit_encoder
 
-        compute, render, figure, label = audit, render_audit, plot_audit, "audit (layer × batch)"
+        compute, label = audit_encoder, "audit (layer × batch)"
     result = run(
         lambda progress: compute(
             model,
@@ -109,9 +105,7 @@ def command(
             confidence=confidence,
             progress=progress,
         ),
-        render,
         **output,
-        figure=figure,
         progress=label,
     )
     # interrupted (130): the layers finished are printed; main turns 130 into 143 after a SIGTERM

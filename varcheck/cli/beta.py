@@ -59,7 +59,6 @@ def command(weights: str, sigma_x: float | None, seed: int | None, output: dict[
     (never more).
     """
     from ..paper.beta import beta_report
-    from ..paper.render import render_beta
 
-    run(lambda: beta_report(weights, sigma_x=sigma_x), render_beta, **output)
+    run(lambda: beta_report(weights, sigma_x=sigma_x), **output)
     return 0

@@ -97,7 +97,7 @@ def command(
 ) -> int:
     """Check every claim of a TOML claim file, as a CI gate."""
     from ..checks.claim_file import check, load_check_file
-    from ..checks.render import check_to_junit, render_check
+    from ..checks.render import check_to_junit
     from ..errors import VarcheckError
     from ..output.figures import ensure_writable
 
@@ -110,7 +110,6 @@ def command(
         ensure_writable(junit, "--junit-xml")
     result = run(
         lambda progress: check(spec, **overrides, **parallel, progress=progress),
-        render_check,
         **output,
         progress="check",
     )

@@ -51,13 +51,9 @@ def command(
     variance not 1, infinite moments) the step that breaks is named with the correct value.
     """
     from ..teaching.derive import derive
-    from ..teaching.figures import plot_derive
-    from ..teaching.render import render_derive
 
     result = run(
         lambda: derive(dk, **laws, **sampling),
-        render_derive,
         **output,
-        figure=plot_derive,
     )
     return result.exit_code

@@ -89,8 +89,6 @@ def command(
     as the shape grows up to the seed thread's 1111×111×1111 experiment.
     """
     from ..teaching.explain import SEED_OBSERVED, SEED_SHAPE, explain
-    from ..teaching.figures import plot_explain
-    from ..teaching.render import render_explain
 
     if observed is None:
         obs = SEED_OBSERVED if shape is None else None
@@ -108,8 +106,6 @@ def command(
             confidence=confidence,
             seed=seed,
         ),
-        render_explain,
         **output,
-        figure=plot_explain,
     )
     return result.exit_code

@@ -18,7 +18,8 @@ from typing import Any
 
 import click
 
-from ..core.options import MIN_SAMPLES, shown
+from ..core.messages import shown
+from ..core.options import MIN_SAMPLES
 from .types import DISTRIBUTION, DK_RANGE, SAMPLER_ARG, CountType, FiniteFloat
 
 __all__ = [

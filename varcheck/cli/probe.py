@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..core.options import shown
+from ..core.messages import shown
 from . import exit_codes_help
 from .options import (
     confidence_option,
@@ -39,11 +39,16 @@ class CallsType(CountType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
-        number = as_number(self, value, "give a whole number of calls such as 200 or 1000",
-                           param, ctx)  # fmt: skip
+        number = as_number(
+            self, value, "give a whole number of calls such as 200 or 1000", param, ctx
+        )
         if not number.is_integer() or number < self.minimum:  # NaN and ∞ fail is_integer
-            self.fail(f"{shown(value)} must be a whole number of calls >= {self.minimum} "
-                      "(e.g. 200 or 1000)", param, ctx)  # fmt: skip
+            self.fail(
+                f"{shown(value)} must be a whole number of calls >= {self.minimum} "
+                "(e.g. 200 or 1000)",
+                param,
+                ctx,
+            )
         return int(number)
 
 
@@ -109,19 +114,42 @@ reason names enough).
     + exit_codes_help(0, 1, 2, 3, 4, meanings={4: _UNRELIABLE_EXIT}),
 )
 @click.argument("target", metavar="TARGET")
-@option("--dk", "dks", kind=DK_RANGE, default=None, text="d_k: one value, or a range (8..512).",
-        required=True)  # fmt: skip
-@option("--expect", kind=None, default="1/sqrt(dk)", metavar="EXPR",
-        text="Expected scale: an expression in dk and h (heads), e.g. 1/dk.")  # fmt: skip
+@option(
+    "--dk",
+    "dks",
+    kind=DK_RANGE,
+    default=None,
+    text="d_k: one value, or a range (8..512).",
+    required=True,
+)
+@option(
+    "--expect",
+    kind=None,
+    default="1/sqrt(dk)",
+    metavar="EXPR",
+    text="Expected scale: an expression in dk and h (heads), e.g. 1/dk.",
+)
 @click.option("--causal", is_flag=True, help="Expect a causal mask (fail without one).")
-@option("--layout", kind=click.Choice(("nd", "bhnd", "bnhd")), default="nd",
-        text="q, k, v as (n, d), (batch, heads, n, d) or (batch, n, heads, d).")  # fmt: skip
-@option("--out-layout", kind=click.Choice(("nd", "bhnd", "bnhd")), default=None,
-        text="The output's layout if not --layout's (HF attention: bhnd in, bnhd out).",
-        )  # fmt: skip
+@option(
+    "--layout",
+    kind=click.Choice(("nd", "bhnd", "bnhd")),
+    default="nd",
+    text="q, k, v as (n, d), (batch, heads, n, d) or (batch, n, heads, d).",
+)
+@option(
+    "--out-layout",
+    kind=click.Choice(("nd", "bhnd", "bnhd")),
+    default=None,
+    text="The output's layout if not --layout's (HF attention: bhnd in, bnhd out).",
+)
 @int_option("--heads", 1, 1024, None, "Heads per call (bhnd/bnhd, default 2); h of the laws.")
-@int_option("--kv-heads", 1, 1024, None,
-            "Key/value heads (grouped queries): head i uses i // (heads/kv-heads).")  # fmt: skip
+@int_option(
+    "--kv-heads",
+    1,
+    1024,
+    None,
+    "Key/value heads (grouped queries): head i uses i // (heads/kv-heads).",
+)
 # the API's defaults (core.probe.judge.QUERIES, KEYS; tests/test_probe_cli.py checks): no
 # power of two and unequal, so a kernel dividing by √n in place of √d_k cannot pass at d_k = 64
 @int_option("--queries", 2, 4096, 48, "Queries per head and call.")
@@ -142,8 +170,12 @@ reason names enough).
     text="KEY=VALUE passed to the kernel: a Python literal, or an expression in dk "
     "and h (scale=1/dk); repeatable.",
 )
-@option("--tolerance", kind=FiniteFloat(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
-        default=None, text="Relative tolerance T: the band expected × [1 − T, 1 + T].")  # fmt: skip
+@option(
+    "--tolerance",
+    kind=FiniteFloat(0.0, 1.0, what="a number in (0, 1), e.g. 0.02"),
+    default=None,
+    text="Relative tolerance T: the band expected × [1 − T, 1 + T].",
+)
 @effort_options
 @output_options("the effective scale against d_k with the expected law")
 def command(
@@ -157,16 +189,12 @@ def command(
     """Read the effective scale of an attention kernel and test it against the expected law."""
     # design: --expect, --causal, --layout, --out-layout, --heads, --kv-heads, --queries, --keys,
     # --dv, --dtype and --tolerance, named as probe_sweep's keywords and validated there
-    from ..kernels.figures import plot_probe
     from ..kernels.probe import probe_sweep
-    from ..kernels.render import render_probe
 
     args = distinct_keys("--arg", kernel_args)
     result = run(
         lambda progress: probe_sweep(target, dks, args=args, **design, **effort, progress=progress),
-        render_probe,
         **output,
-        figure=plot_probe,
         progress="probe",
     )
     return result.exit_code

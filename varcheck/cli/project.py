@@ -145,9 +145,7 @@ def command(
 
     Each row shows the β its prediction recommends and the measured Var(β·q·k).
     """
-    from ..paper.figures import plot_project
     from ..paper.projection import project
-    from ..paper.render import render_project
 
     exclusive(
         "precision", "blocks", "--blocks fixes the number of blocks, --precision targets a width"
@@ -168,9 +166,7 @@ def command(
             seed=seed,
             progress=progress,
         ),
-        render_project,
         **output,
-        figure=plot_project,
         progress="project setting",
     )
     return result.exit_code

@@ -1,7 +1,8 @@
 """The steps every command runs once its options are parsed.
 
-A command reads its options, then hands :func:`run` what to compute, how to render it and,
-with ``--plot``, how to draw it; ``run`` does the rest in the same order for every command:
+A command reads its options, then hands :func:`run` what to compute; how the result is rendered
+and drawn is looked up in :mod:`varcheck.output.presenters` (the table the notebook methods use
+too). ``run`` does the rest in the same order for every command:
 check the figure's path (before any work), compute (with a progress bar on a terminal), render
 to stdout, write the figure. Once the computation has returned (maybe cut short by Ctrl-C or
 SIGTERM, with partial results), a further signal no longer interrupts the output.
@@ -10,7 +11,7 @@ SIGTERM, with partial results), a further signal no longer interrupts the output
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from .console import ProgressReporter, stdout_console
 from .signals import results_phase
@@ -30,11 +31,9 @@ def _ensure_plot_path(plot: str | None) -> None:
 
 def run(
     compute: Callable[..., R],
-    render: Callable[[R, str, Any], object],
     *,
     fmt: str,
     plot: str | None = None,
-    figure: Callable[[R, str], object] | None = None,
     progress: str | None = None,
 ) -> R:
     """Compute a command's result, print it and draw its figure.
@@ -44,14 +43,10 @@ def run(
     compute : callable
         The work. Called with a progress callback ``(index, total, fraction)`` when
         ``progress`` names the bar, with no argument otherwise.
-    render : callable
-        ``render(result, fmt, console)``: writes the result to stdout in format ``fmt``.
     fmt : str
         The --format value.
     plot : str, optional
-        The --plot path: checked before ``compute`` runs, then ``figure(result, plot)``.
-    figure : callable, optional
-        Draws the result to a file; needed when the command has a --plot option.
+        The --plot path: checked before ``compute`` runs, then the result's figure drawn there.
     progress : str, optional
         Label of the progress bar (shown on a terminal only, and only after half a second).
 
@@ -67,7 +62,12 @@ def run(
             result = compute(reporter)
     # from here on a signal is noted, not raised: the (maybe partial) results are printed whole
     results_phase()
+    from ..output.presenters import figure_of, presenter_of
+
+    render, _ = presenter_of(result)
     render(result, fmt, stdout_console())
-    if plot is not None and figure is not None:
-        figure(result, plot)
+    if plot is not None:
+        figure = figure_of(result)
+        if callable(figure):
+            figure(result, plot)
     return result

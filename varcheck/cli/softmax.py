@@ -69,16 +69,12 @@ def command(
     which gradients reach the logits, each with its Monte-Carlo standard error. Without scaling
     the softmax saturates as d_k grows; with it, all three stay in a narrow band.
     """
-    from ..teaching.figures import plot_softmax
-    from ..teaching.render import render_softmax
     from ..teaching.softmax import softmax_study
 
     result = run(
         lambda: softmax_study(
             dks, keys=keys, queries=queries, dist=dist, q_dist=q_dist, k_dist=k_dist, seed=seed
         ),
-        render_softmax,
         **output,
-        figure=plot_softmax,
     )
     return result.exit_code

@@ -64,8 +64,6 @@ def command(
     rows (Holm), so a true claim shows any rejection at most 1 − confidence of the time.
     """
     from ..checks import sweep as sweeps
-    from ..checks.figures import plot_sweep
-    from ..checks.render import render_sweep
 
     result = run(
         lambda progress: sweeps.sweep(
@@ -76,9 +74,7 @@ def command(
             **parallel,
             progress=progress,
         ),
-        render_sweep,
         **output,
-        figure=plot_sweep,
         progress="sweep d_k",
     )
     return result.exit_code

@@ -124,8 +124,6 @@ def command(
     its interval over --eval-size fresh sequences, the attention entropy, the weight on the
     matching item, loss and accuracy.
     """
-    from ..paper.figures import plot_train
-    from ..paper.render import render_train
     from ..paper.training import TrainConfig, train
 
     def compute() -> Any:
@@ -147,4 +145,4 @@ def command(
         )
         return train(config, schemes=schemes, seed=seed)
 
-    return run(compute, render_train, **output, figure=plot_train).exit_code
+    return run(compute, **output).exit_code

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..checks.claims import Claim, parse_claim
-from ..core.options import shown
+from ..core.messages import shown
 from ..core.ranges import parse_dk
 from ..errors import VarcheckError
 

@@ -24,7 +24,7 @@ import stat
 from collections.abc import Callable, Iterator
 
 from ..errors import VarcheckError
-from .options import cut
+from .messages import cut, size_text
 
 __all__ = ["MIB", "PinnedFile", "path_exists", "read_bytes", "read_text", "regular_file"]
 
@@ -38,10 +38,6 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
-
-
-def _size(limit: int) -> str:
-    return f"{limit / MIB:g} MiB" if limit >= MIB else f"{limit} bytes"
 
 
 def _refuse(path: str, what: str, reason: str) -> VarcheckError:
@@ -63,7 +59,9 @@ def regular_file(path: str | os.PathLike[str], what: str, limit: int) -> int:
         raise _refuse(path, what, getattr(exc, "strerror", None) or str(exc)) from None
     _check_kind(path, what, info.st_mode)
     if info.st_size > limit:
-        raise _refuse(path, what, f"{_size(info.st_size)}, above the limit of {_size(limit)}")
+        raise _refuse(
+            path, what, f"{size_text(info.st_size)}, above the limit of {size_text(limit)}"
+        )
     return info.st_size
 
 
@@ -105,7 +103,7 @@ def read_bytes(path: str | os.PathLike[str], what: str, limit: int) -> bytes:
         _check_kind(path, what, os.fstat(fd).st_mode)
         data = fh.read(limit + 1)
     if len(data) > limit:  # the file grew since it was looked at
-        raise _refuse(path, what, f"more than the limit of {_size(limit)}")
+        raise _refuse(path, what, f"more than the limit of {size_text(limit)}")
     return data
 
 

@@ -13,6 +13,7 @@ import numbers
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VarcheckError
+from .messages import duration_text, shown
 
 if TYPE_CHECKING:
     from .distributions import Distribution
@@ -24,9 +25,7 @@ __all__ = [
     "MAX_SAMPLES",
     "MIN_SAMPLES",
     "MIN_TOLERANCE",
-    "cut",
     "feasible_effort",
-    "shown",
     "confidence_from",
     "entry_laws",
     "resolve_seed",
@@ -60,41 +59,11 @@ _SECONDS_PER_PRODUCT = 2e-9
 #: Seconds to reach relative precision p is about this / p^2 at 95% (measured: 1.4e-6 for
 #: normal entries in shared blocks, the cheapest case; heavier tails need far more).
 _SECONDS_AT_UNIT_PRECISION = 1e-7
-#: the z of a 95% interval, the level _SECONDS_AT_UNIT_PRECISION is measured at
-_Z95 = 1.959963984540054
-
-#: the longest value a message repeats in full
-SHOWN_CHARS = 60
-
-
-def cut(text: str, width: int = SHOWN_CHARS) -> str:
-    """``text`` for a message: at most ``width`` characters, its start and end kept.
-
-    Examples
-    --------
-    >>> cut("2.." + "9" * 100)
-    '2..999999999999999999999999999999999999…99999999999999999999'
-    >>> cut("--dk 2..8")
-    '--dk 2..8'
-    """
-    if len(text) <= width:
-        return text
-    tail = width // 3
-    return text[: width - tail - 1] + "…" + text[len(text) - tail :]
 
 
 def _real(value: object) -> bool:
     """A real number (any numeric type, numpy's included), not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def shown(value: object) -> str:
-    """A refused value as typed, cut to 60 characters; a numpy scalar as its Python value (3,
-    not np.int64(3))."""
-    item = getattr(value, "item", None)
-    if type(value).__module__ == "numpy" and callable(item) and getattr(value, "ndim", 1) == 0:
-        value = item()
-    return cut(repr(value))
 
 
 def resolve_seed(seed: int | None) -> int:
@@ -122,14 +91,6 @@ def valid_confidence(confidence: float) -> float:
     return float(confidence)
 
 
-def _duration(seconds: float) -> str:
-    """``seconds`` in words: ``40 s``, ``3.2 h``, ``12 days``, ``3e+04 years``."""
-    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= 2 * size:
-            return f"{seconds / size:.2g} {unit}"
-    return f"{seconds:.2g} s"
-
-
 def feasible_effort(
     confidence: float,
     precision: float | None,
@@ -151,11 +112,12 @@ def feasible_effort(
         products = float(samples) * tests
         seconds = float(samples) * _SECONDS_PER_PRODUCT * sum(1.0 + dk / 64.0 for dk in dks)
     else:
-        from statistics import NormalDist
+        from .estimation import normal_quantile  # numpy: not at the command line's start
 
         name, value = "precision", shown(precision)
-        z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-        ratio = min(z / _Z95 / precision, 1e150)  # type: ignore[operator]  # 1e-320: no overflow
+        z = normal_quantile(confidence)
+        # _SECONDS_AT_UNIT_PRECISION is measured at 95%
+        ratio = min(z / normal_quantile(0.95) / precision, 1e150)  # type: ignore[operator]  # 1e-320: no overflow
         seconds = _SECONDS_AT_UNIT_PRECISION * ratio**2 * tests
         products = 2.0 * (z / precision) ** 2 * tests if ratio < 1e150 else math.inf  # type: ignore[operator]
     if seconds > MAX_RUN_SECONDS:
@@ -163,8 +125,8 @@ def feasible_effort(
         where = "per d_k" if tests == 1 else f"over {tests} tests"
         raise VarcheckError(
             f"{name} {value} needs {many} products {where}: at least "
-            f"{_duration(seconds)} even on a fast machine, above the limit of "
-            f"{_duration(MAX_RUN_SECONDS)} for a run without max_seconds; ask for less, or cap "
+            f"{duration_text(seconds)} even on a fast machine, above the limit of "
+            f"{duration_text(MAX_RUN_SECONDS)} for a run without max_seconds; ask for less, or cap "
             f"the time with max_seconds (--max-seconds)"
         )
 

@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from typing import Any, Protocol
 
 from ..errors import VarcheckError
-from .options import cut, shown
+from .messages import cut, shown
 
 __all__ = [
     "HANDSHAKE_SECONDS",

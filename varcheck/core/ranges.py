@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 
 from ..errors import VarcheckError
-from .options import shown
+from .messages import shown
 
 __all__ = ["parse_dk", "resolve_dks", "MAX_DK"]
 

@@ -32,7 +32,7 @@ from ..errors import VarcheckError
 from . import estimation as est
 from .distributions import DrawDeadline
 from .estimation import MIN_BLOCKS, StopRule, VarianceEstimate
-from .options import cut
+from .messages import cut
 from .parallel import Runner, SerialRunner, ordered_map
 from .user_code import UserSampler, call_user, takes_batch
 from .watchdog import guarded, watched_call
@@ -314,8 +314,21 @@ def estimate_sampler(
         except DrawDeadline:
             raise _too_slow(name, dk, 0, max_seconds) from None
         arm()
-        return _estimate(fn, dk, seed, stream, name, runner, confidence, precision, samples,
-                         max_seconds, progress, pilot, vectorized)  # fmt: skip
+        return _estimate(
+            fn,
+            dk,
+            seed,
+            stream,
+            name,
+            runner,
+            confidence,
+            precision,
+            samples,
+            max_seconds,
+            progress,
+            pilot,
+            vectorized,
+        )
 
 
 def _too_slow(name: str, dk: int, calls: int, max_seconds: float | None) -> VarcheckError:
@@ -361,13 +374,13 @@ def _estimate(
         )
 
     def widest() -> float:
-        var, se, _ = acc.variance_and_se()
+        var, _, _ = acc.variance_and_se()
         if var == 0 or math.isnan(var):
             raise VarcheckError(
                 f"sampler {name} returned the same value in all of its first {acc.n:,} calls "
                 f"at d_k={dk}: there is no variance to test"
             )
-        return est.relative_half_width(var, est.block_interval(acc, var, se, confidence, "hall"))
+        return acc.relative_width(confidence, "hall")
 
     def summary(stop_reason: str) -> VarianceEstimate:
         if acc.n < 2:  # the watchdog stopped the first calls

@@ -58,7 +58,6 @@ import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
@@ -70,11 +69,10 @@ from .estimation import (
     PartialInterrupt,
     StopRule,
     VarianceEstimate,
-    block_interval,
     draw_rounds,
     interval_method,
     minimum_products,
-    relative_half_width,
+    normal_quantile,
     summarise,
 )
 from .parallel import Runner, SerialRunner, ordered_map
@@ -344,7 +342,7 @@ def plan_shared(
     width = max(dks)
     single = precision >= FLOAT32_MIN_PRECISION
     c_flop = _C_FLOP32 / (1.0 if single else _FLOAT32_FLOP_RATIO)
-    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    z = normal_quantile(confidence)
     pooled = q == k
     sides = 1 if pooled else 2
     c_rng = 0.5 * (_rng_cost(q, single) + _rng_cost(k, single))
@@ -749,7 +747,7 @@ def estimate_shared(
 
     def widest() -> float:
         pairs = zip(merged.accs, methods, strict=True)
-        return max(_relative_width(c, confidence, m) for c, m in pairs)
+        return max(c.relative_width(confidence, m) for c, m in pairs)
 
     # the predicted number of blocks (sized from the theory under test) is only a first round:
     # if the truth is noisier, later rounds are sized from the measured standard errors
@@ -836,8 +834,3 @@ class _Levels:
         for j, acc in enumerate(self.accs):
             acc.add(m[:, j], a[:, j])
         self.joint.add(np.concatenate([m, a], axis=1))
-
-
-def _relative_width(acc: BlockAccumulator, confidence: float, method: str) -> float:
-    est, se, _ = acc.variance_and_se()
-    return relative_half_width(est, block_interval(acc, est, se, confidence, method))

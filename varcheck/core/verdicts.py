@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from statistics import NormalDist
 from typing import Any, Protocol
 
-from .estimation import ConfidenceInterval
+from .estimation import ConfidenceInterval, normal_quantile
 from .interrupts import EXIT_INTERRUPTED, interrupted_exit, note_signal
 
 __all__ = [
@@ -21,6 +20,7 @@ __all__ = [
     "exit_code",
     "note_signal",
     "outcome_of",
+    "worst",
     "INTERRUPTED",
     "verdict_of",
     "judge",
@@ -62,6 +62,23 @@ _EXIT = {**OUTCOME_EXIT, CONSISTENT: OUTCOME_EXIT[PASS], REJECTED: OUTCOME_EXIT[
 _RANK = {**OUTCOME_RANK, CONSISTENT: OUTCOME_RANK[PASS], REJECTED: OUTCOME_RANK[FAIL]}
 
 
+def worst(
+    items: Iterable[Any], *, key: Callable[[Any], str] | None = None, default: Any = PASS
+) -> Any:
+    """The worst of several verdicts or outcomes, or of several items by ``key(item)``.
+
+    Worst first: rejected and fail; unreliable and infinite (alike: the first of them wins);
+    inconclusive; pass and consistent. ``default`` when there are none.
+
+    Examples
+    --------
+    >>> worst(["consistent", "unreliable", "rejected"]), worst([], default="consistent")
+    ('rejected', 'consistent')
+    """
+    rank = _RANK.__getitem__ if key is None else (lambda item: _RANK[key(item)])
+    return max(items, key=rank, default=default)
+
+
 def exit_code(verdicts: Iterable[str], *, interrupted: bool = False) -> int:
     """The exit status of a run from its verdicts or outcomes: the worst one decides.
 
@@ -77,8 +94,7 @@ def exit_code(verdicts: Iterable[str], *, interrupted: bool = False) -> int:
     """
     if interrupted:
         return interrupted_exit()
-    worst = max(verdicts, key=_RANK.__getitem__, default=PASS)
-    return _EXIT[worst]
+    return _EXIT[worst(verdicts)]
 
 
 def outcome_of(verdicts: Iterable[str], *, interrupted: bool = False, best: str = PASS) -> str:
@@ -95,7 +111,7 @@ def outcome_of(verdicts: Iterable[str], *, interrupted: bool = False, best: str 
     """
     if interrupted:
         return INTERRUPTED
-    return max(verdicts, key=_RANK.__getitem__, default=best)
+    return worst(verdicts, default=best)
 
 
 def verdict_of(p_adjusted: float, alpha: float, *, finite: bool = True, valid: bool = True) -> str:
@@ -389,7 +405,7 @@ def fit_growth(
     slope_row = (bread @ (design * weight[:, None]).T)[1]
     slope = float(slope_row @ np.log(v))
     se = math.sqrt(max(float(slope_row @ v_log @ slope_row), 0.0))
-    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    z = normal_quantile(confidence)
     ci = ConfidenceInterval(slope - z * se, slope + z * se)
     verdict = CONSISTENT if ci.low <= expected <= ci.high else REJECTED
     return GrowthFit(

@@ -25,12 +25,23 @@ def plot_probe(result: ProbeSweepResult, path: str) -> None:
             [r.scale - r.confidence_interval.low for r in shown],
             [r.confidence_interval.high - r.scale for r in shown],
         ]
-        ax.errorbar([r.dk for r in shown], [r.scale for r in shown], yerr=err, fmt="o",
-                    capsize=3, label="effective scale ± CI")  # fmt: skip
+        ax.errorbar(
+            [r.dk for r in shown],
+            [r.scale for r in shown],
+            yerr=err,
+            fmt="o",
+            capsize=3,
+            label="effective scale ± CI",
+        )
     if len(shown) < len(rows):
         bare = [r for r in rows if not r.has_interval]
-        ax.plot([r.dk for r in bare], [r.scale for r in bare], "s", color="#999999",
-                label="effective scale (no valid interval)")  # fmt: skip
+        ax.plot(
+            [r.dk for r in bare],
+            [r.scale for r in bare],
+            "s",
+            color="#999999",
+            label="effective scale (no valid interval)",
+        )
     ax.plot(dks, [r.expected for r in rows], "--", color="red", label=f"expected: {result.expect}")
     ax.set_xscale("log", base=2)
     if all(s > 0 for s in est):

@@ -72,9 +72,15 @@ class ModuleKernel:
     @property
     def options(self) -> dict[str, Any]:
         """The keyword arguments of :func:`varcheck.probe` that match the module's shapes."""
-        return {"layout": "bnhd", "heads": self.heads, "kv_heads": self.kv_heads,
-                "queries": self.tokens, "keys": self.tokens, "dv": self.dk,
-                "dtype": self.dtype}  # fmt: skip
+        return {
+            "layout": "bnhd",
+            "heads": self.heads,
+            "kv_heads": self.kv_heads,
+            "queries": self.tokens,
+            "keys": self.tokens,
+            "dv": self.dk,
+            "dtype": self.dtype,
+        }
 
 
 def _torch() -> Any:
@@ -141,8 +147,9 @@ def _shapes(module: Any, kind: str, inputs: tuple[str, ...]) -> tuple[int, int, 
     return int(dk), int(heads), int(kv), int(hidden)
 
 
-def _call_options(torch: Any, module: Any, n: int, dk: int, dtype: Any, mask: str | None,
-                  given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+def _call_options(
+    torch: Any, module: Any, n: int, dk: int, dtype: Any, mask: str | None, given: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
     """The keyword arguments of the module's forward: rotary off, the mask, what was given."""
     params = inspect.signature(module.forward).parameters
     kwargs, changes = dict(given), []
@@ -165,8 +172,9 @@ def _call_options(torch: Any, module: Any, n: int, dk: int, dtype: Any, mask: st
     return kwargs, changes
 
 
-def module_kernel(module: Any, *, tokens: int = TOKENS, mask: str | None = None,
-                  **forward_kwargs: Any) -> ModuleKernel:  # fmt: skip
+def module_kernel(
+    module: Any, *, tokens: int = TOKENS, mask: str | None = None, **forward_kwargs: Any
+) -> ModuleKernel:
     """A probe kernel that runs a copy of a torch attention module on the probe's q, k, v.
 
     Parameters
@@ -216,8 +224,16 @@ def module_kernel(module: Any, *, tokens: int = TOKENS, mask: str | None = None,
         return out.reshape(1, tokens, heads, dk).detach()
 
     changes = [f"{', '.join(inputs)} fed the probe's q, k, v", f"{output} the identity", *changes]
-    return ModuleKernel(type(module).__name__, dk, heads, kv, tokens,
-                        str(dtype).removeprefix("torch."), tuple(changes), call)  # fmt: skip
+    return ModuleKernel(
+        type(module).__name__,
+        dk,
+        heads,
+        kv,
+        tokens,
+        str(dtype).removeprefix("torch."),
+        tuple(changes),
+        call,
+    )
 
 
 def _feed(torch: Any, mod: Any, kind: str, inputs: tuple[str, ...]) -> Any:
@@ -269,8 +285,10 @@ def _multihead(torch: Any, module: Any, tokens: int, mask: str | None) -> Module
     future = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), diagonal=1)
 
     def call(q: Any, k: Any, v: Any) -> Any:
-        t = [torch.from_numpy(np.ascontiguousarray(a)).to(dtype).reshape(1, tokens, e)
-             for a in (q, k, v)]  # fmt: skip
+        t = [
+            torch.from_numpy(np.ascontiguousarray(a)).to(dtype).reshape(1, tokens, e)
+            for a in (q, k, v)
+        ]
         if not mod.batch_first:
             t = [x.transpose(0, 1) for x in t]
         causal = {"attn_mask": future, "is_causal": True} if mask == "causal" else {}
@@ -279,7 +297,10 @@ def _multihead(torch: Any, module: Any, tokens: int, mask: str | None) -> Module
         out = out if mod.batch_first else out.transpose(0, 1)
         return out.reshape(1, tokens, h, e // h).detach()
 
-    changes = ("in_proj and out_proj the identity, biases 0",
-               *(("a causal mask given",) if mask == "causal" else ()))  # fmt: skip
-    return ModuleKernel("MultiheadAttention", e // h, h, h, tokens,
-                        str(dtype).removeprefix("torch."), changes, call)  # fmt: skip
+    changes = (
+        "in_proj and out_proj the identity, biases 0",
+        *(("a causal mask given",) if mask == "causal" else ()),
+    )
+    return ModuleKernel(
+        "MultiheadAttention", e // h, h, h, tokens, str(dtype).removeprefix("torch."), changes, call
+    )

@@ -16,10 +16,10 @@ from typing import Any
 
 from .._version import __version__
 from ..core.estimation import ConfidenceInterval
+from ..core.messages import shown
 from ..core.options import (
     resolve_seed,
     sampling_effort,
-    shown,
     valid_confidence,
     valid_count,
     valid_tolerance,
@@ -28,6 +28,7 @@ from ..core.probe import budget, cost, judge
 from ..core.probe.measure import Measurement, PartialMeasurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
 from ..core.probe.weights import Design
+from ..core.progress import ProgressCallback
 from ..core.ranges import resolve_dks
 from ..core.verdicts import (
     UNRELIABLE,
@@ -262,14 +263,6 @@ class ProbeResult(Displayable):
         interrupted."""
         return exit_code([self.outcome], interrupted=self.interrupted)
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import probe_row_dict, render_probe_row
-
-        return render_probe_row, probe_row_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        raise TypeError("one d_k's probe draws no figure; probe_sweep's result draws s against d_k")
-
 
 @dataclass(frozen=True, repr=False)
 class ProbeSweepResult(Displayable):
@@ -311,16 +304,6 @@ class ProbeSweepResult(Displayable):
     @property
     def exit_code(self) -> int:
         return exit_code([r.outcome for r in self.rows], interrupted=self.interrupted)
-
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import probe_sweep_dict, render_probe
-
-        return render_probe, probe_sweep_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_probe
-
-        return plot_probe
 
 
 def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
@@ -377,8 +360,13 @@ def _diagnostics(m: Measurement, causal: bool) -> Diagnostics:
     )
 
 
-def judge_rows(measurements: list[Measurement], expected: list[float], *, confidence: float,
-               tolerance: float | None) -> list[tuple[list[HeadScale], Any]]:  # fmt: skip
+def judge_rows(
+    measurements: list[Measurement],
+    expected: list[float],
+    *,
+    confidence: float,
+    tolerance: float | None,
+) -> list[tuple[list[HeadScale], Any]]:
     """Each head's verdict, Holm over every head of every measurement (the p-values a fail
     rests on); the worst per row, with its head's p-values: the family of a probe over several
     heads and d_k. A measurement without a valid interval
@@ -395,17 +383,36 @@ def judge_rows(measurements: list[Measurement], expected: list[float], *, confid
         decisions = judge.decide_heads(m, e, ps, alpha=alpha, tolerance=tolerance)
         valid = budget.no_interval(m) is None
         heads = [
-            HeadScale(i, h.scale, h.confidence_interval if valid else NO_INTERVAL, p.p_value,
-                      d.outcome, own.p_value, p.p_equivalence, p.p_outside)
+            HeadScale(
+                i,
+                h.scale,
+                h.confidence_interval if valid else NO_INTERVAL,
+                p.p_value,
+                d.outcome,
+                own.p_value,
+                p.p_equivalence,
+                p.p_outside,
+            )
             for i, (h, own, p, d) in enumerate(zip(m.heads, row, ps, decisions, strict=True))
-        ]  # fmt: skip
-        out.append((heads, judge.worst(list(zip(decisions, ps, strict=True)))))
+        ]
+        out.append((heads, judge.worst_head(list(zip(decisions, ps, strict=True)))))
     return out
 
 
-def _result(kernel: KernelTarget, m: Measurement, judged: Any, *, expect: Expectation,
-            expected: float, law_h: int, causal: bool, tolerance: float | None,
-            confidence: float, seed: int, max_seconds: float | None) -> ProbeResult:  # fmt: skip
+def _result(
+    kernel: KernelTarget,
+    m: Measurement,
+    judged: Any,
+    *,
+    expect: Expectation,
+    expected: float,
+    law_h: int,
+    causal: bool,
+    tolerance: float | None,
+    confidence: float,
+    seed: int,
+    max_seconds: float | None,
+) -> ProbeResult:
     heads, (decision, p) = judged
     diag = _diagnostics(m, causal)
     outcome, reason = decision.outcome, decision.reason
@@ -420,22 +427,49 @@ def _result(kernel: KernelTarget, m: Measurement, judged: Any, *, expect: Expect
     # without an interval the law is read off the estimate alone
     law_iv = (scale, scale) if math.isnan(lo_hi.low) else lo_hi
     return ProbeResult(
-        kernel=kernel, dk=d.dk, heads=d.heads, law_heads=law_h, queries=d.queries, keys=d.keys,
+        kernel=kernel,
+        dk=d.dk,
+        heads=d.heads,
+        law_heads=law_h,
+        queries=d.queries,
+        keys=d.keys,
         dv=d.dv,
-        layout=d.layout, dtype=d.dtype, reading=d.reading, causal=causal, expect=expect.text,
-        expected=expected, scale=scale, confidence_interval=lo_hi, se=se,
-        ratio=scale / expected, ratio_interval=ConfidenceInterval(*ratio_iv),
+        layout=d.layout,
+        dtype=d.dtype,
+        reading=d.reading,
+        causal=causal,
+        expect=expect.text,
+        expected=expected,
+        scale=scale,
+        confidence_interval=lo_hi,
+        se=se,
+        ratio=scale / expected,
+        ratio_interval=ConfidenceInterval(*ratio_iv),
         law=nearest_law(scale, *law_iv, d.dk, law_h),
-        outcome=outcome, reason=reason,
+        outcome=outcome,
+        reason=reason,
         more_calls=decision.more_samples if outcome == "inconclusive" else None,
-        p_value=p.p_value, p_outside=p.p_outside, tolerance=tolerance, confidence=confidence,
+        p_value=p.p_value,
+        p_outside=p.p_outside,
+        tolerance=tolerance,
+        confidence=confidence,
         per_head=tuple(heads),
-        diagnostics=diag, calls=m.blocks, kernel_calls=m.kernel_calls,
-        stop_reason=m.stop_reason, precision=precision, input_sd=m.input_sd, seed=seed,
-        max_seconds=max_seconds, out_layout=d.output_layout, kv_heads=d.groups,
-        computes_in=m.format.name, returned=m.format.returned, format_source=m.format.source,
-        min_samples=budget.min_calls(m), **_equivalence(m, heads, tolerance, confidence),
-    )  # fmt: skip
+        diagnostics=diag,
+        calls=m.blocks,
+        kernel_calls=m.kernel_calls,
+        stop_reason=m.stop_reason,
+        precision=precision,
+        input_sd=m.input_sd,
+        seed=seed,
+        max_seconds=max_seconds,
+        out_layout=d.output_layout,
+        kv_heads=d.groups,
+        computes_in=m.format.name,
+        returned=m.format.returned,
+        format_source=m.format.source,
+        min_samples=budget.min_calls(m),
+        **_equivalence(m, heads, tolerance, confidence),
+    )
 
 
 def _pooled(m: Measurement) -> tuple[float, float, ConfidenceInterval, float]:
@@ -457,8 +491,9 @@ def _heads_words(bad: list[int], total: int) -> str:
     return f"heads {shown}"
 
 
-def _equivalence(m: Measurement, heads: list[HeadScale], tolerance: float | None,
-                 confidence: float) -> dict[str, Any]:  # fmt: skip
+def _equivalence(
+    m: Measurement, heads: list[HeadScale], tolerance: float | None, confidence: float
+) -> dict[str, Any]:
     """The ``1 - 2 alpha`` interval of the mean scale and the largest head TOST p-value
     (none and ``nan`` without a valid interval)."""
     if tolerance is None:
@@ -466,17 +501,47 @@ def _equivalence(m: Measurement, heads: list[HeadScale], tolerance: float | None
     if budget.no_interval(m) is not None:
         return {"p_equivalence": math.nan}
     inner = m.pooled.interval_at(max(2.0 * confidence - 1.0, 0.0))
-    return {"equivalence_interval": inner,
-            "p_equivalence": max(h.p_equivalence for h in heads)}  # type: ignore[type-var]  # fmt: skip
+    return {"equivalence_interval": inner, "p_equivalence": max(h.p_equivalence for h in heads)}  # type: ignore[type-var]
 
 
-def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads: int | None,
-         dv: int | None, causal: bool, layout: str, dtype: Any, out_layout: str | None,
-         kv_heads: int | None, precision: float | None,
-         samples: int | None, max_seconds: float | None, confidence: float,
-         tolerance: float | None, seed: int | None, args: Any,
-         progress: Callable[[int, int, float], None] | None,
-         ) -> tuple[list[ProbeResult], Expectation, int, float, bool]:  # fmt: skip
+def _until_stopped(measure: Callable[[], None], measured: list[Measurement]) -> bool:
+    """Run ``measure`` (which appends to ``measured``); whether a signal cut it short (the d_k
+    under way then keeps the calls it finished)."""
+    try:
+        measure()
+    except PartialMeasurement as exc:
+        measured.append(exc.measurement)
+        return True
+    except KeyboardInterrupt:
+        if not measured:
+            raise
+        return True
+    return False
+
+
+def _run(
+    fn: Any,
+    dks: list[int],
+    *,
+    expect: Any,
+    queries: int,
+    keys: int,
+    heads: int | None,
+    dv: int | None,
+    causal: bool,
+    layout: str,
+    dtype: Any,
+    out_layout: str | None,
+    kv_heads: int | None,
+    precision: float | None,
+    samples: int | None,
+    max_seconds: float | None,
+    confidence: float,
+    tolerance: float | None,
+    seed: int | None,
+    args: Any,
+    progress: ProgressCallback | None,
+) -> tuple[list[ProbeResult], Expectation, int, float, bool]:
     """Validate everything once, measure each d_k, judge them together."""
     expectation = parse_expectation(expect)
     _valid_progress(progress)
@@ -491,8 +556,10 @@ def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads
     if not isinstance(causal, bool):
         raise VarcheckError(f"causal must be True or False, got {causal!r}")
     seed = resolve_seed(seed)
-    designs = [judge.design(dk, queries, keys, heads, dv, layout, dtype, out_layout, kv_heads)
-               for dk in dks]  # fmt: skip
+    designs = [
+        judge.design(dk, queries, keys, heads, dv, layout, dtype, out_layout, kv_heads)
+        for dk in dks
+    ]
     for d in designs:  # before the kernel's file is imported, let alone called
         cost.check_memory(d)
     cost.check_time(designs, samples, max_seconds)
@@ -502,24 +569,28 @@ def _run(fn: Any, dks: list[int], *, expect: Any, queries: int, keys: int, heads
         kernel.at(dk, law_h)
     expected = [expectation.value(dk, law_h) for dk in dks]
     measured: list[Measurement] = []
-    interrupted = False
-    try:
-        _measure_all(kernel, designs, expected, law_h, measured, seed, confidence, precision,
-                     samples, max_seconds, progress)  # fmt: skip
-    except PartialMeasurement as exc:  # the d_k under way keeps its calls finished
-        measured.append(exc.measurement)
-        interrupted = True
-    except KeyboardInterrupt:
-        if not measured:
-            raise
-        interrupted = True
+    effort = (seed, confidence, precision, samples, max_seconds, progress)
+    interrupted = _until_stopped(
+        lambda: _measure_all(kernel, designs, expected, law_h, measured, *effort), measured
+    )
     expected = expected[: len(measured)]
     judged = judge_rows(measured, expected, confidence=confidence, tolerance=tolerance)
     rows = [
-        _result(kernel, m, j, expect=expectation, expected=e, law_h=law_h, causal=causal,
-                tolerance=tolerance, confidence=confidence, seed=seed, max_seconds=max_seconds)
+        _result(
+            kernel,
+            m,
+            j,
+            expect=expectation,
+            expected=e,
+            law_h=law_h,
+            causal=causal,
+            tolerance=tolerance,
+            confidence=confidence,
+            seed=seed,
+            max_seconds=max_seconds,
+        )
         for m, j, e in zip(measured, judged, expected, strict=True)
-    ]  # fmt: skip
+    ]
     return rows, expectation, law_h, confidence, interrupted
 
 
@@ -530,10 +601,19 @@ def _valid_progress(progress: object) -> None:
         )
 
 
-def _measure_all(kernel: KernelTarget, designs: list[Design], expected: list[float], law_h: int,
-                 measured: list[Measurement], seed: int, confidence: float,
-                 precision: float | None, samples: int | None, max_seconds: float | None,
-                 progress: Callable[[int, int, float], None] | None) -> None:  # fmt: skip
+def _measure_all(
+    kernel: KernelTarget,
+    designs: list[Design],
+    expected: list[float],
+    law_h: int,
+    measured: list[Measurement],
+    seed: int,
+    confidence: float,
+    precision: float | None,
+    samples: int | None,
+    max_seconds: float | None,
+    progress: ProgressCallback | None,
+) -> None:
     """Measure each d_k in turn, appending to ``measured`` (what finished survives Ctrl-C).
 
     ``max_seconds`` bounds the whole run: each d_k gets an equal share of the time left.
@@ -544,10 +624,20 @@ def _measure_all(kernel: KernelTarget, designs: list[Design], expected: list[flo
         share = None
         if end is not None:
             share = max(end - time.monotonic(), 1e-3) / (len(designs) - i)
-        measured.append(measure(kernel.at(design.dk, law_h), design, expected=e, seed=seed,
-                                confidence=confidence,
-                                precision=precision, calls=samples, max_seconds=share,
-                                progress=tick, stuck_after=max_seconds))  # fmt: skip
+        measured.append(
+            measure(
+                kernel.at(design.dk, law_h),
+                design,
+                expected=e,
+                seed=seed,
+                confidence=confidence,
+                precision=precision,
+                calls=samples,
+                max_seconds=share,
+                progress=tick,
+                stuck_after=max_seconds,
+            )
+        )
 
 
 def probe(
@@ -621,14 +711,12 @@ def probe(
     VarcheckError
         Bad options or kernels, and weights that are not softmax attention (with the reason).
     """
+    # every keyword but the progress callback goes on to _run as given
+    keywords = {k: v for k, v in locals().items() if k not in ("fn", "dk", "progress")}
     dk = valid_count("dk", dk, 1, MAX_PROBE_DK)
     _valid_progress(progress)
     tick = None if progress is None else (lambda i, n, f: progress(f))
-    rows, *_ = _run(fn, [dk], expect=expect, queries=queries, keys=keys, heads=heads, dv=dv,
-                    causal=causal, layout=layout, dtype=dtype, out_layout=out_layout,
-                    kv_heads=kv_heads, precision=precision,
-                    samples=samples, max_seconds=max_seconds, confidence=confidence,
-                    tolerance=tolerance, seed=seed, args=args, progress=tick)  # fmt: skip
+    rows, *_ = _run(fn, [dk], **keywords, progress=tick)
     return rows[0]
 
 
@@ -637,7 +725,7 @@ def probe_sweep(
     dks: Any,
     *,
     expect: str | float = "1/sqrt(dk)",
-    progress: Callable[[int, int, float], None] | None = None,
+    progress: ProgressCallback | None = None,
     **options: Any,
 ) -> ProbeSweepResult:
     """:func:`probe` at every d_k of ``dks`` (``"8..512"``, a list), and ``s ∝ d_k^b`` fitted.
@@ -653,11 +741,24 @@ def probe_sweep(
         raise VarcheckError(
             f"dks must be a d_k, a range such as '8..512' or a list of d_k, got {shown(dks)}"
         ) from None
-    defaults = {"queries": judge.QUERIES, "keys": judge.KEYS, "heads": None, "dv": None,
-                "causal": False, "layout": "nd", "dtype": None, "out_layout": None,
-                "kv_heads": None, "precision": 0.01, "samples": None,
-                "max_seconds": None, "confidence": 0.95, "tolerance": None, "seed": None,
-                "args": None}  # fmt: skip
+    defaults = {
+        "queries": judge.QUERIES,
+        "keys": judge.KEYS,
+        "heads": None,
+        "dv": None,
+        "causal": False,
+        "layout": "nd",
+        "dtype": None,
+        "out_layout": None,
+        "kv_heads": None,
+        "precision": 0.01,
+        "samples": None,
+        "max_seconds": None,
+        "confidence": 0.95,
+        "tolerance": None,
+        "seed": None,
+        "args": None,
+    }
     unknown = sorted(set(options) - set(defaults))
     if unknown:
         raise VarcheckError(f"probe_sweep got unknown option {unknown[0]!r}")
@@ -668,9 +769,13 @@ def probe_sweep(
     fitted = [r for r in rows if r.has_interval]
     if len(fitted) > 1 and all(r.scale > 0 for r in fitted):
         fit = fit_growth(
-            [r.dk for r in fitted], [r.scale for r in fitted], [r.se for r in fitted],
-            confidence=confidence, expected=law_exponent(expectation, dks, law_h),
-        )  # fmt: skip
+            [r.dk for r in fitted],
+            [r.scale for r in fitted],
+            [r.se for r in fitted],
+            confidence=confidence,
+            expected=law_exponent(expectation, dks, law_h),
+        )
     interrupted = interrupted or len(rows) < len(dks)
-    return ProbeSweepResult(tuple(rows), fit, expectation.text, rows[0].seed, confidence,
-                            interrupted)  # fmt: skip
+    return ProbeSweepResult(
+        tuple(rows), fit, expectation.text, rows[0].seed, confidence, interrupted
+    )

@@ -192,8 +192,11 @@ def probe_dict(result: ProbeResult) -> dict[str, Any]:
     d, law = result.diagnostics, result.law
     return {
         "kernel": result.kernel.as_dict(),
-        **_fields(result, "dk layout out_layout heads kv_heads law_heads queries keys dv dtype "
-                          "computes_in returned format_source reading expect expected scale"),
+        **_fields(
+            result,
+            "dk layout out_layout heads kv_heads law_heads queries keys dv dtype "
+            "computes_in returned format_source reading expect expected scale",
+        ),
         **_ci(result.confidence_interval),
         **_fields(result, "se ratio"),
         **_ci(result.ratio_interval, "ratio"),
@@ -212,22 +215,26 @@ def probe_dict(result: ProbeResult) -> dict[str, Any]:
             "notes": list(d.notes),
         },
         **_fields(result, "calls min_samples kernel_calls stop_reason precision input_sd"),
-    }  # fmt: skip
+    }
 
 
 def _exponent_dict(result: ProbeSweepResult) -> dict[str, Any] | None:
     fit = result.exponent
     if fit is None:
         return None
-    return {"slope": fit.slope, **_ci(fit.confidence_interval), "expected": fit.expected,
-            "verdict": fit.verdict}  # fmt: skip
+    return {
+        "slope": fit.slope,
+        **_ci(fit.confidence_interval),
+        "expected": fit.expected,
+        "verdict": fit.verdict,
+    }
 
 
 def probe_sweep_dict(result: ProbeSweepResult) -> dict[str, Any]:
     """The JSON document of ``varcheck probe`` (one d_k or several)."""
     return {
-        "command": "probe",
-        **_fields(result, "version seed confidence expect outcome time_limited interrupted"),
+        **formats.json_header("probe", result),
+        **_fields(result, "confidence expect outcome time_limited interrupted"),
         "exponent": _exponent_dict(result),
         "rows": [probe_dict(r) for r in result.rows],
     }
@@ -235,8 +242,12 @@ def probe_sweep_dict(result: ProbeSweepResult) -> dict[str, Any]:
 
 def probe_row_dict(result: ProbeResult) -> dict[str, Any]:
     """The JSON document of one :func:`~varcheck.kernels.probe.probe` (a Python result)."""
-    return {"command": "probe", **_fields(result, "version seed confidence"),
-            **probe_dict(result), **_fields(result, "time_limited interrupted")}  # fmt: skip
+    return {
+        **formats.json_header("probe", result),
+        **_fields(result, "confidence"),
+        **probe_dict(result),
+        **_fields(result, "time_limited interrupted"),
+    }
 
 
 def probe_records(result: ProbeSweepResult) -> list[dict[str, Any]]:
@@ -258,11 +269,11 @@ def probe_records(result: ProbeSweepResult) -> list[dict[str, Any]]:
 def _meta(result: ProbeSweepResult) -> dict[str, Any]:
     r = result.rows[0]
     return {
-        "command": "probe",
+        **formats.json_header("probe", result),
         "kernel": r.kernel.label,
         **_fields(result, "expect"),
         **_fields(r, "layout dtype"),
-        **_fields(result, "seed confidence time_limited interrupted version"),
+        **_fields(result, "confidence time_limited interrupted"),
     }
 
 
@@ -322,17 +333,27 @@ def _print_table(result: ProbeSweepResult, console: Console) -> None:
     table = formats.plain_table(
         shown_text.markup(f"varcheck probe {r0.kernel.label}: expected {result.expect}"),
         None,
-        [("d_k", "right"), ("scale", "right"), (confidence_label(result.confidence), "left"),
-         ("ratio", "right"), ("nearest law", "left"), ("verdict", "left")],
-    )  # fmt: skip
+        [
+            ("d_k", "right"),
+            ("scale", "right"),
+            (confidence_label(result.confidence), "left"),
+            ("ratio", "right"),
+            ("nearest law", "left"),
+            ("verdict", "left"),
+        ],
+    )
     for r in result.rows:
         lo, hi = r.confidence_interval
         law = r.law.law + ("" if r.law.factor_label in ("1", "—") else f" × {r.law.factor_label}")
         shown = interval(lo, hi, DIGITS) if r.has_interval else NO_VALID_CI
         table.add_row(
-            str(r.dk), fmt(r.scale, DIGITS), shown, fmt(r.ratio, DIGITS), law,
+            str(r.dk),
+            fmt(r.scale, DIGITS),
+            shown,
+            fmt(r.ratio, DIGITS),
+            law,
             formats.styled(r.outcome),
-        )  # fmt: skip
+        )
     console.print(table)
     lines = []
     if (line := _exponent_line(result)) is not None:
@@ -370,9 +391,16 @@ def render_probe_row(result: ProbeResult, fmt_name: str, console: Console) -> No
     """One probe (a Python result) as ``varcheck probe`` shows a single d_k."""
     from .probe import ProbeSweepResult
 
-    sweep = ProbeSweepResult((result,), None, result.expect, result.seed, result.confidence,
-                             result.interrupted)  # fmt: skip
-    formats.write(fmt_name, console, result, table=lambda r, c: _print(sweep, c),
-                  data=probe_row_dict, records=lambda r: probe_records(sweep),
-                  meta=lambda r: _meta(sweep),
-                  title=lambda r: f"varcheck probe {r.kernel.label}")  # fmt: skip
+    sweep = ProbeSweepResult(
+        (result,), None, result.expect, result.seed, result.confidence, result.interrupted
+    )
+    formats.write(
+        fmt_name,
+        console,
+        result,
+        table=lambda r, c: _print(sweep, c),
+        data=probe_row_dict,
+        records=lambda r: probe_records(sweep),
+        meta=lambda r: _meta(sweep),
+        title=lambda r: f"varcheck probe {r.kernel.label}",
+    )

@@ -13,9 +13,9 @@ the dataclass does not write its own ``__repr__``) gets
 * ``plot(path=None)``: the figure the command's ``--plot PATH`` draws, as a :class:`FigureImage`
   that Jupyter shows inline (written to ``path`` when one is given).
 
-A result names its family's renderer through :meth:`Displayable._renderer`, and its figure
-through :meth:`Displayable._figure`; the family's render or figure module is imported only when
-one of these is called, so that this module never imports a family.
+A result's renderer and figure are looked up in :mod:`varcheck.output.presenters` (the table the
+command line uses too); the family's render or figure module is imported only when one of these
+is called, so that a result class imports no presenter and this module no family.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .formats import json_document, to_json
+from .presenters import figure_of, presenter_of
 
 __all__ = ["Displayable", "FigureImage", "HTML_WIDTH"]
 
@@ -79,15 +79,6 @@ class FigureImage:
 class Displayable:
     """Mixin: ``to_dict``, a short ``repr``, a notebook table and a figure for a result."""
 
-    def _renderer(self) -> tuple[Callable[[Any, str, Any], None], Callable[[Any], Any]]:
-        """The family's ``render(result, format, console)`` and its JSON ``data(result)``."""
-        raise NotImplementedError
-
-    def _figure(self) -> Callable[[Any, str], None] | None:
-        """The family's ``figure(result, path)``, what ``--plot`` draws; ``None`` for a command
-        that draws no figure."""
-        return None
-
     def plot(self, path: str | os.PathLike[str] | None = None) -> FigureImage:
         """Draw the figure the command's ``--plot PATH`` draws.
 
@@ -115,10 +106,10 @@ class Displayable:
             When matplotlib is missing (``pip install 'varcheck[plot]'``) or the path cannot be
             written.
         """
-        figure = self._figure()
-        if figure is None:
+        figure = figure_of(self)
+        if isinstance(figure, str):
             command = self.to_dict().get("command", type(self).__name__)
-            raise TypeError(f"{command} draws no figure")
+            raise TypeError(figure or f"{command} draws no figure")
         from .figures import ensure_plot_path, in_session
 
         with in_session():
@@ -133,7 +124,7 @@ class Displayable:
 
     def to_dict(self) -> dict[str, Any]:
         """What ``--format json`` prints, as a dict of plain Python values."""
-        _, data = self._renderer()
+        _, data = presenter_of(self)
         return json.loads(to_json(json_document(self, data)))
 
     def __repr__(self) -> str:
@@ -155,7 +146,7 @@ class Displayable:
 
         from rich.console import Console
 
-        render, _ = self._renderer()
+        render, _ = presenter_of(self)
         width = shutil.get_terminal_size((100, 24)).columns
         out = io.StringIO()
         render(self, "table", Console(file=out, width=width, color_system=None, soft_wrap=False))
@@ -164,7 +155,7 @@ class Displayable:
     def _repr_html_(self) -> str:
         from rich.console import Console
 
-        render, _ = self._renderer()
+        render, _ = presenter_of(self)
         console = Console(
             record=True,
             width=HTML_WIDTH,

@@ -31,6 +31,7 @@ __all__ = [
     "natural_width",
     "print_dropped",
     "json_document",
+    "json_header",
     "dropped_note",
     "interval",
     "plain_table",
@@ -325,6 +326,23 @@ def print_dropped(console: Console, names: Sequence[str]) -> None:
     note = dropped_note(names, console.width)
     if note:
         console.print(note, style="dim", markup=False, highlight=False)
+
+
+def json_header(command: str, result: Any, **before_seed: Any) -> dict[str, Any]:
+    """The first keys of every command's JSON document: ``command``, ``version``, any
+    ``before_seed`` keys, then ``seed`` where the result has one (a run that draws nothing has
+    none).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> json_header("check", SimpleNamespace(version="1", seed=7), file="claims.toml")
+    {'command': 'check', 'version': '1', 'file': 'claims.toml', 'seed': 7}
+    """
+    head = {"command": command, "version": result.version, **before_seed}
+    if hasattr(result, "seed"):
+        head["seed"] = result.seed
+    return head
 
 
 def json_document(result: Any, data: Callable[[Any], Any]) -> Any:

@@ -34,11 +34,12 @@ from pathlib import Path
 import numpy as np
 
 from ..core import logit_variance as lv
-from ..core.options import cut, valid_positive
+from ..core.messages import cut, shown, size_text
+from ..core.options import valid_positive
 from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
-from .limits import MAC_SECONDS, MAX_FILE_BYTES, check_memory, check_time, shown, size_text
+from .limits import MAC_SECONDS, MAX_FILE_BYTES, check_memory, check_time
 
 __all__ = [
     "HeadBeta",
@@ -459,11 +460,6 @@ class BetaReport(Untested, Displayable):
     sigma_x_source: str
     version: str
     sigma_w_kind: str = lv.SIGMA_W_KIND
-
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import beta_dict, render_beta
-
-        return render_beta, beta_dict
 
 
 def beta_report(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ..core.options import cut
+from ..core.messages import duration_text, size_text
 from ..errors import VarcheckError
 
 __all__ = [
@@ -26,12 +26,9 @@ __all__ = [
     "VARIANCE_RANGE",
     "DRAW_SECONDS",
     "MAC_SECONDS",
-    "size_text",
-    "duration_text",
     "check_memory",
     "check_time",
     "check_variance",
-    "shown",
     "log10",
 ]
 
@@ -46,35 +43,6 @@ VARIANCE_RANGE = (1e-100, 1e100)
 #: Rough cost of one random draw and of one multiply-add on a slow, shared core.
 DRAW_SECONDS = 6e-9
 MAC_SECONDS = 2e-10
-
-
-def shown(value: object, width: int = 60) -> str:
-    """``repr(value)`` cut to ``width`` characters (a refused value is echoed, not dumped)."""
-    return cut(repr(value), width)
-
-
-def size_text(n_bytes: float) -> str:
-    """A memory size in bytes (below a kibibyte), KiB, MiB, GiB or TiB, to 3 significant digits.
-
-    Examples
-    --------
-    >>> size_text(8), size_text(3 << 20), size_text(1.5 * 1024**4)
-    ('8 bytes', '3 MiB', '1.5 TiB')
-    """
-    for unit, scale in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n_bytes >= scale:
-            return f"{n_bytes / scale:.3g} {unit}"
-    return f"{n_bytes:.0f} bytes"
-
-
-def duration_text(seconds: float) -> str:
-    """A duration in s, min, h, days or years, to 2 significant digits."""
-    if not math.isfinite(seconds):
-        return "forever"
-    for unit, scale in (("years", 3.15e7), ("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
-        if seconds >= 2 * scale:
-            return f"{seconds / scale:.2g} {unit}"
-    return f"{seconds:.2g} s"
 
 
 def check_memory(what: str, n_bytes: float, accepted: str) -> None:

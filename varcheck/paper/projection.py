@@ -67,7 +67,6 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
@@ -85,6 +84,7 @@ from ..core.estimation import (
     StopRule,
     block_interval,
     draw_rounds,
+    normal_quantile,
     relative_half_width,
     t_quantile,
 )
@@ -95,12 +95,12 @@ from ..core.logit_variance import (
     paper_logit_variance,
     weight_sigma,
 )
+from ..core.messages import shown
 from ..core.options import resolve_seed, sampling_effort, valid_count, valid_positive
 from ..core.verdicts import CONSISTENT, REJECTED, exit_code, judge, marginal_only, outcome_of
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import limits
-from .limits import shown
 
 __all__ = [
     "INITS",
@@ -629,12 +629,7 @@ def _run_blocks(
                 accs[case] = merged
 
     def widest() -> float:
-        worst = 0.0
-        for acc in accs.values():
-            est, se, _ = acc.variance_and_se()
-            interval = block_interval(acc, est, se, confidence, method)
-            worst = max(worst, relative_half_width(est, interval))
-        return worst
+        return max((acc.relative_width(confidence, method) for acc in accs.values()), default=0.0)
 
     rule = StopRule(
         precision=precision,
@@ -900,16 +895,6 @@ class ProjectionResult(Displayable):
         """The finding rows whose prediction was rejected."""
         return tuple(r for r in self.rows if r.role == FINDING and r.verdict == REJECTED)
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import project_dict, render_project
-
-        return render_project, project_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_project
-
-        return plot_project
-
     def row(self, section: str, case: str, claim: str) -> ProjectionRow:
         for r in self.rows:
             if (r.section, r.case, r.claim) == (section, case, claim):
@@ -995,7 +980,7 @@ def _least_blocks(o: _Options) -> float:
     square over a block of ``tokens`` rows has relative variance 2/tokens."""
     if o.precision is None:
         return float(o.blocks or 0)
-    z = -NormalDist().inv_cdf((1.0 - o.confidence) / 2)
+    z = normal_quantile(o.confidence)
     return (z / o.precision) ** 2 * 2.0 / o.tokens
 
 
@@ -1005,7 +990,7 @@ def check_feasible(o: _Options, constructed: bool) -> None:
     n_fixed = 3 if constructed else 1
     least = _least_blocks(o)
     if o.precision is not None and least > MAX_BLOCKS and o.max_seconds is None:
-        z = -NormalDist().inv_cdf((1.0 - o.confidence) / 2)
+        z = normal_quantile(o.confidence)
         best = z * math.sqrt(2.0 / (o.tokens * MAX_BLOCKS))
         many = f"at least about {least:.3g}" if math.isfinite(least) else "unboundedly many"
         raise VarcheckError(

@@ -75,9 +75,7 @@ def print_fitted(
 
 def project_meta(result: ProjectionResult) -> dict[str, Any]:
     return {
-        "command": "project",
-        "version": result.version,
-        "seed": result.seed,
+        **formats.json_header("project", result),
         "dx": result.dx,
         "dk": result.dk,
         "init": result.init,
@@ -431,8 +429,7 @@ render_project = formats.renderer(
 
 def beta_meta(report: BetaReport) -> dict[str, Any]:
     return {
-        "command": "beta",
-        "version": report.version,
+        **formats.json_header("beta", report),
         "path": report.path,
         "sigma_x": report.sigma_x,
         "sigma_x_source": report.sigma_x_source,
@@ -523,9 +520,7 @@ render_beta = formats.renderer(
 def train_meta(result: TrainResult) -> dict[str, Any]:
     cfg = result.config
     return {
-        "command": "train",
-        "version": result.version,
-        "seed": result.seed,
+        **formats.json_header("train", result),
         "steps": cfg.steps,
         "lr": cfg.lr,
         "dx": cfg.dx,

@@ -46,6 +46,7 @@ from ..core.logit_variance import (
     paper_logit_variance,
     weight_sigma,
 )
+from ..core.messages import shown
 from ..core.options import resolve_seed, valid_confidence, valid_count, valid_positive
 from ..core.untested import Untested
 from ..errors import VarcheckError
@@ -58,7 +59,6 @@ from .limits import (
     check_time,
     check_variance,
     log10,
-    shown,
 )
 from .projection import init_sd
 
@@ -222,16 +222,6 @@ class TrainResult(Untested, Displayable):
     sigma_w_kind: str = SIGMA_W_KIND
     interrupted: bool = False
     time_limited: bool = False
-
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import render_train, train_dict
-
-        return render_train, train_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_train
-
-        return plot_train
 
     def run(self, scheme: str) -> TrainRun:
         for r in self.runs:

@@ -218,16 +218,6 @@ class DeriveResult(Displayable):
         ``consistent``, or ``interrupted``."""
         return outcome_of(self._verdicts(), interrupted=self.interrupted, best=CONSISTENT)
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import derive_dict, render_derive
-
-        return render_derive, derive_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_derive
-
-        return plot_derive
-
 
 def _draw_pairs(
     q: Distribution, k: Distribution, rho: float, rng: np.random.Generator, n: int

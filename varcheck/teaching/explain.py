@@ -37,19 +37,20 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
 
 from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
+from ..core.estimation import normal_quantile
+from ..core.messages import shown, size_text
 from ..core.options import entry_laws, resolve_seed, valid_confidence, valid_count
 from ..core.theory import dot_product_theory
 from ..core.verdicts import CONSISTENT, REJECTED, UNRELIABLE, exit_code, outcome_of, verdict_of
 from ..errors import VarcheckError
 from ..output.display import Displayable
-from .limits import approx, overflowing_laws, refuse, shown
+from .limits import approx, overflowing_laws, refuse
 
 __all__ = [
     "Shape",
@@ -98,7 +99,7 @@ MAX_EXPLICIT_COST = 2e11
 REPLICATE_OVERHEAD = 500
 #: ... one replicate may hold at most this many float64 values (A, B and A @ B; 400 MB) ...
 MAX_REPLICATE_ELEMENTS = 50_000_000
-#: ... and the simulated values at most about 0.8 GB (see :func:`replicates_bytes`).
+#: ... and the simulated values at most about 763 MiB (see :func:`replicates_bytes`).
 MAX_REPLICATES = 50_000_000
 #: np.var over at most this many entries counts as taken over few entries: its own law is then
 #: far from normal, skewed like a chi-square with (entries - 1) degrees of freedom.
@@ -459,8 +460,8 @@ def _valid_replicates(replicates: int, shape: Shape) -> int:
     if _replicate_elements(shape) > MAX_REPLICATE_ELEMENTS:
         raise VarcheckError(
             f"replicates={shown(replicates)}: one experiment of shape {shape} needs "
-            f"{_replicate_elements(shape) * 8 / 1e9:.3g} GB, above the "
-            f"{MAX_REPLICATE_ELEMENTS * 8 / 1e9:.3g} GB limit; omit replicates to use the "
+            f"{size_text(_replicate_elements(shape) * 8)}, above the "
+            f"{size_text(MAX_REPLICATE_ELEMENTS * 8)} limit; omit replicates to use the "
             "gamma approximation, or choose a smaller shape"
         )
     # numpy's per-call overhead dominates tiny shapes (about half a microsecond a replicate)
@@ -494,7 +495,7 @@ class QuantileEstimate:
     Attributes
     ----------
     level : float
-        Probability level, e.g. 0.975.
+        Probability level, e.g. 0.75.
     value : float
         Estimated quantile.
     low, high : float
@@ -548,7 +549,8 @@ class Reading:
     def central_range(self) -> tuple[float, float]:
         """The central 95% range of np.var (2.5% and 97.5% quantiles)."""
         by_level = {q.level: q.value for q in self.quantiles}
-        return by_level.get(0.025, math.nan), by_level.get(0.975, math.nan)
+        low, high = QUANTILE_LEVELS[0], QUANTILE_LEVELS[-1]
+        return by_level.get(low, math.nan), by_level.get(high, math.nan)
 
     @property
     def median(self) -> float:
@@ -679,16 +681,6 @@ class ExplainResult(Displayable):
         observed), ``rejected`` (under both readings), ``unreliable`` or ``interrupted``."""
         return outcome_of(self._verdicts(), interrupted=self.interrupted, best=CONSISTENT)
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import explain_dict, render_explain
-
-        return render_explain, explain_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_explain
-
-        return plot_explain
-
 
 def _either_reading(raw: str, scaled: str) -> str:
     """The verdict on the observed value when either reading may explain it: consistent if one
@@ -726,7 +718,7 @@ def _reading_mc(
 ) -> Reading:
     s = sims_sorted if factor == 1.0 else sims_sorted * factor
     r = s.shape[0]
-    z = NormalDist().inv_cdf(0.975)
+    z = normal_quantile(0.95)
     quantiles = _quantiles_mc(s, z)
     if observed is None:
         pct = pct_se = p = math.nan

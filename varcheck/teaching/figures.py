@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.estimation import normal_quantile
 from ..output.figures import require_matplotlib, save_figure, title_figure
 from ..output.formats import confidence_label
 
@@ -165,23 +166,24 @@ def plot_softmax(result: SoftmaxResult, path: str) -> None:
         ("raw", "q·k (unscaled)", PALETTE["vermillion"], "o-"),
         ("scaled", "q·k / √d_k", PALETTE["blue"], "s-"),
     )
+    z = normal_quantile(0.95)
     for ax, (key, ylabel, title) in zip(axes, panels, strict=True):
         for tag, label, color, style in series:
             stats = [getattr(r, tag) for r in result.rows]
             ys = [getattr(s, key) for s in stats]
-            es = [1.96 * getattr(s, key + "_se") for s in stats]
+            es = [z * getattr(s, key + "_se") for s in stats]
             ax.errorbar(dks, ys, yerr=es, fmt=style, capsize=3, color=color, label=label)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("d_k")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize=8, title="error bars: 95% (±1.96 se)", title_fontsize=7)
+        ax.legend(fontsize=8, title=f"error bars: 95% (±{z:.2f} se)", title_fontsize=7)
     q, k = result.q_dist.spec, result.k_dist.spec
     title_figure(
         fig,
         f"varcheck softmax: {_laws(q, k, ('q', 'k'))}, L = {result.keys} keys, "
-        f"{result.queries:,} queries per d_k; bars ±1.96 se (the table shows ±1 se)",
+        f"{result.queries:,} queries per d_k; bars ±{z:.2f} se (the table shows ±1 se)",
         result,
     )
     save_figure(fig, path)

@@ -10,23 +10,14 @@ from __future__ import annotations
 
 import math
 
-from ..core.options import shown as _core_shown
+from ..core.messages import duration_text, shown, size_text
 from ..errors import VarcheckError
 
 __all__ = [
     "approx",
-    "duration",
     "overflowing_laws",
     "refuse",
-    "shown",
 ]
-
-
-def shown(value: object) -> str:
-    """``value`` as typed, cut to about 60 characters; a huge whole number as ``1e+308``."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
-        return f"{approx(value):.3g}"  # 1e+308, not 309 digits
-    return _core_shown(value)
 
 
 def approx(value: float | int) -> float:
@@ -35,26 +26,6 @@ def approx(value: float | int) -> float:
         return float(value)
     except OverflowError:
         return math.inf
-
-
-def duration(units: float) -> str:
-    """Cost units (about a nanosecond each) as a duration: ``3.2 s``, ``5 min``, ``2e+09 years``."""
-    seconds = units / 1e9
-    if not math.isfinite(seconds) or seconds > 1e30:
-        return "forever"
-    if seconds < 120:
-        return f"{seconds:.2g} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.2g} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.2g} h"
-    if seconds < 2 * 365 * 86400:
-        return f"{seconds / 86400:.2g} days"
-    return f"{seconds / (365 * 86400):.2g} years"
-
-
-def _size(nbytes: float) -> str:
-    return "unbounded" if not math.isfinite(nbytes) or nbytes > 1e30 else f"{nbytes / 1e9:.3g} GB"
 
 
 def refuse(
@@ -73,16 +44,17 @@ def refuse(
 
     Examples
     --------
-    >>> str(refuse("replicates", 10**9, nbytes=1.6e10, max_bytes=1e9, accepted="100..50000000"))
-    'replicates=1000000000 needs about 16 GB of memory (limit 1 GB); accepted: 100..50000000'
+    >>> str(refuse("replicates", 10**9, nbytes=1.6e10, max_bytes=2**30, accepted="100..50000000"))
+    'replicates=1000000000 needs about 14.9 GiB of memory (limit 1 GiB); accepted: 100..50000000'
     """
     parts = []
     if nbytes is not None and max_bytes is not None and nbytes > max_bytes:
-        need = f"about {_size(nbytes)} of" if _size(nbytes) != "unbounded" else "unbounded"
-        parts.append(f"needs {need} memory (limit {_size(max_bytes)})")
+        need = f"about {size_text(nbytes)} of" if size_text(nbytes) != "unbounded" else "unbounded"
+        parts.append(f"needs {need} memory (limit {size_text(max_bytes)})")
     if units is not None and max_units is not None and units > max_units:
-        about = "about " if duration(units) != "forever" else ""
-        parts.append(f"would take {about}{duration(units)} (limit about {duration(max_units)})")
+        took, limit = duration_text(units / 1e9), duration_text(max_units / 1e9)
+        about = "about " if took != "forever" else ""
+        parts.append(f"would take {about}{took} (limit about {limit})")
     what = option if value is None else f"{option}={shown(value)}"
     return VarcheckError(f"{what} {' and '.join(parts)}; accepted: {accepted}")
 

@@ -80,9 +80,7 @@ def explain_dict(result: ExplainResult) -> dict[str, Any]:
     """Everything :func:`varcheck.teaching.explain.explain` found, as JSON-ready data."""
     mom = result.moments
     out: dict[str, Any] = {
-        "command": "explain",
-        "version": result.version,
-        "seed": result.seed,
+        **formats.json_header("explain", result),
         "shape": list(result.shape),
         "ddof": result.ddof,
         "a_dist": result.a_dist.spec,
@@ -132,9 +130,7 @@ def _growing_records(result: ExplainResult) -> list[dict[str, Any]]:
 
 def _explain_meta(result: ExplainResult) -> dict[str, Any]:
     return {
-        "command": "explain",
-        "version": result.version,
-        "seed": result.seed,
+        **formats.json_header("explain", result),
         "shape": str(result.shape),
         "ddof": result.ddof,
         "a_dist": result.a_dist.spec,
@@ -508,9 +504,7 @@ def _stats_dict(s: SoftmaxStats) -> dict[str, float]:
 
 def _softmax_meta(result: SoftmaxResult) -> dict[str, Any]:
     return {
-        "command": "softmax",
-        "version": result.version,
-        "seed": result.seed,
+        **formats.json_header("softmax", result),
         "keys": result.keys,
         "queries": result.queries,
         "blocks": result.blocks,
@@ -697,9 +691,7 @@ def _step_dict(s: DeriveStep) -> dict[str, Any]:
 
 def _derive_meta(result: DeriveResult) -> dict[str, Any]:
     return {
-        "command": "derive",
-        "version": result.version,
-        "seed": result.seed,
+        **formats.json_header("derive", result),
         "dk": result.dk,
         "q_dist": result.q_dist.spec,
         "k_dist": result.k_dist.spec,

@@ -23,13 +23,14 @@ import numpy as np
 
 from .._version import __version__
 from ..core.distributions import Distribution, parse_distribution
+from ..core.messages import shown, size_text
 from ..core.options import entry_laws, resolve_seed, valid_count
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
-from .limits import approx, overflowing_laws, refuse, shown
+from .limits import approx, overflowing_laws, refuse
 
 __all__ = [
     "SoftmaxStats",
@@ -140,16 +141,6 @@ class SoftmaxResult(Untested, Displayable):
     seed: int
     version: str = __version__
     interrupted: bool = False
-
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import render_softmax, softmax_dict
-
-        return render_softmax, softmax_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_softmax
-
-        return plot_softmax
 
 
 def softmax_metrics(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -274,8 +265,8 @@ def _valid_size(dks: Sequence[int], keys: int, queries: int) -> None:
     if _block_elements(worst, keys) > MAX_BLOCK_ELEMENTS:
         raise VarcheckError(
             f"keys={keys} with d_k={worst}: one block of {BLOCK_QUERIES} queries and its keys "
-            f"needs {_block_elements(worst, keys) * 8 / 1e9:.3g} GB, above the "
-            f"{MAX_BLOCK_ELEMENTS * 8 / 1e9:.3g} GB limit; accepted: keys × d_k up to about "
+            f"needs {size_text(_block_elements(worst, keys) * 8)}, above the "
+            f"{size_text(MAX_BLOCK_ELEMENTS * 8)} limit; accepted: keys × d_k up to about "
             f"{MAX_BLOCK_ELEMENTS:,}"
         )
     blocks = -(-queries // BLOCK_QUERIES)

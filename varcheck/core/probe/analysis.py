@@ -480,8 +480,11 @@ def rotary_signature(w: np.ndarray, x: np.ndarray) -> tuple[str, float, float] |
     found = None
     for name, off in dict.fromkeys([("top-left", 0), ("bottom-right", m - n)]):
         near = [r for d in (-1, 1) if (r := _pair_r2(y, x, ok, off, d)) is not None]
-        far = [r for d in range(-40, 41) if abs(d) >= 8
-               and (r := _pair_r2(y, x, ok, off, d)) is not None]  # fmt: skip
+        far = [
+            r
+            for d in range(-40, 41)
+            if abs(d) >= 8 and (r := _pair_r2(y, x, ok, off, d)) is not None
+        ]
         if not near or not far:
             continue
         a, b = float(np.mean(near)), float(np.mean(far))
@@ -504,7 +507,10 @@ def unexplained(name: str, explained: float, hint: str = "") -> str:
     return (
         f"kernel {name} is not softmax attention of q·k: a scale, a position bias and a "
         f"curvature explain only {explained:.0%} of its log-weights"
-        + (hint or " (linear attention and other normalisations cannot be probed; nor can a "
-           "kernel that rotates q and k by position, RoPE, unless it is switched off: "
-           "cos = 1, sin = 0)")
-    )  # fmt: skip
+        + (
+            hint
+            or " (linear attention and other normalisations cannot be probed; nor can a "
+            "kernel that rotates q and k by position, RoPE, unless it is switched off: "
+            "cos = 1, sin = 0)"
+        )
+    )

@@ -13,16 +13,15 @@ runner's memory or hanging a CI job.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from ...errors import VarcheckError
 from ..estimation import MIN_BLOCKS
+from ..messages import duration_text, size_text
 from ..options import MAX_RUN_SECONDS
 from .weights import Design
 
-__all__ = ["MAX_BYTES", "PILOT_READS", "design_bytes", "call_seconds", "check_memory",
-           "check_time"]  # fmt: skip
+__all__ = ["MAX_BYTES", "PILOT_READS", "design_bytes", "call_seconds", "check_memory", "check_time"]
 
 #: Largest memory a probe may plan for (its biggest arrays at once); the 2 GiB of the paper
 #: commands' limit (``varcheck.paper.limits.MAX_BYTES``, which core cannot import).
@@ -39,13 +38,6 @@ _FLOAT = 8
 #: Arrays of the pilot's weights' size that the fit of one head holds at once (log-weights,
 #: powers of the logits, their centred forms).
 _ANALYSIS_COPIES = 12
-
-
-def _size(n_bytes: float) -> str:
-    for unit, scale in (("TiB", 1024**4), ("GiB", 1024**3)):
-        if n_bytes >= scale:
-            return f"{n_bytes / scale:.3g} {unit}"
-    return f"{n_bytes / 1024**2:.3g} MiB"
 
 
 def design_bytes(d: Design) -> dict[str, tuple[float, str]]:
@@ -80,8 +72,9 @@ def check_memory(d: Design) -> None:
         return
     part, (n_bytes, options) = max(parts.items(), key=lambda kv: kv[1][0])
     raise VarcheckError(
-        f"probe at {_shapes(d)} needs about {_size(total)} of memory ({part}: {_size(n_bytes)}), "
-        f"above the {_size(MAX_BYTES)} limit; lower {options}"
+        f"probe at {_shapes(d)} needs about {size_text(total)} of memory "
+        f"({part}: {size_text(n_bytes)}), "
+        f"above the {size_text(MAX_BYTES)} limit; lower {options}"
     )
 
 
@@ -96,8 +89,13 @@ def call_seconds(d: Design) -> float:
     )
 
 
-def check_time(designs: Sequence[Design], samples: int | None, max_seconds: float | None,
-               *, name: str = "samples") -> None:  # fmt: skip
+def check_time(
+    designs: Sequence[Design],
+    samples: int | None,
+    max_seconds: float | None,
+    *,
+    name: str = "samples",
+) -> None:
     """Refuse, without ``max_seconds``, a probe whose fewest calls take above a day.
 
     The fewest calls are the pilot's and ``samples`` (or the first round of an adaptive run,
@@ -114,17 +112,8 @@ def check_time(designs: Sequence[Design], samples: int | None, max_seconds: floa
     each = max(designs, key=call_seconds)
     raise VarcheckError(
         f"{what} {blocks * len(designs):.3g} kernel calls {where} (about "
-        f"{_seconds(call_seconds(each))} each at {_shapes(each)}): at least "
-        f"{_seconds(seconds)} even on a fast machine, above the limit of "
-        f"{_seconds(MAX_RUN_SECONDS)} for a run without max_seconds; ask for fewer calls or "
+        f"{duration_text(call_seconds(each))} each at {_shapes(each)}): at least "
+        f"{duration_text(seconds)} even on a fast machine, above the limit of "
+        f"{duration_text(MAX_RUN_SECONDS)} for a run without max_seconds; ask for fewer calls or "
         "smaller shapes, or cap the time with max_seconds (--max-seconds)"
     )
-
-
-def _seconds(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "forever"
-    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= 2 * size:
-            return f"{seconds / size:.2g} {unit}"
-    return f"{seconds:.2g} s"

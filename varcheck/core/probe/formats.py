@@ -137,12 +137,12 @@ class ComputeFormat:
         if self.name == "float64" and self.returned == "float64":
             return ""
         why = {
-            "declared": "--dtype" + ("" if self.returned == self.name else
-                                     f"; it returns {self.returned}"),
+            "declared": "--dtype"
+            + ("" if self.returned == self.name else f"; it returns {self.returned}"),
             "returned": "the array it returns",
             "values": f"read off the {self.returned} array it returns: every weight a "
             f"{self.name} number",
-        }[self.source]  # fmt: skip
+        }[self.source]
         return (
             f"format: computes in {self.name} ({why}); rows sum to 1 within "
             f"{self.row_error:.2g}; the interval's half-width is at least {FLOOR_ROUNDINGS} u = "
@@ -161,10 +161,12 @@ def compute_format(declared: str, returned: str, w: np.ndarray, label: str) -> C
     values = values_format(w, returned)
     name = coarsest(declared, returned, values)
     source = (
-        "declared" if name == declared and declared != "float64"
-        else "values" if name == values and values != returned
+        "declared"
+        if name == declared and declared != "float64"
+        else "values"
+        if name == values and values != returned
         else "returned"
-    )  # fmt: skip
+    )
     sums = w.sum(-1)
     error = float(np.abs(sums - 1.0).max()) if sums.size else 0.0
     fmt = ComputeFormat(name, returned, declared, source, error)

@@ -25,8 +25,18 @@ from .budget import no_interval
 from .measure import HeadEstimate, Measurement
 from .weights import DTYPES, LAYOUTS, Design
 
-__all__ = ["design", "dtype_name", "head_p_values", "decide_head", "decide_heads", "worst",
-           "mask_of", "mask_words", "causal_failure", "CAUSAL_MASKS"]  # fmt: skip
+__all__ = [
+    "design",
+    "dtype_name",
+    "head_p_values",
+    "decide_head",
+    "decide_heads",
+    "worst_head",
+    "mask_of",
+    "mask_words",
+    "causal_failure",
+    "CAUSAL_MASKS",
+]
 
 CAUSAL_MASKS = ("causal", "causal (top-left)", "causal (bottom-right)")
 #: Queries and keys per head and call by default: no power of two and unequal, so that a kernel
@@ -35,8 +45,15 @@ QUERIES, KEYS = 48, 80
 #: Fewest log-weight differences per call (queries × (keys − 1)) the per-call fit of a curved
 #: kernel (degree 5 in q·k) can be solved from.
 MIN_POINTS = 6
-_DTYPE_NAMES = {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "single": "float32",
-                "fp32": "float32", "double": "float64", "fp64": "float64"}  # fmt: skip
+_DTYPE_NAMES = {
+    "half": "float16",
+    "fp16": "float16",
+    "bf16": "bfloat16",
+    "single": "float32",
+    "fp32": "float32",
+    "double": "float64",
+    "fp64": "float64",
+}
 
 
 def dtype_name(dtype: Any) -> str:
@@ -56,9 +73,17 @@ def _layout(name: str, value: Any) -> str:
     return value
 
 
-def design(dk: int, queries: int, keys: int, heads: int | None, dv: int | None, layout: str,
-           dtype: Any, out_layout: str | None = None,
-           kv_heads: int | None = None) -> Design:  # fmt: skip
+def design(
+    dk: int,
+    queries: int,
+    keys: int,
+    heads: int | None,
+    dv: int | None,
+    layout: str,
+    dtype: Any,
+    out_layout: str | None = None,
+    kv_heads: int | None = None,
+) -> Design:
     """The checked shapes and formats of one probe at ``dk``."""
     layout = _layout("layout", layout)
     out = "" if out_layout is None else _layout("out_layout", out_layout)
@@ -80,8 +105,17 @@ def design(dk: int, queries: int, keys: int, heads: int | None, dv: int | None, 
             f"differences per call (queries × (keys − 1)); the fit of a curved kernel needs at "
             f"least {MIN_POINTS}: raise queries or keys (--queries, --keys)"
         )
-    return Design(dk, queries, keys, h, dv, layout, dtype_name(dtype), "" if out == layout else out,
-                  0 if groups == h else groups)  # fmt: skip
+    return Design(
+        dk,
+        queries,
+        keys,
+        h,
+        dv,
+        layout,
+        dtype_name(dtype),
+        "" if out == layout else out,
+        0 if groups == h else groups,
+    )
 
 
 def _kv_heads(kv_heads: int | None, heads: int, layout: str) -> int:
@@ -109,28 +143,47 @@ def head_p_values(m: Measurement, expected: float, tolerance: float | None) -> l
     return [claim_p_values(h, h.scale, expected, tolerance) for h in m.heads]
 
 
-def decide_head(h: HeadEstimate, expected: float, p: ClaimPValues, *, alpha: float,
-                tolerance: float | None) -> Decision:  # fmt: skip
+def decide_head(
+    h: HeadEstimate, expected: float, p: ClaimPValues, *, alpha: float, tolerance: float | None
+) -> Decision:
     """One head's verdict from its p-values (the one a fail rests on, maybe Holm-adjusted)."""
     inner = h.confidence_interval if tolerance is None else h.interval_at(max(1 - 2 * alpha, 0))
-    return decide(h.scale, inner, expected, p_value=p.p_value, alpha=alpha, tolerance=tolerance,
-                  samples=h.blocks, p_equivalence=p.p_equivalence, p_outside=p.p_outside,
-                  fail_interval=h.confidence_interval)  # fmt: skip
+    return decide(
+        h.scale,
+        inner,
+        expected,
+        p_value=p.p_value,
+        alpha=alpha,
+        tolerance=tolerance,
+        samples=h.blocks,
+        p_equivalence=p.p_equivalence,
+        p_outside=p.p_outside,
+        fail_interval=h.confidence_interval,
+    )
 
 
-def decide_heads(m: Measurement, expected: float, adjusted: list[ClaimPValues], *,
-                 alpha: float, tolerance: float | None) -> list[Decision]:  # fmt: skip
+def decide_heads(
+    m: Measurement,
+    expected: float,
+    adjusted: list[ClaimPValues],
+    *,
+    alpha: float,
+    tolerance: float | None,
+) -> list[Decision]:
     """Every head's verdict from its (adjusted) p-values, or :func:`.budget.no_interval`'s for
     each."""
     refused = no_interval(m)
     if refused is not None:
         return [refused for _ in m.heads]
-    return [decide_head(h, expected, p, alpha=alpha, tolerance=tolerance)
-            for h, p in zip(m.heads, adjusted, strict=True)]  # fmt: skip
+    return [
+        decide_head(h, expected, p, alpha=alpha, tolerance=tolerance)
+        for h, p in zip(m.heads, adjusted, strict=True)
+    ]
 
 
-def worst(decisions: list[tuple[Decision, ClaimPValues]]) -> tuple[Decision, ClaimPValues]:
-    """The worst of (decision, p-values) pairs: highest outcome rank, then smallest p-value a
+def worst_head(decisions: list[tuple[Decision, ClaimPValues]]) -> tuple[Decision, ClaimPValues]:
+    """The worst of (decision, p-values) pairs: the worst outcome (ranked as
+    :func:`varcheck.core.verdicts.worst` ranks them), and among those the smallest p-value a
     fail rests on."""
     return max(decisions, key=lambda dp: (OUTCOME_RANK[dp[0].outcome], -dp[1].p_fail))
 

@@ -122,8 +122,9 @@ def simplest_factor(value: float, low: float, high: float) -> str:
     return f"{value:.4g}"
 
 
-def law_sentence(scale: float, low: float, high: float, expected: float, dk: int,
-                 h: int = 1) -> str:  # fmt: skip
+def law_sentence(
+    scale: float, low: float, high: float, expected: float, dk: int, h: int = 1
+) -> str:
     """``× 1/2 of the expected scale: nearest law 1/sqrt(dk) × 1/2 (what that means)``, or
     ``the expected scale: …`` when the ratio's interval holds 1."""
     ratio = simplest_factor(scale / expected, *sorted((low / expected, high / expected)))

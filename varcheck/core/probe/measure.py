@@ -251,8 +251,13 @@ def _size_inputs(kernel: Any, design: Design, rng: np.random.Generator, sd: floa
     )
 
 
-def _check_linear_in_values(kernel: Any, design: Design, w: np.ndarray, qk,  # noqa: ANN001
-                            fmt: ComputeFormat) -> None:  # fmt: skip
+def _check_linear_in_values(
+    kernel: Any,
+    design: Design,
+    w: np.ndarray,
+    qk,  # noqa: ANN001
+    fmt: ComputeFormat,
+) -> None:
     """The output must be W v for the same W whatever the values (one more call).
 
     Each output is a sum of m products computed in the kernel's format: off W·v by at most
@@ -277,11 +282,14 @@ def _check_linear_in_values(kernel: Any, design: Design, w: np.ndarray, qk,  # n
         raise VarcheckError(
             f"kernel {kernel.label} mixes its heads: the output of head {h} is the weighted sum "
             f"of the values of head {mixed[0]}, not of head {want}"
-            + (" (grouped-query heads: query head i goes with key/value head "
-               "i // (heads / kv_heads), as repeat_interleave pairs them)"
-               if design.groups < design.heads else "")
+            + (
+                " (grouped-query heads: query head i goes with key/value head "
+                "i // (heads / kv_heads), as repeat_interleave pairs them)"
+                if design.groups < design.heads
+                else ""
+            )
             + "; check how the kernel indexes or repeats its key/value heads"
-        )  # fmt: skip
+        )
     raise VarcheckError(
         f"kernel {kernel.label} is not softmax attention: with other values its output "
         f"is off W·v by {float(gaps.max()):.3g} (not linear in v, or not deterministic)"
@@ -326,15 +334,18 @@ def _pilot(kernel: Any, design: Design, expected: float, seed: int, clock: _Cloc
     return sd, heads, fmt, unit, calls
 
 
-def _mixed_keys(label: str, design: Design, w: np.ndarray,
-                qk: tuple[np.ndarray, np.ndarray]) -> str | None:  # fmt: skip
+def _mixed_keys(
+    label: str, design: Design, w: np.ndarray, qk: tuple[np.ndarray, np.ndarray]
+) -> str | None:
     """The refusal of a kernel whose weights of some head follow q·k with another head's keys
     (heads wired to the wrong key head), or None. ``w``: one read's (heads, n, m) weights."""
     q, k = qk
     per = design.heads // design.groups
     for h in range(design.heads):
-        fits = [explained_by(w[h], dot_products(q[h : h + 1], k[g : g + 1])[0])
-                for g in range(design.groups)]  # fmt: skip
+        fits = [
+            explained_by(w[h], dot_products(q[h : h + 1], k[g : g + 1])[0])
+            for g in range(design.groups)
+        ]
         best = int(np.argmax(fits))
         if best != h // per and fits[best] >= EXPLAINED_MIN > fits[h // per]:
             return (
@@ -346,8 +357,14 @@ def _mixed_keys(label: str, design: Design, w: np.ndarray,
     return None
 
 
-def _structure(label: str, design: Design, wa: np.ndarray, xa: np.ndarray, fmt: ComputeFormat,
-               qk: tuple[np.ndarray, np.ndarray]) -> tuple[HeadStructure, ...]:  # fmt: skip
+def _structure(
+    label: str,
+    design: Design,
+    wa: np.ndarray,
+    xa: np.ndarray,
+    fmt: ComputeFormat,
+    qk: tuple[np.ndarray, np.ndarray],
+) -> tuple[HeadStructure, ...]:
     """Each head's structure from the pilot's reads; refused with the reason the weights show
     when q·k explains them poorly (another head's keys, a rotation by position)."""
     tiny, floor = _smallest_normal(fmt), _log_floor(wa, fmt)
@@ -367,16 +384,32 @@ def _structure(label: str, design: Design, wa: np.ndarray, xa: np.ndarray, fmt: 
     if rotary is None:
         raise VarcheckError(unexplained(label, heads[h].explained))
     align, near, far = rotary
-    raise VarcheckError(unexplained(label, heads[h].explained, (
-        f": they follow q·k one position from the query's own (R² {near:.2f}, positions "
-        f"aligned {align}) and less further away ({far:.2f} beyond 8 positions), as when "
-        "q and k are rotated by position (rotary embeddings, RoPE); probe it with RoPE "
-        "switched off (cos = 1, sin = 0): docs/probe.md, 'A whole module'"
-    )))  # fmt: skip
+    raise VarcheckError(
+        unexplained(
+            label,
+            heads[h].explained,
+            (
+                f": they follow q·k one position from the query's own (R² {near:.2f}, positions "
+                f"aligned {align}) and less further away ({far:.2f} beyond 8 positions), as when "
+                "q and k are rotated by position (rotary embeddings, RoPE); probe it with RoPE "
+                "switched off (cos = 1, sin = 0): docs/probe.md, 'A whole module'"
+            ),
+        )
+    )
 
 
-def _chunk(kernel: Any, design: Design, seed: int, chunk: int, blocks: int, sd: float,
-           heads: HeadStack, curved: bool, unit: float, clock: _Clock) -> np.ndarray:  # fmt: skip
+def _chunk(
+    kernel: Any,
+    design: Design,
+    seed: int,
+    chunk: int,
+    blocks: int,
+    sd: float,
+    heads: HeadStack,
+    curved: bool,
+    unit: float,
+    clock: _Clock,
+) -> np.ndarray:
     """Per-call slopes of one chunk: past the time cap it stops before the next call (with at
     least two calls in all); on Ctrl-C, SIGTERM or the watchdog the calls finished go with
     the exception (``finished_blocks``, read by :func:`~varcheck.core.estimation.draw_rounds`)."""
@@ -396,8 +429,16 @@ def _chunk(kernel: Any, design: Design, seed: int, chunk: int, blocks: int, sd: 
     return out
 
 
-def _slopes(kernel: Any, design: Design, child: np.random.SeedSequence, sd: float,
-            heads: HeadStack, curved: bool, unit: float, out: np.ndarray) -> None:  # fmt: skip
+def _slopes(
+    kernel: Any,
+    design: Design,
+    child: np.random.SeedSequence,
+    sd: float,
+    heads: HeadStack,
+    curved: bool,
+    unit: float,
+    out: np.ndarray,
+) -> None:
     """One call's slopes (and their degree-5 twins) per head, into ``out``."""
     w, x, _, _ = _read(kernel, design, np.random.default_rng(child), sd)
     try:
@@ -444,8 +485,9 @@ def measure(
             raise _too_slow(kernel, design, "its pilot had not finished", cap) from None
         found: list[np.ndarray] = []
         try:
-            stop = _blocks(kernel, design, seed, confidence, precision, calls, clock, pilot,
-                           found, progress)  # fmt: skip
+            stop = _blocks(
+                kernel, design, seed, confidence, precision, calls, clock, pilot, found, progress
+            )
         except KeyboardInterrupt:
             if sum(len(f) for f in found) < 2:
                 raise
@@ -466,16 +508,26 @@ def _too_slow(kernel: Any, design: Design, done: str, max_seconds: float | None)
     )
 
 
-def _blocks(kernel: Any, design: Design, seed: int, confidence: float, precision: float | None,
-            calls: int | None, clock: _Clock, pilot: tuple[Any, ...], found: list[np.ndarray],
-            progress: Callable[[float], None] | None) -> str:  # fmt: skip
+def _blocks(
+    kernel: Any,
+    design: Design,
+    seed: int,
+    confidence: float,
+    precision: float | None,
+    calls: int | None,
+    clock: _Clock,
+    pilot: tuple[Any, ...],
+    found: list[np.ndarray],
+    progress: Callable[[float], None] | None,
+) -> str:
     """Draw the blocks into ``found`` (their per-call slopes); the stop reason."""
     sd, heads, _, unit, _ = pilot
     curved, stack = any(h.curved for h in heads), HeadStack.of(heads)
 
     def draw(tasks: Iterator[tuple[int, int]]) -> Iterator[np.ndarray]:
-        return (_chunk(kernel, design, seed, c, b, sd, stack, curved, unit, clock)
-                for c, b in tasks)  # fmt: skip
+        return (
+            _chunk(kernel, design, seed, c, b, sd, stack, curved, unit, clock) for c, b in tasks
+        )
 
     def widest() -> float:
         values = np.concatenate(found)[:, 0]
@@ -496,8 +548,13 @@ def _blocks(kernel: Any, design: Design, seed: int, confidence: float, precision
     return "max-seconds" if sum(len(f) for f in found) < rounds.blocks else rounds.stop_reason
 
 
-def _summary(design: Design, pilot: tuple[Any, ...], found: list[np.ndarray], confidence: float,
-             stop_reason: str) -> Measurement:  # fmt: skip
+def _summary(
+    design: Design,
+    pilot: tuple[Any, ...],
+    found: list[np.ndarray],
+    confidence: float,
+    stop_reason: str,
+) -> Measurement:
     """The measurement of the blocks in ``found``."""
     sd, heads, fmt, _, pilot_calls = pilot
     resolution = _resolution(fmt)

@@ -19,8 +19,15 @@ from ...errors import VarcheckError
 from ..user_code import Kind, UserFunction, as_function, parse_sampler_arg
 from .expectation import evaluate, parse_expression
 
-__all__ = ["KernelTarget", "ArgExpression", "as_kernel", "parse_kernel_arg", "command_line",
-           "KERNEL", "PASSED"]  # fmt: skip
+__all__ = [
+    "KernelTarget",
+    "ArgExpression",
+    "as_kernel",
+    "parse_kernel_arg",
+    "command_line",
+    "KERNEL",
+    "PASSED",
+]
 
 #: What varcheck passes to a kernel on every call.
 KERNEL = Kind("kernel", ("q", "k", "v"))

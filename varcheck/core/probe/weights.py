@@ -27,8 +27,16 @@ from ..arrays import Returned, read_returned
 from ..user_code import ReturnedTuple, call_user
 from ..watchdog import watched_call
 
-__all__ = ["LAYOUTS", "DTYPES", "Design", "call_kernel", "read_weights", "draw_qk", "rounded",
-           "dot_products"]  # fmt: skip
+__all__ = [
+    "LAYOUTS",
+    "DTYPES",
+    "Design",
+    "call_kernel",
+    "read_weights",
+    "draw_qk",
+    "rounded",
+    "dot_products",
+]
 
 LAYOUTS = ("nd", "bhnd", "bnhd")
 DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -101,8 +109,9 @@ class Design:
             f"with one-hot values for {self.dv} of the keys"
         )
 
-    def shape(self, rows: int, width: int, heads: int | None = None,
-              layout: str | None = None) -> tuple[int, ...]:  # fmt: skip
+    def shape(
+        self, rows: int, width: int, heads: int | None = None, layout: str | None = None
+    ) -> tuple[int, ...]:
         """The array shape the kernel sees for ``rows`` tokens of ``width``."""
         h = self.heads if heads is None else heads
         layout = layout or self.layout
@@ -161,8 +170,9 @@ def _shape_text(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape)) or "a scalar"
 
 
-def call_kernel(kernel: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-                design: Design) -> tuple[np.ndarray, str]:  # fmt: skip
+def call_kernel(
+    kernel: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray, design: Design
+) -> tuple[np.ndarray, str]:
     """One call in the kernel's layout; its output as a float64 (heads, n, d_v) array, and the
     format it returned (``bfloat16`` for a bfloat16 tensor)."""
     name = kernel.label
@@ -185,8 +195,11 @@ def call_kernel(kernel: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray,
     if arr.shape != want:
         hint = ""
         if sorted(arr.shape) == sorted(want) and design.layout != "nd":
-            other = [o for o in LAYOUTS[1:] if design.shape(design.queries, design.dv,
-                                                             layout=o) == arr.shape]  # fmt: skip
+            other = [
+                o
+                for o in LAYOUTS[1:]
+                if design.shape(design.queries, design.dv, layout=o) == arr.shape
+            ]
             if other:
                 hint = f" (its output is laid out {other[0]}: give --out-layout {other[0]})"
         raise VarcheckError(

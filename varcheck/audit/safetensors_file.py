@@ -24,16 +24,32 @@ import numpy as np
 from ..core.files import MIB, PinnedFile
 from ..errors import VarcheckError
 
-__all__ = ["MAX_HEADER_BYTES", "MAX_TENSORS", "DTYPES", "TensorEntry", "read_header",
-           "read_tensors"]  # fmt: skip
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "MAX_TENSORS",
+    "DTYPES",
+    "TensorEntry",
+    "read_header",
+    "read_tensors",
+]
 
 #: Largest JSON header read (a BERT-large header is about 40 kB).
 MAX_HEADER_BYTES = 16 * MIB
 #: Most tensors a checkpoint may declare (BERT-large has about 400).
 MAX_TENSORS = 1 << 16
 #: dtypes read, as numpy types (BF16 is read as its 16 bits and widened to float32)
-DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4",
-          "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?"}  # fmt: skip
+DTYPES = {
+    "F64": "<f8",
+    "F32": "<f4",
+    "F16": "<f2",
+    "BF16": "<u2",
+    "I64": "<i8",
+    "I32": "<i4",
+    "I16": "<i2",
+    "I8": "i1",
+    "U8": "u1",
+    "BOOL": "?",
+}
 _FLOATS = ("F64", "F32", "F16", "BF16")
 _MAX_DIMS = 8
 

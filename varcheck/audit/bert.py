@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.files import path_exists
+from ..core.messages import shown, size_text
 from ..errors import VarcheckError
 from .safetensors_file import read_header, read_tensors
 from .tokenizing import cut_lines, encode_in_chunks, native_errors
@@ -76,12 +77,6 @@ _CONFIG_COUNTS = {
     "intermediate_size": (1, 262144),
     "max_position_embeddings": (3, 1 << 20),
 }
-
-
-def shown(value: object, limit: int = 60) -> str:
-    """``repr(value)`` cut to about ``limit`` characters, for error messages."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def read_limited(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
@@ -365,8 +360,8 @@ def _check_memory(file: Path, entries: dict[str, Any]) -> None:
     need = sum(e.float32_bytes for e in entries.values())
     if need > MAX_MEMORY_BYTES:
         raise VarcheckError(
-            f"model {shown(str(file))}: its weights take about {need / 2**30:.3g} GiB as "
-            f"float32 (limit {MAX_MEMORY_BYTES / 2**30:.3g} GiB)"
+            f"model {shown(str(file))}: its weights take about {size_text(need)} as "
+            f"float32 (limit {size_text(MAX_MEMORY_BYTES)})"
         )
 
 

