@@ -63,6 +63,8 @@ _LAZY = {
     "ProbeSweepResult": "kernels.probe",
     "ArgExpression": "core.probe.target",
     "module_kernel": "kernels.modules",
+    "plan": "planning.plan",
+    "PlanResult": "planning.results",
     "ModuleKernel": "kernels.modules",
 }
 
