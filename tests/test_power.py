@@ -213,3 +213,49 @@ def test_a_small_pilot_inflates_the_plan_more() -> None:
     blocks, factor = planned_blocks(1.0, detect=0.05, skewness=0.0, pilot_blocks=200)
     assert factor == inflation(199)
     assert blocks == pytest.approx(1.013 * (3.241 * 1.05 / 0.05) ** 2, rel=0.02)
+
+
+# --- growth laws of a user's sampler ------------------------------------------------------------
+
+
+def _layer(rng: np.random.Generator, dk: int, calls: int, twice: bool = False) -> np.ndarray:
+    """A vectorised attention layer's logits: 8 tokens of width 32, fresh LeCun weights per run,
+    scaled by 1/√d_k (or, ``twice``, by 1/d_k: the bug of a scale applied twice)."""
+    x = rng.standard_normal((calls, 8, 32))
+    w_q, w_k = (rng.standard_normal((calls, 32, dk)) / math.sqrt(32) for _ in range(2))
+    logits = (x @ w_q) @ (x @ w_k).transpose(0, 2, 1)
+    return logits / (dk if twice else math.sqrt(dk))
+
+
+def _layer_twice(rng: np.random.Generator, dk: int, calls: int) -> np.ndarray:
+    return _layer(rng, dk, calls, twice=True)
+
+
+@pytest.mark.parametrize(
+    ("sampler", "exponent", "law"), [(_layer, 0.0, "1/sqrt(dk)"), (_layer_twice, -1.0, "1/dk")]
+)
+def test_a_sampler_sweep_fits_the_growth_of_var_over_the_claim_and_names_its_law(
+    sampler, exponent: float, law: str
+) -> None:
+    """Var = 1 + 2/(n d_model) does not depend on d_k for the correct layer (b = 0, the claim's
+    own exponent); scaling twice gives Var ∝ 1/d_k (b = −1), and the fit names 1/d_k."""
+    from varcheck import sweep
+
+    res = sweep("8..64", sampler=sampler, claim=1, samples=200 * 64, seed=3)
+    fit = res.fit
+    assert fit is not None and fit.expected == pytest.approx(0.0, abs=1e-12)
+    low, high = fit.confidence_interval
+    assert low < exponent < high and high - low < 0.1
+    assert f"scale {law}," in fit.law
+    assert res.to_dict()["fit"]["law"] == fit.law
+
+
+def test_a_failing_sampler_at_one_dk_names_the_nearest_law_of_its_ratio() -> None:
+    """The issue's "estimate 0.0156" at d_k = 64 reads as 1/d_k (1/√d_k applied twice); a pass
+    names nothing."""
+    from varcheck import verify
+
+    res = verify(64, sampler=_layer_twice, claim=1, samples=200 * 64, seed=4)
+    assert res.outcome == "fail" and "nearest law 1/dk (" in res.law
+    assert "nearest law 1/dk (" in " ".join(str(res).split()) and res.to_dict()["law"] == res.law
+    assert verify(64, sampler=_layer, claim=1, samples=200 * 64, seed=4).law is None
