@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
+from varcheck.checks.plan import row_from_pilot
 from varcheck.core.blocks import draw_chunk
 from varcheck.core.distributions import parse_distribution
 from varcheck.core.estimation import BlockAccumulator, VarianceEstimate, _default_plan, summarise
@@ -36,7 +37,6 @@ from varcheck.core.power import (
 )
 from varcheck.core.sampler_blocks import sampler_chunk
 from varcheck.core.theory import dot_product_theory
-from varcheck.planning.plan import row_from_pilot
 
 R = 400
 ALPHA = 0.05
@@ -246,8 +246,8 @@ def test_a_sampler_sweep_fits_the_growth_of_var_over_the_claim_and_names_its_law
     assert fit is not None and fit.expected == pytest.approx(0.0, abs=1e-12)
     low, high = fit.confidence_interval
     assert low < exponent < high and high - low < 0.1
-    assert f"scale {law}," in fit.law
-    assert res.to_dict()["fit"]["law"] == fit.law
+    assert f"scale {law}," in res.fit_law
+    assert res.to_dict()["fit"]["law"] == res.fit_law
 
 
 def test_a_failing_sampler_at_one_dk_names_the_nearest_law_of_its_ratio() -> None:

@@ -139,7 +139,7 @@ def _fit_record(result: SweepResult) -> dict[str, Any] | None:
         "expected": fit.expected,
         "verdict": fit.verdict,
         "rows": fit.rows,
-        **({} if fit.law is None else {"law": fit.law}),
+        **({} if result.fit_law is None else {"law": result.fit_law}),
     }
 
 
@@ -269,13 +269,13 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
     fit = result.fit
     if fit is not None:
         lo, hi = fit.confidence_interval
-        source = "theory" if fit.law is None else "claim"
+        source = "theory" if result.fit_law is None else "claim"
         console.print(
             f"growth law: Var ∝ d_k^b with b = {fit.slope:.4f} [{lo:.4f}, {hi:.4f}] "
             f"({source} {fit.expected:.4g}) {styled(fit.verdict)}"
         )
-        if fit.law is not None:
-            console.print(shown_text.markup(f"  {fit.law}"), highlight=False)
+        if result.fit_law is not None:
+            console.print(shown_text.markup(f"  {result.fit_law}"), highlight=False)
     for note in sweep_notes(result):
         console.print(note)
 

@@ -167,6 +167,14 @@ class SweepResult(Displayable):
         return 1.0 - self.confidence
 
     @property
+    def fit_law(self) -> str | None:
+        """With a sampler: the simple law of Var/claim that the fit reads as
+        (:func:`~varcheck.core.probe.laws.growth_law`); ``None`` otherwise."""
+        if self.sampler is None or self.fit is None:
+            return None
+        return growth_law(self.fit.slope, *self.fit.confidence_interval, self.fit.expected)
+
+    @property
     def exit_code(self) -> int:
         """0 all consistent, 1 a row rejected, 4 a row without a valid test; 130 (Ctrl-C) or 143
         (SIGTERM) interrupted."""
@@ -330,8 +338,7 @@ def _growth_fit(
     """The growth law over the rows that have a valid test.
 
     With a sampler's ``claims`` (rows from separate runs: ``cov`` is diagonal), the expected
-    exponent is the claim's own, its weighted slope over the same rows, and the fit names the
-    simple law of Var/claim.
+    exponent is the claim's own, its weighted slope over the same rows.
     """
     fitted = [i for i, r in enumerate(rows) if r.verdict in (CONSISTENT, REJECTED)]
     dks = [rows[i].dk for i in fitted]
@@ -346,7 +353,7 @@ def _growth_fit(
         if slope is None:
             return None
         expected = slope.slope
-    fit = fit_growth(
+    return fit_growth(
         dks,
         [e.var for e in est],  # type: ignore[union-attr]
         [e.se for e in est],  # type: ignore[union-attr]
@@ -354,9 +361,6 @@ def _growth_fit(
         expected=expected,
         covariance=cov[np.ix_(fitted, fitted)],
     )
-    if fit is None or claims is None:
-        return fit
-    return replace(fit, law=growth_law(fit.slope, *fit.confidence_interval, expected))
 
 
 def _judge(

@@ -29,7 +29,7 @@ Examples:
   varcheck plan --dk 64 --claim dk --detect 0.03 --power 0.9
   varcheck plan --dk 64 --claim dk --tolerance 0.02
   varcheck plan --dk 8..128 --claim dk --detect 0.05 --format json
-  varcheck plan --dk 64 --sampler examples/attention.py:logits --claim 1 --detect 0.01
+  varcheck plan --dk 64 --sampler my_layer.py:logits --claim 1 --detect 0.02
 
 A short pilot per row (200 blocks, or 200 calls of a sampler; its own random stream) measures
 the spread of one block; the plan is the fewest samples whose run detects an error of --detect
@@ -82,8 +82,8 @@ def command(
     fmt: str,
 ) -> int:
     """Plan a run: the samples each row needs to catch --detect with --power."""
-    from ..planning.plan import plan
-    from ..planning.render import render_plan
+    from ..checks.plan import plan
+    from ..checks.plan_render import render_plan
 
     if (detect is None) == (tolerance is None):
         raise click.UsageError("give one of --detect (an error to catch) and --tolerance")

@@ -338,9 +338,6 @@ class GrowthFit:
         ``consistent`` when the interval contains ``expected``, else ``rejected``.
     rows : int
         Number of rows used.
-    law : str or None
-        For a sampler's rows: the simple law the ratio Var/claim follows
-        (:func:`~varcheck.core.probe.laws.growth_law`); ``None`` for varcheck's own laws.
     """
 
     slope: float
@@ -348,7 +345,6 @@ class GrowthFit:
     expected: float
     verdict: str
     rows: int
-    law: str | None = None
 
 
 def fit_growth(

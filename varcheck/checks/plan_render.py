@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..output import formats
 from ..output.formats import Column
 from ..output.text import markup
-from .results import PlanResult, PlanRow
+from .plan_result import PlanResult, PlanRow
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -15,21 +15,14 @@ from typing import Any
 
 from ..core import estimation
 from ..core.distributions import Distribution
-from ..core.options import (
-    MIN_SAMPLES,
-    confidence_from,
-    entry_laws,
-    resolve_seed,
-    user_sampler,
-    valid_rho,
-    valid_tolerance,
-)
+from ..core.options import MIN_SAMPLES, confidence_from, resolve_seed, valid_tolerance
 from ..core.power import DEFAULT_POWER, detectable_error, planned_blocks, tost_power
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.user_code import UserSampler
 from ..errors import VarcheckError
-from .results import PlanResult, PlanRow
+from .plan_result import PlanResult, PlanRow
+from .verify import claim_source
 
 __all__ = ["plan", "row_from_pilot", "PLAN_STREAM", "MAX_PILOT_WORK"]
 
@@ -104,44 +97,53 @@ def plan(
     True
     """
     dks = resolve_dks(dk)
-    tolerance = valid_tolerance(tolerance)
-    if tolerance is None:
-        if detect is None:
-            raise VarcheckError("give the error to detect (detect=0.03), or a tolerance")
-        detect = _in_range("detect", detect, DETECT_RANGE)
-    power = _in_range("power", power, POWER_RANGE)
-    level = round(1.0 - confidence_from(confidence, alpha), 12)
-    if tolerance is not None and len(dks) > 1:
-        raise VarcheckError(
-            f"a tolerance plan takes one d_k, got {len(dks)} (a tolerance is tested one claim "
-            "at a time: plan each d_k)"
-        )
-    user = user_sampler(sampler, (dist, q_dist, k_dist, rho), None)
+    target = _target(len(dks), detect, power, tolerance, confidence, alpha)
+    q, k, rho, claim_obj, user = claim_source((sampler, None), (dist, q_dist, k_dist, rho), claim)
     seed = resolve_seed(seed)
-    target = {"detect": detect, "power": power, "alpha": level, "family": len(dks)}
-    target["tolerance"] = tolerance
     if user is not None:
-        from ..checks.claims import sampler_claim
-
-        claim_text = sampler_claim(claim, user.target).text
         rows = [_sampler_row(user, d, seed, target) for d in dks]
         source = user.target
     else:
-        from ..checks.claims import parse_claim
-
-        q, k = entry_laws(dist, q_dist, k_dist)
-        rho = valid_rho(rho, q, k)
-        claim_text = parse_claim("theory" if claim is None else claim).text
         rows = [_builtin_row(q, k, dot_product_theory(d, q, k, rho), seed, target) for d in dks]
-        source = q.spec if q.spec == k.spec else f"{q.spec} × {k.spec}"
+        source = q.spec if q.spec == k.spec else f"{q.spec} × {k.spec}"  # type: ignore[union-attr]
     return PlanResult(
         rows=tuple(rows),
-        claim=claim_text,
+        claim=claim_obj.text,
         source=source,
         sampler=user is not None,
         seed=seed,
         **target,
     )
+
+
+def _target(
+    rows: int,
+    detect: float | None,
+    power: float,
+    tolerance: float | None,
+    confidence: float | None,
+    alpha: float | None,
+) -> dict[str, Any]:
+    """The plan's target, checked: ``detect``, ``power``, ``alpha``, ``family``, ``tolerance``."""
+    tolerance = valid_tolerance(tolerance)
+    if tolerance is None:
+        if detect is None:
+            raise VarcheckError("give the error to detect (detect=0.03), or a tolerance")
+        detect = _in_range("detect", detect, DETECT_RANGE)
+    elif rows > 1:
+        raise VarcheckError(
+            f"a tolerance plan takes one d_k, got {rows} (a tolerance is tested one claim "
+            "at a time: plan each d_k)"
+        )
+    level = round(1.0 - confidence_from(confidence, alpha), 12)
+    power = _in_range("power", power, POWER_RANGE)
+    return {
+        "detect": detect,
+        "power": power,
+        "alpha": level,
+        "family": rows,
+        "tolerance": tolerance,
+    }
 
 
 def row_from_pilot(
@@ -192,7 +194,6 @@ def row_from_pilot(
         skewness=pilot.skewness,
         pilot_samples=pilot.samples,
         pilot_blocks=pilot.blocks,
-        pilot_seconds=seconds,
         inflation=factor,
     )
 

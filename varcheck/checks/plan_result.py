@@ -39,8 +39,6 @@ class PlanRow:
         The pilot's skewness of the blocks' influence values.
     pilot_samples, pilot_blocks : int
         The pilot's size (drawn from its own stream, not shared with a run of the same seed).
-    pilot_seconds : float
-        The pilot's wall time.
     inflation : float
         The factor for the pilot's own uncertainty (power right on average over pilots).
     """
@@ -56,7 +54,6 @@ class PlanRow:
     skewness: float
     pilot_samples: int
     pilot_blocks: int
-    pilot_seconds: float
     inflation: float
 
 
@@ -116,6 +113,6 @@ class PlanResult(Displayable):
         return 0
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
-        from .render import plan_dict, render_plan
+        from .plan_render import plan_dict, render_plan
 
         return render_plan, plan_dict

@@ -1,1 +1,0 @@
-"""The planning family: how large a run must be to catch a given error (``varcheck plan``)."""
