@@ -274,7 +274,7 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
             f"growth law: Var ∝ d_k^b with b = {fit.slope:.4f} [{lo:.4f}, {hi:.4f}] "
             f"({source} {fit.expected:.4g}) {styled(fit.verdict)}"
         )
-        if result.fit_law is not None:
+        if result.fit_law is not None and fit.verdict != CONSISTENT:
             console.print(shown_text.markup(f"  {result.fit_law}"), highlight=False)
     for note in sweep_notes(result):
         console.print(note)
