@@ -27,7 +27,7 @@ def percent_up(x: float) -> str:
         return "0%"
     step = 10.0 ** (math.floor(math.log10(pct)) - 1)
     up = math.ceil(pct / step - 1e-9) * step
-    return f"{up:.{max(0, -int(math.floor(math.log10(step))))}f}%"
+    return f"{up:.{max(0, 1 - int(math.floor(math.log10(up))))}f}%"
 
 
 def _seconds(x: float) -> str:
