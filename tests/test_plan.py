@@ -126,3 +126,22 @@ def test_a_tolerance_over_a_range_and_a_pilot_too_large_are_refused() -> None:
         varcheck.plan("8,16", tolerance=0.02)
     with pytest.raises(VarcheckError, match="pilot"):
         varcheck.plan(4096, claim="dk", detect=0.001, seed=1)
+
+
+def test_a_signal_after_the_first_row_keeps_the_rows_planned(monkeypatch) -> None:
+    """Ctrl-C during the second row's pilot: the first row stays, exit 130."""
+    from varcheck.checks import plan as planning
+
+    made = planning._builtin_row
+    calls: list[int] = []
+
+    def second_interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(planning, "_builtin_row", second_interrupted)
+    res = varcheck.plan("16,64", claim="dk", detect=0.05, seed=1)
+    assert res.interrupted and [r.dk for r in res.rows] == [16]
+    assert res.to_dict()["exit_code"] == 130 and "Interrupted" in str(res)

@@ -101,19 +101,37 @@ def plan(
     q, k, rho, claim_obj, user = claim_source((sampler, None), (dist, q_dist, k_dist, rho), claim)
     seed = resolve_seed(seed)
     if user is not None:
-        rows = [_sampler_row(user, d, seed, target) for d in dks]
+        rows, interrupted = _rows(lambda d: _sampler_row(user, d, seed, target), dks)
         source = user.target
     else:
-        rows = [_builtin_row(q, k, dot_product_theory(d, q, k, rho), seed, target) for d in dks]
+
+        def make(d: int) -> PlanRow:
+            return _builtin_row(q, k, dot_product_theory(d, q, k, rho), seed, target)  # type: ignore[arg-type]
+
+        rows, interrupted = _rows(make, dks)
         source = q.spec if q.spec == k.spec else f"{q.spec} × {k.spec}"  # type: ignore[union-attr]
     return PlanResult(
         rows=tuple(rows),
+        interrupted=interrupted,
         claim=claim_obj.text,
         source=source,
         sampler=user is not None,
         seed=seed,
         **target,
     )
+
+
+def _rows(make: Callable[[int], PlanRow], dks: list[int]) -> tuple[list[PlanRow], bool]:
+    """Each d_k's row; on Ctrl-C or SIGTERM after the first, the rows planned so far."""
+    rows: list[PlanRow] = []
+    try:
+        for d in dks:
+            rows.append(make(d))
+    except KeyboardInterrupt:
+        if not rows:
+            raise
+        return rows, True
+    return rows, False
 
 
 def _target(

@@ -47,6 +47,7 @@ def _meta(result: PlanResult) -> dict[str, Any]:
         "family": result.family,
         "row_alpha": result.alpha / result.family,
         "seed": result.seed,
+        "interrupted": result.interrupted,
         "version": result.version,
     }
 
@@ -131,6 +132,8 @@ def _table(result: PlanResult, console: Console) -> None:
         )
     )
     console.print(markup(f"Run: {_next_step(result)}"))
+    if result.interrupted:
+        console.print(f"Interrupted: the rows planned before the signal ({len(result.rows)}).")
 
 
 render_plan = formats.renderer(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._version import __version__
+from ..core.verdicts import exit_code
 from ..output.display import Displayable
 
 __all__ = ["PlanRow", "PlanResult"]
@@ -84,6 +85,9 @@ class PlanResult(Displayable):
         Rows in the Holm family: each row is planned at alpha / family.
     seed : int
         Root seed of the pilots.
+    interrupted : bool
+        Ctrl-C or SIGTERM stopped the plan: ``rows`` holds the rows planned by then (exit 130,
+        or 143 after SIGTERM).
     """
 
     rows: tuple[PlanRow, ...]
@@ -96,6 +100,7 @@ class PlanResult(Displayable):
     alpha: float
     family: int
     seed: int
+    interrupted: bool = False
     version: str = __version__
 
     @property
@@ -110,7 +115,8 @@ class PlanResult(Displayable):
 
     @property
     def exit_code(self) -> int:
-        return 0
+        """0; interrupted, 130 (Ctrl-C) or 143 (SIGTERM)."""
+        return exit_code([], interrupted=self.interrupted)
 
     def _renderer(self):  # noqa: ANN202 - see output.display.Displayable
         from .plan_render import plan_dict, render_plan
