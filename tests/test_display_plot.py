@@ -206,6 +206,7 @@ def test_every_result_type_draws_what_its_command_draws() -> None:
         "VerifyResult",
         "CheckResult",
         "BetaReport",
+        "PlanResult",
     }
 
 

@@ -114,6 +114,11 @@ class PlanResult(Displayable):
         return sum(row.seconds * self.samples / row.samples for row in self.rows)
 
     @property
+    def outcome(self) -> str:
+        """``done``, or ``interrupted`` (the rows planned before a signal)."""
+        return "interrupted" if self.interrupted else "done"
+
+    @property
     def exit_code(self) -> int:
         """0; interrupted, 130 (Ctrl-C) or 143 (SIGTERM)."""
         return exit_code([], interrupted=self.interrupted)

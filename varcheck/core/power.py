@@ -11,8 +11,9 @@ log-scale Student t on B − 1 degrees of freedom). From the same numbers this m
   pilot's per-block relative spread.
 
 The derivation, the corrections and the simulations that calibrate them are in docs/power.md.
-Every verdict's renderer calls :func:`detectable_error` (or :func:`detectable_of` for an
-estimate object) with the run's own figures, at the per-row level α/m of its Holm family.
+:func:`detectable_error` is the one function a verdict calls to state what it could have
+caught (:func:`detectable_of` for an estimate object), with the run's own figures, at the
+per-row level α/m of its Holm family.
 """
 
 from __future__ import annotations
