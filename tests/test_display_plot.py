@@ -217,6 +217,7 @@ def test_every_result_type_draws_what_its_command_draws() -> None:
         "CheckResult",
         "BetaReport",
         "ProbeResult",
+        "PlanResult",
     }
 
 

@@ -272,6 +272,13 @@ CLI_CASES: dict[str, CliCase] = {
     ),
     # audit (deterministic: no seed)
     **_formats("audit", AUDIT),
+    # plan: a range, each row at its share of the family (JSON only: the other forms show the
+    # predicted seconds, which vary; JSON's are normalised)
+    **_formats(
+        "plan",
+        ("plan", "--dk", "16,64", "--claim", "dk", "--detect", "0.05", "--seed", "1"),
+        ("json",),
+    ),
     # confidence 0.975: the renderers' confidence labels disagree today ("97.5%", "0.975",
     # "98%"); pinned so that unifying them changes exactly the cases it should
     **{

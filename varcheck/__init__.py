@@ -63,6 +63,8 @@ _LAZY = {
     "ProbeSweepResult": "kernels.probe",
     "ArgExpression": "core.probe.target",
     "module_kernel": "kernels.modules",
+    "plan": "checks.plan",
+    "PlanResult": "checks.plan_result",
     "ModuleKernel": "kernels.modules",
 }
 

@@ -137,6 +137,7 @@ def _fit_record(result: SweepResult) -> dict[str, Any] | None:
         "expected": fit.expected,
         "verdict": fit.verdict,
         "rows": fit.rows,
+        **({} if result.fit_law is None else {"law": result.fit_law}),
     }
 
 
@@ -266,10 +267,13 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
     fit = result.fit
     if fit is not None:
         lo, hi = fit.confidence_interval
+        source = "theory" if result.fit_law is None else "claim"
         console.print(
             f"growth law: Var ∝ d_k^b with b = {fit.slope:.4f} [{lo:.4f}, {hi:.4f}] "
-            f"(theory {fit.expected:g}) {styled(fit.verdict)}"
+            f"({source} {fit.expected:.4g}) {styled(fit.verdict)}"
         )
+        if result.fit_law is not None and fit.verdict != CONSISTENT:
+            console.print(shown_text.markup(f"  {result.fit_law}"), highlight=False)
     for note in sweep_notes(result):
         console.print(note)
 
@@ -419,6 +423,7 @@ def verify_dict(result: VerifyResult) -> dict[str, Any]:
         "interrupted": result.interrupted,
         **dict(record),
         "sampler": _sampler_json(result.sampler),
+        **({} if result.sampler is None else {"law": result.law}),
     }
 
 
@@ -488,6 +493,8 @@ def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
         *_estimate_lines(result),
         f"  {result.reason}",
     ]
+    if result.law is not None:
+        lines.append(f"  {result.law}")
     if result.more_samples:
         lines.append(f"  about {result.more_samples:,} more {_unit(result)} would settle it")
     lines.append(f"  reproduce: {reproduce or reproduce_command(result)}")

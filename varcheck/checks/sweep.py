@@ -13,6 +13,7 @@ from .._version import __version__
 from ..core.distributions import Distribution
 from ..core.estimation import MIN_BLOCKS, ConfidenceInterval, VarianceEstimate, budget_shortfall
 from ..core.options import feasible_effort, resolve_seed, sampling_effort
+from ..core.probe.laws import growth_law
 from ..core.progress import ProgressCallback
 from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
@@ -125,8 +126,8 @@ class SweepResult(Displayable):
     ----------
     rows : tuple of SweepRow
     fit : GrowthFit or None
-        Slope of log Var against log d_k (``None`` with fewer than two usable rows, and with a
-        sampler: varcheck knows no growth law for the user's code).
+        Slope of log Var against log d_k (``None`` with fewer than two usable rows); with a
+        sampler, against the claim's own slope, naming the simple law of Var/claim.
     q_dist, k_dist : Distribution or None
         The entry laws (``None`` with a sampler).
     rho : float
@@ -165,6 +166,14 @@ class SweepResult(Displayable):
     @property
     def alpha(self) -> float:
         return 1.0 - self.confidence
+
+    @property
+    def fit_law(self) -> str | None:
+        """With a sampler: the simple law of Var/claim that the fit reads as
+        (:func:`~varcheck.core.probe.laws.growth_law`); ``None`` otherwise."""
+        if self.sampler is None or self.fit is None:
+            return None
+        return growth_law(self.fit.slope, *self.fit.confidence_interval, self.fit.expected)
 
     @property
     def exit_code(self) -> int:
@@ -257,7 +266,7 @@ def sweep(
         replace(r, tails_caution=_tails(fields, r))
         for r in _judge(dks, theories, claims, estimates, fields["confidence"], laws)
     ]
-    fit = None if fields["sampler"] else _growth_fit(rows, cov, fields["confidence"])
+    fit = _growth_fit(rows, cov, fields["confidence"], claims if fields["sampler"] else None)
     return SweepResult(rows=tuple(rows), fit=fit, interrupted=interrupted, **fields)
 
 
@@ -314,14 +323,33 @@ def _settings(
     return theories, claims, [(q, k, th, (th.dk,)) for th in theories]  # type: ignore[return-value]
 
 
-def _growth_fit(rows: list[SweepRow], cov: np.ndarray, confidence: float) -> GrowthFit | None:
-    """The growth law over the rows that have a valid test."""
+def _growth_fit(
+    rows: list[SweepRow], cov: np.ndarray, confidence: float, claims: list[Any] | None
+) -> GrowthFit | None:
+    """The growth law over the rows that have a valid test.
+
+    With a sampler's ``claims`` (rows from separate runs: ``cov`` is diagonal), the expected
+    exponent is the claim's own, its weighted slope over the same rows.
+    """
     fitted = [i for i, r in enumerate(rows) if r.verdict in (CONSISTENT, REJECTED)]
+    dks = [rows[i].dk for i in fitted]
+    est = [rows[i].estimate for i in fitted]
+    expected = 1.0
+    if claims is not None:
+        # the claim's log-slope with the rows' weights (relative SEs): a constant claim gives 0
+        relative = [e.se / e.var if e.var > 0 else math.inf for e in est]  # type: ignore[union-attr]
+        values = [claims[i] for i in fitted]
+        ses = [c * r for c, r in zip(values, relative, strict=True)]
+        slope = fit_growth(dks, values, ses, confidence=confidence)
+        if slope is None:
+            return None
+        expected = slope.slope
     return fit_growth(
-        [rows[i].dk for i in fitted],
-        [rows[i].estimate.var for i in fitted],  # type: ignore[union-attr]
-        [rows[i].estimate.se for i in fitted],  # type: ignore[union-attr]
+        dks,
+        [e.var for e in est],  # type: ignore[union-attr]
+        [e.se for e in est],  # type: ignore[union-attr]
         confidence=confidence,
+        expected=expected,
         covariance=cov[np.ix_(fitted, fitted)],
     )
 

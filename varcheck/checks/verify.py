@@ -27,6 +27,8 @@ from ..core.ranges import resolve_dks
 from ..core.theory import DotProductTheory, dot_product_theory
 from ..core.user_code import UserSampler
 from ..core.verdicts import (
+    FAIL,
+    INCONCLUSIVE,
     INFINITE,
     PASS,
     UNRELIABLE,
@@ -189,6 +191,20 @@ class VerifyResult(Displayable):
         ``None``."""
         capped = self.raw is not None and self.raw.stop_reason == "max-seconds"
         return sampler_tails_caution(self.sampler, self.precision, time_limited=capped)
+
+    @property
+    def law(self) -> str | None:
+        """For a sampler's fail or inconclusive: the simple law its ratio Var/claim reads as
+        (:func:`~varcheck.core.probe.laws.variance_ratio_law`), else ``None``."""
+        if self.sampler is None or self.kernel is not None or not self.claim_value:
+            return None
+        if self.outcome not in (FAIL, INCONCLUSIVE) or self.claim_value <= 0:
+            return None
+        from ..core.probe.laws import variance_ratio_law
+
+        c = self.claim_value
+        lo, hi = self.confidence_interval
+        return variance_ratio_law(self.estimate / c, lo / c, hi / c, self.dk)
 
     @property
     def kernel(self) -> KernelTarget | None:

@@ -62,6 +62,7 @@ COMMANDS: dict[str, str] = {
     "train": "train",
     "audit": "audit",
     "probe": "probe",
+    "plan": "plan",
 }
 
 

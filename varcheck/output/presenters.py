@@ -76,6 +76,10 @@ PRESENTERS: dict[str, Presenter] = {
     "varcheck.kernels.probe.ProbeSweepResult": _family(
         "kernels", "render_probe", "probe_sweep_dict", "plot_probe"
     ),
+    "varcheck.checks.plan_result.PlanResult": Presenter(
+        "varcheck.checks.plan_render:render_plan",
+        "varcheck.checks.plan_render:plan_dict",
+    ),
     "varcheck.kernels.probe.ProbeResult": _family(
         "kernels", "render_probe_row", "probe_row_dict"
     )._replace(

@@ -10,7 +10,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Reading", "nearest_law", "LAWS", "simplest_factor", "law_sentence"]
+__all__ = [
+    "Reading",
+    "nearest_law",
+    "LAWS",
+    "simplest_factor",
+    "law_sentence",
+    "growth_law",
+    "variance_ratio_law",
+]
 
 
 #: (label, scale at (dk, h), what it means): the simple laws a scale is compared with
@@ -132,3 +140,51 @@ def law_sentence(
     factor = "" if law.factor_label in ("1", "—") else f" × {law.factor_label}"
     said = "the expected scale" if ratio == "1" else f"× {ratio} of the expected scale"
     return f"{said}: nearest law {law.law}{factor} ({law.meaning})"
+
+
+def _ratio_exponents() -> list[tuple[float, str, str]]:
+    """(e, label, meaning): each of :data:`LAWS` (one head) as the exponent of d_k in the
+    variance ratio it gives against the standard 1/√d_k, Var = claim × d_k^e with e = 2β + 1."""
+    out: dict[float, tuple[float, str, str]] = {}
+    for label, f, meaning in LAWS:
+        if label != "1/sqrt(dk*h)":
+            e = round(2.0 * math.log(f(4, 1) / f(2, 1)) / math.log(2.0) + 1.0, 9)
+            out.setdefault(e, (e, label, meaning))
+    return list(out.values())
+
+
+def growth_law(slope: float, low: float, high: float, expected: float) -> str:
+    """The simple law of a sweep's Var/claim: its fitted exponent ``slope - expected`` (interval
+    ``[low, high]`` for the slope) read against the exponents of :data:`LAWS`.
+
+    One law inside the interval is named; none, the nearest is named with a note; two or more,
+    the rows cannot tell them apart. The meanings hold for a claim about values scaled by
+    1/√d_k.
+    """
+    e, lo, hi = slope - expected, low - expected, high - expected
+    laws = _ratio_exponents()
+    inside = [law for law in laws if lo <= law[0] <= hi]
+    if len(inside) > 1:
+        said = " from ".join(f"d_k^{law[0]:g}" for law in inside[:2])
+        return f"cannot tell {said} with these rows: widen the d_k range or add samples"
+    law = inside[0] if inside else min(laws, key=lambda law: abs(law[0] - e))
+    note = "" if inside else f" (b − claim's {expected:g} = {e:.3f}: the interval excludes it)"
+    return (
+        f"Var ≈ claim × d_k^{law[0]:g}: scale {law[1]}, {law[2]} "
+        f"(if the claim is for values scaled by 1/√d_k){note}"
+    )
+
+
+def variance_ratio_law(ratio: float, low: float, high: float, dk: int) -> str:
+    """The simple law of one run's Var/claim (``ratio`` in ``[low, high]``) at one d_k, read as
+    a scale on values the claim takes to be scaled by 1/√d_k (:func:`nearest_law`)."""
+    factor = f"{ratio:.4g} [{low:.4g}, {high:.4g}]"
+    if not (ratio > 0 and low > 0):
+        return f"Var = claim × {factor}: no law applies to a ratio this close to 0"
+    law = nearest_law(math.sqrt(ratio / dk), math.sqrt(low / dk), math.sqrt(high / dk), dk)
+    times = "" if law.factor_label in ("1", "—") else f" × {law.factor_label}"
+    return (
+        f"Var = claim × {factor}: nearest law {law.law}{times} ({law.meaning}), if the claim "
+        "is for values scaled by 1/√d_k; one d_k cannot tell a power of d_k from a constant "
+        "(sweep --sampler over d_k separates them)"
+    )

@@ -1,0 +1,146 @@
+"""``varcheck plan``'s output: the table, JSON, CSV and Markdown of a :class:`PlanResult`."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING, Any
+
+from ..output import formats
+from ..output.formats import Column, json_header
+from ..output.text import markup
+from .plan_result import PlanResult, PlanRow
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["render_plan", "plan_dict", "plan_records", "percent_up"]
+
+
+def percent_up(x: float) -> str:
+    """A relative error as a percentage rounded *up* to two significant digits (never smaller
+    than the figure it stands for)."""
+    if not math.isfinite(x):
+        return "∞"
+    pct = 100.0 * x
+    if pct <= 0:
+        return "0%"
+    step = 10.0 ** (math.floor(math.log10(pct)) - 1)
+    up = math.ceil(pct / step - 1e-9) * step
+    return f"{up:.{max(0, 1 - int(math.floor(math.log10(up))))}f}%"
+
+
+def _seconds(x: float) -> str:
+    return f"{float(f'{x:.2g}'):g}"
+
+
+def _meta(result: PlanResult) -> dict[str, Any]:
+    head = json_header(
+        "plan",
+        result,
+        claim=result.claim,
+        source=result.source,
+        sampler=result.sampler,
+        detect=result.detect,
+        tolerance=result.tolerance,
+        power=result.power,
+        alpha=result.alpha,
+        family=result.family,
+        row_alpha=result.alpha / result.family,
+    )
+    return {**head, "interrupted": result.interrupted}
+
+
+def plan_records(result: PlanResult) -> list[dict[str, Any]]:
+    """One record per row (the CSV's rows and the JSON's ``rows``)."""
+    return [dataclasses.asdict(row) for row in result.rows]
+
+
+def plan_dict(result: PlanResult) -> dict[str, Any]:
+    """The JSON document: the run's targets, ``samples`` (for ``--samples``), and the rows."""
+    return {
+        **_meta(result),
+        "samples": result.samples,
+        "seconds": result.seconds,
+        "rows": plan_records(result),
+    }
+
+
+def _cells(row: PlanRow, result: PlanResult) -> list[str]:
+    extra = "" if row.power_at_claim is None else f"{row.power_at_claim:.2f}"
+    return [
+        str(row.dk),
+        f"{row.samples:,}",
+        f"{row.blocks:,}",
+        _seconds(row.seconds),
+        "±" + percent_up(row.detectable_error),
+        extra,
+        row.floor,
+    ]
+
+
+_COLUMNS = (
+    Column("d_k", "right", 0),
+    Column("samples", "right", 0),
+    Column("blocks", "right", 2),
+    Column("seconds", "right", 1),
+    Column("detects", "right", 1),
+    Column("passes", "right", 1),
+    Column("set by", "left", 3),
+)
+
+
+def _target(result: PlanResult) -> str:
+    share = "" if result.family == 1 else f" (α/{result.family} per row: Holm over the rows)"
+    level = f"at α = {result.alpha:g}{share}"
+    if result.tolerance is not None:
+        return (
+            f"a true claim passes the tolerance test (T = {result.tolerance:g}) with "
+            f"probability {result.power:g} {level}"
+        )
+    return (
+        f"an error of {percent_up(result.detect or 0.0)} either way is caught with "
+        f"probability {result.power:g} {level}"
+    )
+
+
+def _next_step(result: PlanResult) -> str:
+    rows = result.rows
+    dk = str(rows[0].dk) if len(rows) == 1 else ",".join(str(r.dk) for r in rows)
+    verb = "assert" if len(rows) == 1 else "sweep"
+    source = f"--sampler {result.source}" if result.sampler else ""
+    tol = "" if result.tolerance is None else f" --tolerance {result.tolerance:g}"
+    return (
+        f"varcheck {verb} --dk {dk} {source}{' ' if source else ''}--claim '{result.claim}'"
+        f"{tol} --samples {result.samples} --seed S"
+    )
+
+
+def _table(result: PlanResult, console: Console) -> None:
+    columns = [c for c in _COLUMNS if c.name != "passes" or result.tolerance is not None]
+    keep = [i for i, c in enumerate(_COLUMNS) if c in columns]
+    rows = [[_cells(row, result)[i] for i in keep] for row in result.rows]
+    title = markup(f"Plan: Var = {result.claim} ({result.source})")
+    table, dropped = formats.fit_rows(console, title, None, columns, rows)
+    console.print(markup(f"Target: {_target(result)}."))
+    console.print(table)
+    formats.print_dropped(console, dropped)
+    what = "values" if result.sampler else "products"
+    console.print(
+        markup(
+            f"samples: {result.samples:,} {what} per row (the largest row's need); about "
+            f"{_seconds(result.seconds)} s on this machine now (an estimate, not a bound)."
+        )
+    )
+    console.print(markup(f"Run: {_next_step(result)}"))
+    if result.interrupted:
+        console.print(f"Interrupted: the rows planned before the signal ({len(result.rows)}).")
+
+
+render_plan = formats.renderer(
+    _table,
+    plan_dict,
+    plan_records,
+    _meta,
+    title=lambda r: f"varcheck plan: Var = {r.claim}",
+)

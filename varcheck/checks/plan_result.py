@@ -1,0 +1,124 @@
+"""What ``varcheck plan`` computes: per row, the samples and seconds a run needs for its target."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._version import __version__
+from ..core.verdicts import exit_code
+from ..output.display import Displayable
+
+__all__ = ["PlanRow", "PlanResult"]
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """The planned size of one row (one d_k).
+
+    Attributes
+    ----------
+    dk : int
+        The row's d_k.
+    samples : int
+        The value to pass to ``--samples``: q·k products, or a sampler's values.
+    blocks : int
+        Independent blocks of the planned run (a sampler's calls).
+    seconds : float
+        Predicted wall time of the planned run on this machine now (an estimate from the pilot's
+        pace, not a bound).
+    detectable_error : float
+        The relative error the planned run detects with the plan's power, both ways (smaller than
+        asked when a floor binds).
+    power_at_claim : float or None
+        With a tolerance: the probability that a true claim passes the planned run.
+    floor : str
+        What set the size: ``power``, or the floor that binds (``budget rule``, ``200 blocks``,
+        ``1000 samples``).
+    spread : float
+        The pilot's relative spread of one block, se·√blocks/estimate.
+    skewness : float
+        The pilot's skewness of the blocks' influence values.
+    pilot_samples, pilot_blocks : int
+        The pilot's size (drawn from its own stream, not shared with a run of the same seed).
+    inflation : float
+        The factor for the pilot's own uncertainty (power right on average over pilots).
+    """
+
+    dk: int
+    samples: int
+    blocks: int
+    seconds: float
+    detectable_error: float
+    power_at_claim: float | None
+    floor: str
+    spread: float
+    skewness: float
+    pilot_samples: int
+    pilot_blocks: int
+    inflation: float
+
+
+@dataclass(frozen=True, repr=False)
+class PlanResult(Displayable):
+    """The result of :func:`varcheck.plan`: the size of a run that catches ``detect`` with
+    ``power``, per row.
+
+    Attributes
+    ----------
+    rows : tuple of PlanRow
+        One per d_k.
+    claim : str
+        The claim the run will test.
+    source : str
+        The entry laws (``normal``...) or the sampler's name.
+    sampler : bool
+        Whether the values come from the user's sampler (``samples`` then counts values).
+    detect : float or None
+        The relative error to detect (``None`` with a tolerance).
+    tolerance : float or None
+        A tolerance claim's T: the plan is then for a true claim to pass with ``power``.
+    power : float
+        The probability asked for.
+    alpha : float
+        The family's level (1 − confidence).
+    family : int
+        Rows in the Holm family: each row is planned at alpha / family.
+    seed : int
+        Root seed of the pilots.
+    interrupted : bool
+        Ctrl-C or SIGTERM stopped the plan: ``rows`` holds the rows planned by then (exit 130,
+        or 143 after SIGTERM).
+    """
+
+    rows: tuple[PlanRow, ...]
+    claim: str
+    source: str
+    sampler: bool
+    detect: float | None
+    tolerance: float | None
+    power: float
+    alpha: float
+    family: int
+    seed: int
+    interrupted: bool = False
+    version: str = __version__
+
+    @property
+    def samples(self) -> int:
+        """The value to pass to ``--samples``: the largest row's need (one budget for all)."""
+        return max(row.samples for row in self.rows)
+
+    @property
+    def seconds(self) -> float:
+        """Predicted seconds of the whole run at ``samples`` per row."""
+        return sum(row.seconds * self.samples / row.samples for row in self.rows)
+
+    @property
+    def outcome(self) -> str:
+        """``done``, or ``interrupted`` (the rows planned before a signal)."""
+        return "interrupted" if self.interrupted else "done"
+
+    @property
+    def exit_code(self) -> int:
+        """0; interrupted, 130 (Ctrl-C) or 143 (SIGTERM)."""
+        return exit_code([], interrupted=self.interrupted)
