@@ -1,0 +1,1 @@
+"""``varcheck audit``: measuring trained models' attention logits head by head."""
