@@ -171,13 +171,35 @@ def _redraw(model, gemma: bool) -> None:  # noqa: ANN001
                 p.copy_(0.2 * noise)
 
 
+#: configurations also saved in the older layout of config.json (``rope_theta`` and
+#: ``rope_scaling`` at the top, no ``layer_types``), as most checkpoints on disk are
+V4_CONFIGS = ("gemma2", "qwen2-sliding", "llama3-rope")
+
+
+def _as_v4(path: Path) -> None:
+    """Rewrite a saved config.json in the older layout."""
+    raw = json.loads((path / "config.json").read_text())
+    rope = raw.pop("rope_parameters", None) or {}
+    raw["rope_theta"] = rope.pop("rope_theta", 10000.0)
+    if rope.get("rope_type", "default") != "default":
+        rope["type"] = rope.pop("rope_type")
+        raw["rope_scaling"] = rope
+    raw.pop("layer_types", None)
+    raw["torch_dtype"] = raw.pop("dtype", "float32")
+    (path / "config.json").write_text(json.dumps(raw))
+
+
 def _build(root: Path, name: str) -> Path:
+    v4 = name.endswith("-v4config")
+    name = name.removesuffix("-v4config")
     model_cls, config_cls, kwargs, save = _cases()[name]
     torch.manual_seed(0)
     model = getattr(tf, model_cls)(getattr(tf, config_cls)(**kwargs)).eval()
     _redraw(model, gemma=name.startswith("gemma"))
     path = root / name
     model.save_pretrained(path, **save)
+    if v4:
+        _as_v4(path)
     return path
 
 
@@ -216,7 +238,7 @@ def batch() -> tuple[np.ndarray, np.ndarray]:
     return ids, mask
 
 
-@pytest.mark.parametrize("name", list(_cases()))
+@pytest.mark.parametrize("name", [*_cases(), *(f"{n}-v4config" for n in V4_CONFIGS)])
 def test_forward_matches_transformers(tmp_path: Path, name: str, batch: tuple) -> None:
     """q, k of every layer, the declared scale, and the logits (or last states) to 1e-5."""
     ids, mask = batch
