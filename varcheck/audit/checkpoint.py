@@ -27,7 +27,7 @@ from ..encoder.tokenizing import native_errors
 from ..errors import VarcheckError
 from . import families as fam
 
-__all__ = ["HFCheckpoint", "open_checkpoint", "read_json", "MAX_SHARDS"]
+__all__ = ["HFCheckpoint", "open_checkpoint", "read_json", "MAX_SHARDS", "MAX_INDEX_BYTES"]
 
 MAX_CONFIG_BYTES = MIB
 MAX_INDEX_BYTES = 16 * MIB
