@@ -22,10 +22,11 @@ from ..encoder.tokenizing import cut_lines, encode_in_chunks, native_errors
 from ..errors import VarcheckError
 from . import hf_forward
 from .checkpoint import HFCheckpoint, open_checkpoint
+from .gguf_checkpoint import GGUFCheckpoint, open_gguf_checkpoint
 from .metrics import LayerAccumulator
 from .results import CheckpointAudit, HeadMetrics
 
-__all__ = ["AuditPlan", "encode", "plan", "audit_hf", "select"]
+__all__ = ["AuditPlan", "open_model", "encode", "plan", "audit_hf", "select"]
 
 #: floating-point operations per second assumed by the time plan (numpy on one core)
 _FLOPS_PER_SECOND = 2e9
@@ -37,6 +38,16 @@ class AuditPlan(NamedTuple):
 
     memory_bytes: int
     seconds: float
+
+
+def open_model(path: str | os.PathLike[str]) -> HFCheckpoint | GGUFCheckpoint:
+    """A model directory, or a GGUF file (its first four bytes are ``GGUF``)."""
+    if os.path.isfile(path):
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+        if magic == b"GGUF":
+            return open_gguf_checkpoint(path)
+    return open_checkpoint(path)
 
 
 def encode(ckpt: HFCheckpoint, lines: Sequence[str], max_length: int) -> list[list[int]]:
@@ -132,7 +143,7 @@ def audit_hf(
         Refuse work the plan puts above this.
     """
     confidence = valid_confidence(confidence)
-    ckpt = model if isinstance(model, HFCheckpoint) else open_checkpoint(model)
+    ckpt = open_model(model) if isinstance(model, str | os.PathLike) else model
     spec = ckpt.spec
     chosen_layers = select(spec.layers, layers, "--layers")
     chosen_heads = select(spec.heads, heads, "--heads")

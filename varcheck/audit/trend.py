@@ -23,8 +23,8 @@ from ..core.estimation import ConfidenceInterval
 from ..core.options import cut, valid_confidence
 from ..encoder.heads import MAX_SECONDS, default_sentences, read_text_file
 from ..errors import VarcheckError
-from .checkpoint import HFCheckpoint, open_checkpoint
-from .hf_audit import audit_hf, encode, plan, select
+from .checkpoint import HFCheckpoint
+from .hf_audit import audit_hf, encode, open_model, plan, select
 from .metrics import mean_intervals
 from .results import CheckpointAudit, HeadGrowth, LayerTrend, TrendResult
 
@@ -73,7 +73,7 @@ def audit_run(
     confidence = valid_confidence(confidence)
     if len(paths) < 2:
         raise VarcheckError(f"{len(paths)} checkpoint given; accepted: two or more for a trend")
-    ckpts = [open_checkpoint(p) for p in paths]
+    ckpts = [open_model(p) for p in paths]
     _same_shape(ckpts)
     if sentences is None:
         sentences = read_text_file(text_file) if text_file is not None else default_sentences()
