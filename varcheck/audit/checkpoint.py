@@ -103,6 +103,10 @@ class HFCheckpoint:
             raise VarcheckError(f"{cut(str(self.path))}: no tensor {cut(key)!r}")
         return read_tensors(found.source, {key: found.entry}, found.base, lambda _: True)[key]
 
+    def embedding(self, ids: np.ndarray) -> np.ndarray:
+        """Rows ``ids`` of a decoder's token embedding (the table is read whole)."""
+        return self.tensor("embed_tokens.weight")[ids]
+
     def output_matrix(self) -> np.ndarray | None:
         """The matrix giving the output logits; None when the checkpoint holds none."""
         if self.spec.family in fam.ENCODERS:

@@ -79,6 +79,11 @@ class GGUFCheckpoint:
             return unpermute(w, self.spec.kv_heads)
         return w
 
+    def embedding(self, ids: np.ndarray) -> np.ndarray:
+        """Rows ``ids`` of the token embedding, dequantising only the distinct ids used."""
+        unique, inverse = np.unique(ids, return_inverse=True)
+        return self.model.file.tensor("token_embd.weight", unique)[inverse.reshape(ids.shape)]
+
     def output_matrix(self) -> np.ndarray:
         has_output = "output.weight" in self.model.file.tensors
         return (

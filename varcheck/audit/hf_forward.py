@@ -119,7 +119,7 @@ def embed(ckpt: HFCheckpoint, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return ckpt.tensor("wte.weight")[ids] + wpe[: ids.shape[1]]
     if spec.family in ENCODERS:
         return _embed_encoder(ckpt, ids, mask)
-    x = ckpt.tensor("embed_tokens.weight")[ids]
+    x = ckpt.embedding(ids)
     return x * np.float32(spec.embed_scale) if spec.embed_scale is not None else x
 
 
