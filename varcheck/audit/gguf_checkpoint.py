@@ -79,8 +79,10 @@ class GGUFCheckpoint:
             return unpermute(w, self.spec.kv_heads)
         return w
 
-    def embedding(self, ids: np.ndarray) -> np.ndarray:
+    def rows(self, name: str, ids: np.ndarray) -> np.ndarray:
         """Rows ``ids`` of the token embedding, dequantising only the distinct ids used."""
+        if name != "embed_tokens.weight":
+            raise VarcheckError(f"{cut(str(self.path))}: no table {cut(name)!r}")
         unique, inverse = np.unique(ids, return_inverse=True)
         return self.model.file.tensor("token_embd.weight", unique)[inverse.reshape(ids.shape)]
 

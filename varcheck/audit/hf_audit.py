@@ -89,7 +89,8 @@ def plan(ckpt: HFCheckpoint, ids: Sequence[Sequence[int]], layers: Sequence[int]
     tokens = sum(len(s) for s in ids)
     widths = [len(b.ids[0]) for _, b in batches(ids, _BATCH)]
     squares = sum(_BATCH * n * n for n in widths)
-    embedding = ckpt.embedding_rows() * spec.hidden * 4
+    distinct = len({i for s in ids for i in s})
+    embedding = min(distinct, ckpt.embedding_rows()) * spec.hidden * 4  # rows in use only
     states = 2 * sum(_BATCH * n for n in widths) * spec.hidden * 4
     attention = 8 * _BATCH * spec.heads * max(widths, default=1) ** 2 * 4
     pooled = squares * spec.heads * 4

@@ -116,10 +116,10 @@ def embed(ckpt: HFCheckpoint, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         wpe = ckpt.tensor("wpe.weight")
         if ids.shape[1] > wpe.shape[0]:
             raise VarcheckError(f"{ckpt.name}: {ids.shape[1]} tokens; at most {wpe.shape[0]}")
-        return ckpt.tensor("wte.weight")[ids] + wpe[: ids.shape[1]]
+        return ckpt.rows("wte.weight", ids) + wpe[: ids.shape[1]]
     if spec.family in ENCODERS:
         return _embed_encoder(ckpt, ids, mask)
-    x = ckpt.embedding(ids)
+    x = ckpt.rows("embed_tokens.weight", ids)
     return x * np.float32(spec.embed_scale) if spec.embed_scale is not None else x
 
 
@@ -133,7 +133,7 @@ def _embed_encoder(ckpt: HFCheckpoint, ids: np.ndarray, mask: np.ndarray) -> np.
             f"table has {table.shape[0]} rows"
         )
     x = (
-        ckpt.tensor("embeddings.word_embeddings.weight")[ids]
+        ckpt.rows("embeddings.word_embeddings.weight", ids)
         + ckpt.tensor("embeddings.token_type_embeddings.weight")[0]
         + table[pos]
     )
