@@ -106,8 +106,10 @@ def test_figures_match_a_direct_computation(folders: dict, audits: dict, family:
 def test_layers_and_heads_select_a_subset(folders: dict) -> None:
     result = audit_hf(folders["llama"], sentences=TEXT, layers=[1], heads=[0, 3])
     assert [(h.layer, h.head) for h in result.heads] == [(1, 0), (1, 3)]
-    with pytest.raises(VarcheckError, match="--layers"):
+    with pytest.raises(VarcheckError, match="layer 2 is out of range"):
         audit_hf(folders["llama"], sentences=TEXT, layers=[2])
+    with pytest.raises(VarcheckError, match="heads '9': head 9 is out of range"):
+        audit_hf(folders["llama"], sentences=TEXT, heads="9")
 
 
 def test_fewer_sequences_than_the_least_give_no_interval(folders: dict) -> None:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from ..core.options import cut, valid_confidence
 from ..encoder.bert import MAX_MEMORY_BYTES, batches
-from ..encoder.heads import MAX_SECONDS, default_sentences, read_text_file
+from ..encoder.heads import MAX_SECONDS, default_sentences, parse_layers, read_text_file
 from ..encoder.tokenizing import cut_lines, encode_in_chunks, native_errors
 from ..errors import VarcheckError
 from . import hf_forward
@@ -26,7 +27,7 @@ from .gguf_checkpoint import GGUFCheckpoint, open_gguf_checkpoint
 from .metrics import LayerAccumulator
 from .results import CheckpointAudit, HeadMetrics
 
-__all__ = ["AuditPlan", "open_model", "encode", "plan", "audit_hf", "select"]
+__all__ = ["AuditPlan", "family_of", "open_model", "encode", "plan", "audit_hf", "select"]
 
 #: floating-point operations per second assumed by the time plan (numpy on one core)
 _FLOPS_PER_SECOND = 2e9
@@ -38,6 +39,18 @@ class AuditPlan(NamedTuple):
 
     memory_bytes: int
     seconds: float
+
+
+def family_of(path: str | os.PathLike[str]) -> str | None:
+    """The ``model_type`` of a directory's config.json (``"bert"`` when absent, as the encoder
+    audit reads it); None for anything else (a file, a bundled model's name)."""
+    config = os.path.join(path, "config.json")
+    if not os.path.isdir(path) or not os.path.isfile(config):
+        return None
+    from .checkpoint import MAX_CONFIG_BYTES, read_json
+
+    kind = read_json(Path(config), "the config", MAX_CONFIG_BYTES).get("model_type", "bert")
+    return kind if isinstance(kind, str) else repr(kind)
 
 
 def open_model(path: str | os.PathLike[str]) -> HFCheckpoint | GGUFCheckpoint:
@@ -71,16 +84,17 @@ def encode(ckpt: HFCheckpoint, lines: Sequence[str], max_length: int) -> list[li
     return ids
 
 
-def select(spec_count: int, chosen: Sequence[int] | None, what: str) -> list[int]:
-    """Indices 0..count−1, or the chosen ones checked against that range."""
+def select(count: int, chosen: str | Sequence[int] | None, what: str) -> list[int]:
+    """Indices 0..count−1 (``None`` or ``"all"``), or the chosen ones (``"0,2-4"`` or a list)
+    checked against that range; ``what`` is ``--layers`` or ``--heads``."""
     if chosen is None:
-        return list(range(spec_count))
-    bad = [c for c in chosen if not 0 <= c < spec_count]
-    if bad or not chosen:
-        raise VarcheckError(
-            f"{what} {cut(repr(list(chosen)))}; accepted: from 0 to {spec_count - 1}"
-        )
-    return sorted(set(chosen))
+        return list(range(count))
+    try:
+        return list(parse_layers(chosen, count))
+    except VarcheckError as exc:
+        if what == "--heads":
+            raise VarcheckError(str(exc).replace("layer", "head")) from None
+        raise
 
 
 def plan(ckpt: HFCheckpoint, ids: Sequence[Sequence[int]], layers: Sequence[int]) -> AuditPlan:
@@ -119,8 +133,8 @@ def audit_hf(
     text_file: str | os.PathLike[str] | None = None,
     sentences: Sequence[str] | None = None,
     ids: Sequence[Sequence[int]] | None = None,
-    layers: Sequence[int] | None = None,
-    heads: Sequence[int] | None = None,
+    layers: str | Sequence[int] | None = None,
+    heads: str | Sequence[int] | None = None,
     max_length: int = 128,
     confidence: float = 0.95,
     max_seconds: float = MAX_SECONDS,

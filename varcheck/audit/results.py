@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.estimation import ConfidenceInterval
+from ..core.untested import Untested
 
 __all__ = ["HeadMetrics", "CheckpointAudit", "HeadGrowth", "LayerTrend", "TrendResult"]
 
@@ -69,7 +70,7 @@ class HeadMetrics:
 
 
 @dataclass(frozen=True)
-class CheckpointAudit:
+class CheckpointAudit(Untested):
     """The audit of one checkpoint.
 
     Attributes
@@ -135,7 +136,7 @@ class LayerTrend:
 
 
 @dataclass(frozen=True)
-class TrendResult:
+class TrendResult(Untested):
     """The audit of a run's checkpoints on the same text and positions.
 
     Attributes
@@ -153,3 +154,8 @@ class TrendResult:
     layers: tuple[LayerTrend, ...]
     growth: tuple[HeadGrowth, ...]
     fastest: tuple[HeadGrowth, ...]
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether a checkpoint's audit was stopped (the trend covers the finished ones)."""
+        return any(a.interrupted for a in self.checkpoints)
