@@ -38,7 +38,10 @@ def test_public_names_are_not_shadowed_by_modules(name: str) -> None:
     assert not isinstance(value, types.ModuleType), f"varcheck.{name} is a module"
 
 
-FAMILIES = ("checks", "teaching", "paper", "encoder", "kernels")
+FAMILIES = ("checks", "teaching", "paper", "encoder", "kernels", "audit")
+#: a family's imports of another family, allowed for now: the checkpoint audit reuses the encoder
+#: audit's file guards and intervals until those modules move into varcheck/audit/
+TRANSITIONAL = {"audit": {"encoder"}}
 BASE = {"errors", "_version"}
 
 
@@ -86,7 +89,7 @@ def test_imports_run_one_way(path) -> None:
     allowed = {
         "core": {"core"},
         "output": {"core", "output"},
-        **{f: {"core", "output", f} for f in FAMILIES},
+        **{f: {"core", "output", f, *TRANSITIONAL.get(f, ())} for f in FAMILIES},
         "cli": {"core", "output", "cli", *FAMILIES},
         "top": {"core", "output", *FAMILIES},
     }[layer] | BASE

@@ -13,6 +13,8 @@ The Python API is what the command line uses:
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 from ._version import __version__
@@ -79,3 +81,17 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(types.ModuleType):
+    """``varcheck`` itself: a subpackage named like a public function (``varcheck/audit/``)
+    does not replace the function when it is imported (``from varcheck.audit import x`` reads
+    ``sys.modules``, not this attribute)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LAZY and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
