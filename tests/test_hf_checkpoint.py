@@ -48,8 +48,12 @@ def test_every_family_is_audited_head_by_head(audits: dict, family: str) -> None
     for h in result.heads:
         assert h.q999 <= h.max_logit and h.mean_max <= h.max_logit
         assert 0 <= h.sink <= 1 and h.entropy >= 0
-        for est, ci in ((h.scaled_var, h.scaled_var_ci), (h.mean_max, h.mean_max_ci),
-                        (h.entropy, h.entropy_ci), (h.sink, h.sink_ci)):  # fmt: skip
+        for est, ci in (
+            (h.scaled_var, h.scaled_var_ci),
+            (h.mean_max, h.mean_max_ci),
+            (h.entropy, h.entropy_ci),
+            (h.sink, h.sink_ci),
+        ):
             assert ci.low <= est <= ci.high
     assert result.sequence_max.shape == (len(result.heads), len(TEXT))
 

@@ -36,8 +36,15 @@ def test_directory_is_audited_in_every_format(run_cli, run_dir: Path) -> None:  
 
 
 def test_several_checkpoints_give_the_trend(run_cli, run_dir: Path) -> None:  # noqa: ANN001
-    out = run_cli("audit", str(run_dir / "a"), str(run_dir / "b"), "--text",
-                  str(run_dir / "text.txt"), "--format", "json")  # fmt: skip
+    out = run_cli(
+        "audit",
+        str(run_dir / "a"),
+        str(run_dir / "b"),
+        "--text",
+        str(run_dir / "text.txt"),
+        "--format",
+        "json",
+    )
     doc = json.loads(out.output)
     assert out.exit_code == 0 and len(doc["fastest"]) == 5
     assert all(h["growth"] == pytest.approx(1.0) for h in doc["heads"])  # the same weights

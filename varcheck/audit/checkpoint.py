@@ -115,10 +115,14 @@ class HFCheckpoint:
             raise VarcheckError(f"{cut(str(self.path))}: a token id is outside {cut(name)!r}")
         width = (entry.end - entry.start) // max(entry.shape[0], 1)
         parts = {
-            str(r): TensorEntry(entry.dtype, entry.shape[1:], entry.start + int(r) * width,
-                                entry.start + (int(r) + 1) * width)
+            str(r): TensorEntry(
+                entry.dtype,
+                entry.shape[1:],
+                entry.start + int(r) * width,
+                entry.start + (int(r) + 1) * width,
+            )
             for r in unique
-        }  # fmt: skip
+        }
         read = read_tensors(found.source, parts, found.base, lambda _: True)
         table = np.stack([read[str(r)] for r in unique]) if unique.size else np.zeros((0,))
         return table[inverse.reshape(ids.shape)]

@@ -206,7 +206,7 @@ def _activation(raw: Mapping[str, Any], family: str, where: str) -> str:
     value = raw.get(key) or default.get(family, "gelu" if family in ENCODERS else "silu")
     if family == "gemma" and value == "gelu":
         value = "gelu_pytorch_tanh"  # Gemma's "gelu" is the tanh form
-    if value not in _ACTIVATIONS:
+    if not isinstance(value, str) or value not in _ACTIVATIONS:
         raise _refuse(where, f"{key} {cut(repr(value))}; accepted: {', '.join(_ACTIVATIONS)}")
     return _ACTIVATIONS[value]
 
@@ -265,11 +265,11 @@ def _windows(raw: Mapping[str, Any], family: str, layers: int, where: str) -> tu
         w = _count(raw, "sliding_window", where, 1 << 30)
         types = raw.get("layer_types")
         if types is None:
-            first = (
-                _count(raw, "max_window_layers", where, 1 << 20, 28)
-                if "max_window_layers" in raw
-                else 28
-            )
+            first = raw.get("max_window_layers", 28)
+            if not isinstance(first, int) or isinstance(first, bool) or not 0 <= first < 1 << 20:
+                raise _refuse(
+                    where, f"max_window_layers {cut(repr(first))}; accepted: a whole number >= 0"
+                )
             return tuple(w if i >= first else None for i in range(layers))
         return _typed_windows(types, w, layers, where)
     if family == "gemma2":

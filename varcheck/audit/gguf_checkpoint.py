@@ -130,8 +130,10 @@ def _refuse_unused(model: Any, where: str) -> None:
     for name in file.tensors:
         short = name.split(".", 2)[2] if name.startswith("blk.") else name
         if short not in used and short not in _BLOCK.values():
-            raise VarcheckError(f"{where}: tensor {cut(name)!r} is not used by the Llama forward "
-                                "pass; accepted: a plain Llama GGUF")  # fmt: skip
+            raise VarcheckError(
+                f"{where}: tensor {cut(name)!r} is not used by the Llama forward "
+                "pass; accepted: a plain Llama GGUF"
+            )
 
 
 def open_gguf_checkpoint(path: str | os.PathLike[str]) -> GGUFCheckpoint:
@@ -148,14 +150,29 @@ def open_gguf_checkpoint(path: str | os.PathLike[str]) -> GGUFCheckpoint:
     scale = float(declared) if declared else 1 / math.sqrt(cfg.head_dim)
     inv = (np.asarray(model.inv_freq, np.float64) / cfg.rope_scale).astype(np.float32)
     spec = ModelSpec(
-        family="llama", hidden=cfg.hidden_size, layers=cfg.num_layers, heads=cfg.num_heads,
-        kv_heads=cfg.num_kv_heads, head_dim=cfg.head_dim, intermediate=cfg.intermediate_size,
-        eps=cfg.rms_eps, activation="silu", max_positions=cfg.context_length,
+        family="llama",
+        hidden=cfg.hidden_size,
+        layers=cfg.num_layers,
+        heads=cfg.num_heads,
+        kv_heads=cfg.num_kv_heads,
+        head_dim=cfg.head_dim,
+        intermediate=cfg.intermediate_size,
+        eps=cfg.rms_eps,
+        activation="silu",
+        max_positions=cfg.context_length,
         scales=(scale,) * cfg.num_layers,
         scale_rule="attention.scale" if declared else "1/√d_head",
-        softcap=None, final_softcap=None, windows=(None,) * cfg.num_layers,
-        rope=Rope(tuple(float(v) for v in inv), "default", cfg.rope_base), qkv_bias=False,
-        o_bias=False, mlp_bias=False, qk_norm=False, norm_offset=0.0, embed_scale=None,
-        tied="output.weight" not in model.file.tensors, pad_token_id=0,
-    )  # fmt: skip
+        softcap=None,
+        final_softcap=None,
+        windows=(None,) * cfg.num_layers,
+        rope=Rope(tuple(float(v) for v in inv), "default", cfg.rope_base),
+        qkv_bias=False,
+        o_bias=False,
+        mlp_bias=False,
+        qk_norm=False,
+        norm_offset=0.0,
+        embed_scale=None,
+        tied="output.weight" not in model.file.tensors,
+        pad_token_id=0,
+    )
     return GGUFCheckpoint(Path(path), spec, model, _tokenizer(model))

@@ -67,8 +67,10 @@ def encode(ckpt: HFCheckpoint, lines: Sequence[str], max_length: int) -> list[li
     """Token ids of each non-empty line, cut to ``max_length`` tokens, by the checkpoint's own
     tokenizer (its template decides token 0)."""
     if ckpt.tokenizer is None:
-        raise VarcheckError(f"{cut(str(ckpt.path))}: no tokenizer.json; accepted: a directory "
-                            "holding the model's tokenizer.json")  # fmt: skip
+        raise VarcheckError(
+            f"{cut(str(ckpt.path))}: no tokenizer.json; accepted: a directory "
+            "holding the model's tokenizer.json"
+        )
     limit = min(max_length, ckpt.spec.max_positions)
     where = str(ckpt.path / "tokenizer.json")
     with native_errors(where, "set the tokenizer's truncation"):
@@ -163,9 +165,11 @@ def audit_hf(
     chosen_layers = select(spec.layers, layers, "--layers")
     chosen_heads = select(spec.heads, heads, "--heads")
     if ids is None:
-        lines = sentences if sentences is not None else (
-            read_text_file(text_file) if text_file is not None else default_sentences()
-        )  # fmt: skip
+        lines = (
+            sentences
+            if sentences is not None
+            else (read_text_file(text_file) if text_file is not None else default_sentences())
+        )
         ids = encode(ckpt, lines, max_length)
     if not ids:
         raise VarcheckError("the text gives no tokens; accepted: a text with at least one line")

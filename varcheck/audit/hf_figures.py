@@ -24,9 +24,11 @@ def plot_checkpoint(result: CheckpointAudit, path: str) -> None:
     """Three heatmaps (layer × head): maximum logit, sink ratio, entropy; colour-blind-safe."""
     plt = require_matplotlib()
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.5), constrained_layout=True)
-    panels = (("max_logit", "maximum scaled logit", "cividis"),
-              ("sink", "sink ratio (weight on token 0)", "viridis"),
-              ("entropy", "attention entropy (nats)", "magma"))  # fmt: skip
+    panels = (
+        ("max_logit", "maximum scaled logit", "cividis"),
+        ("sink", "sink ratio (weight on token 0)", "viridis"),
+        ("entropy", "attention entropy (nats)", "magma"),
+    )
     for ax, (field, label, cmap) in zip(axes, panels, strict=True):
         grid, layers, heads = _grid(result, field)
         image = ax.imshow(grid, aspect="auto", cmap=cmap, origin="lower")
@@ -36,8 +38,12 @@ def plot_checkpoint(result: CheckpointAudit, path: str) -> None:
         ax.set_xticks(range(len(heads)), [str(h) for h in heads], fontsize=7)
         ax.set_yticks(range(len(layers)), [str(x) for x in layers], fontsize=7)
         fig.colorbar(image, ax=ax)
-    title_figure(fig, f"varcheck audit: {result.name} ({result.family}), {result.sequences} "
-                 f"sequences; declared scale {result.scale_rule}", result)  # fmt: skip
+    title_figure(
+        fig,
+        f"varcheck audit: {result.name} ({result.family}), {result.sequences} "
+        f"sequences; declared scale {result.scale_rule}",
+        result,
+    )
     save_figure(fig, path)
 
 
@@ -56,6 +62,10 @@ def plot_trend(result: TrendResult, path: str) -> None:
         ax.set_yscale("log")
     axes[0].legend(fontsize=7, ncols=2)
     fastest = ", ".join(f"L{g.layer}H{g.head} ×{g.factor:.3g}" for g in result.fastest[:3])
-    title_figure(fig, f"varcheck audit: trend over {len(names)} checkpoints; fastest-growing "
-                 f"heads per step: {fastest}", result)  # fmt: skip
+    title_figure(
+        fig,
+        f"varcheck audit: trend over {len(names)} checkpoints; fastest-growing "
+        f"heads per step: {fastest}",
+        result,
+    )
     save_figure(fig, path)

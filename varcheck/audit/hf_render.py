@@ -34,12 +34,23 @@ def _ends(name: str, ci: Any) -> dict[str, float]:
 
 def _head_record(h: HeadMetrics) -> dict[str, Any]:
     return {
-        "layer": h.layer, "head": h.head, "scale": h.scale, "softcap": h.softcap,
-        "window": h.window, "scaled_var": h.scaled_var, **_ends("scaled_var", h.scaled_var_ci),
-        "max_logit": h.max_logit, "mean_max": h.mean_max, **_ends("mean_max", h.mean_max_ci),
-        "q999": h.q999, "entropy": h.entropy, **_ends("entropy", h.entropy_ci),
-        "sink": h.sink, **_ends("sink", h.sink_ci), "pairs": h.pairs,
-    }  # fmt: skip
+        "layer": h.layer,
+        "head": h.head,
+        "scale": h.scale,
+        "softcap": h.softcap,
+        "window": h.window,
+        "scaled_var": h.scaled_var,
+        **_ends("scaled_var", h.scaled_var_ci),
+        "max_logit": h.max_logit,
+        "mean_max": h.mean_max,
+        **_ends("mean_max", h.mean_max_ci),
+        "q999": h.q999,
+        "entropy": h.entropy,
+        **_ends("entropy", h.entropy_ci),
+        "sink": h.sink,
+        **_ends("sink", h.sink_ci),
+        "pairs": h.pairs,
+    }
 
 
 def checkpoint_records(result: CheckpointAudit) -> list[dict[str, Any]]:
@@ -82,20 +93,36 @@ def notes(result: CheckpointAudit) -> list[str]:
 
 
 _COLUMNS = [
-    Column("layer", "right", 0), Column("head", "right", 0), Column("scaled var", "right", 0),
-    Column("interval", "right", 0), Column("max", "right", 0), Column("sink", "right", 7),
-    Column("entropy", "right", 6), Column("mean max", "right", 5), Column("q99.9", "right", 4),
-    Column("sink int.", "right", 3), Column("entropy int.", "right", 2),
+    Column("layer", "right", 0),
+    Column("head", "right", 0),
+    Column("scaled var", "right", 0),
+    Column("interval", "right", 0),
+    Column("max", "right", 0),
+    Column("sink", "right", 7),
+    Column("entropy", "right", 6),
+    Column("mean max", "right", 5),
+    Column("q99.9", "right", 4),
+    Column("sink int.", "right", 3),
+    Column("entropy int.", "right", 2),
     Column("mean max int.", "right", 1),
-]  # fmt: skip
+]
 
 
 def _cells(h: HeadMetrics) -> list[str]:
     return [
-        str(h.layer), str(h.head), fmt(h.scaled_var, 3), _span(h.scaled_var_ci),
-        fmt(h.max_logit, 3), fmt(h.sink, 3), fmt(h.entropy, 3), fmt(h.mean_max, 3),
-        fmt(h.q999, 3), _span(h.sink_ci), _span(h.entropy_ci), _span(h.mean_max_ci),
-    ]  # fmt: skip
+        str(h.layer),
+        str(h.head),
+        fmt(h.scaled_var, 3),
+        _span(h.scaled_var_ci),
+        fmt(h.max_logit, 3),
+        fmt(h.sink, 3),
+        fmt(h.entropy, 3),
+        fmt(h.mean_max, 3),
+        fmt(h.q999, 3),
+        _span(h.sink_ci),
+        _span(h.entropy_ci),
+        _span(h.mean_max_ci),
+    ]
 
 
 def checkpoint_title(result: CheckpointAudit) -> str:
@@ -118,16 +145,20 @@ def render_checkpoint_table(result: CheckpointAudit, console: Any) -> None:
 
 
 def checkpoint_markdown(result: CheckpointAudit) -> str:
-    text = records_to_markdown(checkpoint_records(result), checkpoint_meta(result),
-                               checkpoint_title(result))  # fmt: skip
+    text = records_to_markdown(
+        checkpoint_records(result), checkpoint_meta(result), checkpoint_title(result)
+    )
     return text + "".join(f"\n> {line}\n" for line in notes(result))
 
 
 #: Write a checkpoint audit in one of :data:`~varcheck.output.formats.FORMATS`.
 render_checkpoint = formats.renderer(
-    render_checkpoint_table, checkpoint_dict, checkpoint_records, checkpoint_meta,
+    render_checkpoint_table,
+    checkpoint_dict,
+    checkpoint_records,
+    checkpoint_meta,
     markdown=checkpoint_markdown,
-)  # fmt: skip
+)
 
 
 # --- the trend ----------------------------------------------------------------------------------
@@ -181,15 +212,27 @@ def render_trend_table(result: TrendResult, console: Any) -> None:
         markup=False,
         highlight=False,
     )
-    columns = [Column("layer", "right", 0), Column("var first", "right", 2),
-               Column("var last", "right", 0), Column("var ×", "right", 0),
-               Column("max first", "right", 1), Column("max last", "right", 0),
-               Column("max ×", "right", 0)]  # fmt: skip
+    columns = [
+        Column("layer", "right", 0),
+        Column("var first", "right", 2),
+        Column("var last", "right", 0),
+        Column("var ×", "right", 0),
+        Column("max first", "right", 1),
+        Column("max last", "right", 0),
+        Column("max ×", "right", 0),
+    ]
     rows = [
-        [str(t.layer), fmt(t.scaled_var[0], 3), fmt(t.scaled_var[-1], 3), _ratio(t.scaled_var),
-         fmt(t.max_logit[0], 3), fmt(t.max_logit[-1], 3), _ratio(t.max_logit)]
+        [
+            str(t.layer),
+            fmt(t.scaled_var[0], 3),
+            fmt(t.scaled_var[-1], 3),
+            _ratio(t.scaled_var),
+            fmt(t.max_logit[0], 3),
+            fmt(t.max_logit[-1], 3),
+            _ratio(t.max_logit),
+        ]
         for t in result.layers
-    ]  # fmt: skip
+    ]
     table, dropped = formats.fit_rows(console, "", None, columns, rows)
     console.print(table)
     formats.print_dropped(console, dropped)
@@ -197,14 +240,25 @@ def render_trend_table(result: TrendResult, console: Any) -> None:
 
 
 def _fastest_table(result: TrendResult, console: Any) -> None:
-    columns = [Column("layer", "right", 0), Column("head", "right", 0),
-               Column("growth/step", "right", 0), Column("interval", "right", 0),
-               Column("max first", "right", 1), Column("max last", "right", 0)]  # fmt: skip
+    columns = [
+        Column("layer", "right", 0),
+        Column("head", "right", 0),
+        Column("growth/step", "right", 0),
+        Column("interval", "right", 0),
+        Column("max first", "right", 1),
+        Column("max last", "right", 0),
+    ]
     rows = [
-        [str(g.layer), str(g.head), fmt(g.factor, 4), _span(g.factor_ci),
-         fmt(g.max_logits[0], 3), fmt(g.max_logits[-1], 3)]
+        [
+            str(g.layer),
+            str(g.head),
+            fmt(g.factor, 4),
+            _span(g.factor_ci),
+            fmt(g.max_logits[0], 3),
+            fmt(g.max_logits[-1], 3),
+        ]
         for g in result.fastest
-    ]  # fmt: skip
+    ]
     console.print("fastest-growing heads (largest |logit| per checkpoint step):", markup=False)
     table, dropped = formats.fit_rows(console, "", None, columns, rows)
     console.print(table)

@@ -38,8 +38,12 @@ def _same_shape(ckpts: Sequence[HFCheckpoint]) -> None:
     first = ckpts[0].spec
     for ckpt in ckpts[1:]:
         s = ckpt.spec
-        if (s.family, s.layers, s.heads, s.head_dim) != (first.family, first.layers, first.heads,
-                                                          first.head_dim):  # fmt: skip
+        if (s.family, s.layers, s.heads, s.head_dim) != (
+            first.family,
+            first.layers,
+            first.heads,
+            first.head_dim,
+        ):
             raise VarcheckError(
                 f"{cut(str(ckpt.path))}: {s.family}, {s.layers} layers × {s.heads} heads of "
                 f"{s.head_dim}; the first checkpoint is {first.family}, {first.layers} × "
@@ -87,8 +91,14 @@ def audit_run(
         )
     audits = []
     for ckpt in ckpts:
-        one = audit_hf(ckpt, ids=ids, layers=chosen, heads=heads, confidence=confidence,
-                       max_seconds=max_seconds)  # fmt: skip
+        one = audit_hf(
+            ckpt,
+            ids=ids,
+            layers=chosen,
+            heads=heads,
+            confidence=confidence,
+            max_seconds=max_seconds,
+        )
         audits.append(one)
         if one.interrupted:
             break
@@ -112,8 +122,9 @@ def trend(audits: Sequence[CheckpointAudit], confidence: float) -> TrendResult:
     )
 
 
-def _growth(audits: Sequence[CheckpointAudit], index: int, key: tuple[int, int],
-            confidence: float) -> HeadGrowth:  # fmt: skip
+def _growth(
+    audits: Sequence[CheckpointAudit], index: int, key: tuple[int, int], confidence: float
+) -> HeadGrowth:
     """Per sequence, the slope of log max |logit| over checkpoints; their mean, exponentiated."""
     maxima = np.stack([a.sequence_max[index] for a in audits])  # (checkpoints, sequences)
     logs = np.log(np.maximum(maxima, np.finfo(np.float64).tiny))

@@ -158,8 +158,13 @@ def _hf_compute(models, text_file, layers, heads, max_seconds, max_length, confi
     from ..audit.hf_figures import plot_checkpoint, plot_trend
     from ..audit.hf_render import render_checkpoint, render_trend
 
-    options = {"text_file": text_file, "layers": layers, "heads": heads, "max_length": max_length,
-               "confidence": confidence}  # fmt: skip
+    options = {
+        "text_file": text_file,
+        "layers": layers,
+        "heads": heads,
+        "max_length": max_length,
+        "confidence": confidence,
+    }
     if max_seconds is not None:
         options["max_seconds"] = max_seconds
     if len(models) > 1:
