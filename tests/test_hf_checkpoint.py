@@ -215,3 +215,25 @@ def test_malformed_checkpoint_is_one_line_before_allocation(tmp_path: Path, how:
     assert "\n" not in message and MALFORMED[how] in message
     # what is read: config, index, headers; reading a small file reserves its size limit first
     assert peak < MAX_INDEX_BYTES + (4 << 20)
+
+
+def test_interrupt_keeps_the_finished_layers(folders: dict, monkeypatch) -> None:  # noqa: ANN001
+    """Ctrl-C (KeyboardInterrupt) during layer 1: layer 0's heads are returned, marked."""
+    real = hf_forward.block
+
+    def block(spec, w, layer, h, mask):  # noqa: ANN001, ANN202
+        if layer == 1:
+            raise KeyboardInterrupt
+        return real(spec, w, layer, h, mask)
+
+    monkeypatch.setattr(hf_forward, "block", block)
+    result = audit_hf(folders["qwen3"], sentences=TEXT)
+    assert result.interrupted and result.exit_code == 130
+    assert {h.layer for h in result.heads} == {0}
+    assert result.sequence_max.shape == (4, len(TEXT))
+
+
+def test_beta_unit_gives_unit_variance(audits: dict) -> None:
+    for h in audits["gemma2"].heads:
+        assert (h.beta_unit / h.scale) ** 2 * h.scaled_var == pytest.approx(1.0)
+        assert h.beta_unit_ci.low <= h.beta_unit <= h.beta_unit_ci.high

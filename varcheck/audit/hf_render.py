@@ -3,7 +3,9 @@
 The table keeps, at any width, each head's layer and number, its scaled variance with its
 interval and its maximum logit; the sink ratio, entropy, mean per-sequence maximum and 99.9 %
 quantile, then their intervals, are left out first on a narrow terminal (a note names them).
-Text that comes from the checkpoint (token texts, its name) is printed as text, never markup.
+β_unit is the multiplier of q·k that would give unit variance (the declared scale over the
+root of the scaled variance). Text that comes from the checkpoint (token texts, its name) is
+printed as text, never markup.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def _head_record(h: HeadMetrics) -> dict[str, Any]:
         **_ends("entropy", h.entropy_ci),
         "sink": h.sink,
         **_ends("sink", h.sink_ci),
+        "beta_unit": h.beta_unit,
+        **_ends("beta_unit", h.beta_unit_ci),
         "pairs": h.pairs,
     }
 
@@ -105,6 +109,7 @@ _COLUMNS = [
     Column("sink int.", "right", 3),
     Column("entropy int.", "right", 2),
     Column("mean max int.", "right", 1),
+    Column("β_unit", "right", 8),
 ]
 
 
@@ -122,6 +127,7 @@ def _cells(h: HeadMetrics) -> list[str]:
         _span(h.sink_ci),
         _span(h.entropy_ci),
         _span(h.mean_max_ci),
+        fmt(h.beta_unit, 3),
     ]
 
 

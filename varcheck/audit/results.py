@@ -9,6 +9,7 @@ pairs looked at, and no interval for the quantile has been shown calibrated here
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,6 +68,19 @@ class HeadMetrics:
     sink: float
     sink_ci: ConfidenceInterval
     pairs: int
+
+    @property
+    def beta_unit(self) -> float:
+        """The multiplier of q·k that would give unit variance: scale / √scaled_var."""
+        return self.scale / math.sqrt(self.scaled_var) if self.scaled_var > 0 else math.nan
+
+    @property
+    def beta_unit_ci(self) -> ConfidenceInterval:
+        """:attr:`beta_unit`'s interval, from the scaled variance's (a monotone map)."""
+        low, high = self.scaled_var_ci
+        if not (low > 0 and high > 0):
+            return ConfidenceInterval(math.nan, math.nan)
+        return ConfidenceInterval(self.scale / math.sqrt(high), self.scale / math.sqrt(low))
 
 
 @dataclass(frozen=True)
