@@ -134,10 +134,12 @@ def test_sharded_checkpoint_reads_as_one_file(folders: dict, tmp_path: Path) -> 
     tensors = load_file(str(source / "model.safetensors"))
     names = sorted(tensors)
     halves = {"a.safetensors": names[::2], "b.safetensors": names[1::2]}
-    folder = tmp_path / "sharded"
+    folder, blobs = tmp_path / "sharded", tmp_path / "blobs"
     folder.mkdir()
-    for file, keys in halves.items():
-        save_file({k: tensors[k] for k in keys}, str(folder / file))
+    blobs.mkdir()
+    for file, keys in halves.items():  # linked to blobs, as in the Hugging Face cache
+        save_file({k: tensors[k] for k in keys}, str(blobs / file))
+        (folder / file).symlink_to(blobs / file)
     weight_map = {k: f for f, keys in halves.items() for k in keys}
     (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
     for extra in ("config.json", "tokenizer.json"):
