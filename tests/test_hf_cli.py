@@ -62,3 +62,10 @@ def test_malformed_directory_exits_2_in_one_line(run_cli, tmp_path: Path, change
     out = run_cli("audit", str(folder))
     assert out.exit_code == 2
     assert len(out.output.strip().splitlines()) == 1
+
+
+def test_heads_on_the_encoder_audit_is_refused(run_cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """--heads does nothing for a BERT directory's audit: refused, not ignored."""
+    folder = write_checkpoint(tmp_path / "bert", "bert")
+    out = run_cli("audit", str(folder), "--heads", "0")
+    assert out.exit_code == 2 and "--heads and --max-seconds apply to" in out.output

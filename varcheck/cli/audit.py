@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..errors import VarcheckError
 from . import exit_codes_help
 from .options import (
     confidence_option,
@@ -115,6 +116,11 @@ def command(
         compute, render, figure = hf
         result = run(lambda: compute(), render, **output, figure=figure)
         return result.exit_code
+    if heads != "all" or max_seconds is not None:
+        raise VarcheckError(
+            "--heads and --max-seconds apply to Hugging Face directories other than BERT and to "
+            "several checkpoints; accepted here: --layers (this audit's time is planned for you)"
+        )
     model = models[0]
 
     if is_decoder_model(model):
