@@ -610,11 +610,13 @@ def test_cli_errors_exit_2_with_one_line(run_cli, tmp_path, args, fragment):
 
 
 @needs_extra
-def test_cli_not_bert_exit_2(run_cli, tmp_path):
-    folder = _tiny_checkpoint(tmp_path, config_changes={"model_type": "roberta"})
+def test_cli_unknown_model_type_exit_2(run_cli, tmp_path):
+    """A directory of a family no audit reads: one line naming the model types accepted."""
+    folder = _tiny_checkpoint(tmp_path, config_changes={"model_type": "xlnet"})
     result = run_cli("audit", str(folder))
     assert result.exit_code == 2
-    assert "only BERT-style" in result.output and len(result.output.strip().splitlines()) == 1
+    assert "'xlnet' is not read; accepted: bert, roberta, gpt2" in result.output
+    assert len(result.output.strip().splitlines()) == 1
 
 
 def test_cli_missing_extra_exit_2(run_cli, monkeypatch, tmp_path):

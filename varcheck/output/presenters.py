@@ -73,6 +73,16 @@ PRESENTERS: dict[str, Presenter] = {
     "varcheck.audit.decoder.DecoderAuditResult": _family(
         "audit", "render_decoder", "decoder_dict", "plot_decoder_audit"
     ),
+    "varcheck.audit.results.CheckpointAudit": Presenter(
+        "varcheck.audit.hf_render:render_checkpoint",
+        "varcheck.audit.hf_render:checkpoint_dict",
+        "varcheck.audit.hf_figures:plot_checkpoint",
+    ),
+    "varcheck.audit.results.TrendResult": Presenter(
+        "varcheck.audit.hf_render:render_trend",
+        "varcheck.audit.hf_render:trend_dict",
+        "varcheck.audit.hf_figures:plot_trend",
+    ),
     "varcheck.kernels.probe.ProbeSweepResult": _family(
         "kernels", "render_probe", "probe_sweep_dict", "plot_probe"
     ),
