@@ -417,6 +417,33 @@ def _pinned(program: str, args: list[str], folder: Path) -> list[str]:
     return [*args, "--seed", str(DOC_SEED)]
 
 
+#: options that start worker processes: such a command runs as a process of its own, as the
+#: page shows it (a pool forked from a pytest worker would carry that worker's state)
+IN_A_PROCESS_OF_ITS_OWN = {"--workers", "--scheduler"}
+
+
+def _in_process(args: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
+    """``varcheck ARGS`` run by its entry point ``main`` in this process, in ``folder``, with
+    the environment a subprocess would get: what is checked (exit status, output, files
+    written) is the command's, and a fresh interpreter for each page's command would cost a
+    second of imports each. ``main`` puts the signal handlers back; the folder is put back
+    here."""
+    import click
+    from click.testing import CliRunner
+
+    from varcheck.cli import main
+
+    command = click.Command("varcheck", callback=lambda: main(list(args)))
+    env = {"COLUMNS": "150", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        res = CliRunner().invoke(command, [], env=env, catch_exceptions=False)
+    finally:
+        os.chdir(before)
+    return subprocess.CompletedProcess(["varcheck", *args], res.exit_code, res.stdout, res.stderr)
+
+
 def _executable(program: str) -> list[str]:
     """The installed entry point beside this interpreter, else ``python -m``; pytest without
     its cache (the folder is shared by every example) and in file order, as the pages show it
@@ -454,17 +481,20 @@ def _run(example: Example, folder: Path) -> subprocess.CompletedProcess[str]:
         if placeholder in args and not (folder / placeholder).exists():
             make(folder)
     args = _pinned(program, args, folder)
-    env = {k: v for k, v in os.environ.items() if k not in {"FORCE_COLOR", "TTY_COMPATIBLE"}}
-    env.update(COLUMNS="150", NO_COLOR="1")
-    done = subprocess.run(
-        [*_executable(program), *args],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    if program == "varcheck" and not IN_A_PROCESS_OF_ITS_OWN & set(args):
+        done = _in_process(args, folder)
+    else:
+        env = {k: v for k, v in os.environ.items() if k not in {"FORCE_COLOR", "TTY_COMPATIBLE"}}
+        env.update(COLUMNS="150", NO_COLOR="1")
+        done = subprocess.run(
+            [*_executable(program), *args],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     shown = f"$ {program} {shlex.join(args)}\n{done.stdout}\n{done.stderr}"
     assert done.returncode == example.exit_code, f"{example.id}: exit {done.returncode}\n{shown}"
     assert "Traceback" not in done.stderr, f"{example.id}: a traceback\n{shown}"
