@@ -101,7 +101,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups
+@pytest.hookimpl(trylast=True)  # after -k and -m, and after xdist's own reading of the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Leave out the tests marked ``long`` unless ``--long`` is given (docs/testing.md: they
     repeat a calibration or power check of the suite over more seeds or laws, by `make
@@ -111,10 +111,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if long:
             config.hook.pytest_deselected(items=long)
             items[:] = [item for item in items if item.get_closest_marker("long") is None]
+    grouping = getattr(config.option, "loadgroup", False)  # set in an xdist worker
     for item in items:
         module = item.module.__name__ if getattr(item, "module", None) else ""
-        if module in ONE_WORKER_MODULES:
-            item.add_marker(pytest.mark.xdist_group(module))
+        if module not in ONE_WORKER_MODULES:
+            continue
+        item.add_marker(pytest.mark.xdist_group(module))
+        if grouping and "@" not in item.nodeid:
+            # what xdist 3.8 does to name the group (a suffix of the test's id), which under
+            # pytest 9 (ids kept as `_id`, no longer `_nodeid`) no longer takes effect
+            item._id = type(item._id).parse(f"{item.nodeid}@{module}")
 
 
 @pytest.fixture(autouse=True)
