@@ -2,11 +2,11 @@
 code, in sweep, assert, check, audit, beta and probe.
 
 Cases that could hang or eat memory if a guard regressed (claim expressions, devices, FIFOs,
-huge budgets) run in subprocesses under a memory limit (RLIMIT_AS) and a timeout, several at a
-time; the option matrix is refused (or runs a tiny budget) in milliseconds and runs in-process.
+huge budgets) run in subprocesses under a memory limit (RLIMIT_AS) and a CPU limit
+(RLIMIT_CPU), several at a time; the option matrix is refused (or runs a tiny budget) in milliseconds and runs in-process.
 Files someone hands varcheck (GGUF and safetensors checkpoints, tokenizers, texts, .npz weights,
 claim files: ``hostile_cases.py``) each run in a child forked from a server that imported
-varcheck once, under 1.5 GiB of address space and a 20 s deadline. Every exit 2 must be one
+varcheck once, under 1.5 GiB of address space and 20 s of CPU. Every exit 2 must be one
 short line on stderr, with nothing on stdout; no run may print a raw control character.
 """
 
@@ -320,7 +320,7 @@ def test_option_edges(
     assert time.process_time() - start < 10
 
 
-# --- files someone hands varcheck (forked children, 1.5 GiB, 20 s) -----------------------------
+# --- files someone hands varcheck (forked children, 1.5 GiB, 20 s of CPU) ----------------------
 
 #: the address space and CPU seconds each hostile file may take (hostile_cases.Runner: the
 #: kernel stops a child past its CPU time; the wall-clock deadline there only catches a child
