@@ -122,7 +122,7 @@ def _interrupt(
         if not line:
             proc.kill()
             out, err = proc.communicate()
-            pytest.fail(f"the child never started computing: {err_head}{err}"[-2000:])
+            pytest.fail(f"the child never printed {until!r}: {err_head}{err}"[-2000:])
         err_head += line
     time.sleep(after)  # a few more blocks into the last row
     for i, sig in enumerate(signals):
