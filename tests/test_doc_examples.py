@@ -718,12 +718,13 @@ def test_generated_sections_are_current(
     generator with a ``--check`` mode says whether the pages still match what it would write.
 
     Its ``main(["--check"])`` runs in this process (a fresh interpreter would import numpy,
-    scipy and the models' libraries again for each script); the folder it changes to is put
-    back afterwards."""
+    scipy and the models' libraries again for each script); the folder it changes to and the
+    import path it extends are put back afterwards."""
     import importlib.util
 
     if '"--check"' not in script.read_text(encoding="utf-8"):
         pytest.skip(f"{script.name} has no --check mode: the blocks it writes are not checked")
+    monkeypatch.setattr(sys, "path", list(sys.path))
     spec = importlib.util.spec_from_file_location(f"_generate_{script.stem}", script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
