@@ -3,7 +3,8 @@ code, in sweep, assert, check, audit, beta and probe.
 
 Cases that could hang or eat memory if a guard regressed (claim expressions, devices, FIFOs,
 huge budgets) run in subprocesses under a memory limit (RLIMIT_AS) and a CPU limit
-(RLIMIT_CPU), several at a time; the option matrix is refused (or runs a tiny budget) in milliseconds and runs in-process.
+(RLIMIT_CPU), several at a time; the option matrix is refused (or runs a tiny budget) in
+milliseconds and runs in-process.
 Files someone hands varcheck (GGUF and safetensors checkpoints, tokenizers, texts, .npz weights,
 claim files: ``hostile_cases.py``) each run in a child forked from a server that imported
 varcheck once, under 1.5 GiB of address space and 20 s of CPU. Every exit 2 must be one
