@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 
-.PHONY: setup run test test-fast test-frameworks bench bench-docs docs lint format clean mutate \
+.PHONY: setup run test test-fast test-long test-frameworks bench bench-docs docs lint format clean mutate \
 	mutate-report dist dist-check
 
 $(STAMP): pyproject.toml Makefile
@@ -31,10 +31,16 @@ run: $(STAMP)
 ## lint + the whole test suite (this is what .ci/run calls), on two processes (pytest-xdist), in
 ## a random order (pytest-randomly: the seed is printed at the top; --randomly-seed=N repeats
 ## it). Its budget is 4 min on 2 quiet cores (docs/testing.md): the 20 slowest tests are listed
-## at the end, and a warning follows when the run took longer than the budget
+## at the end, and a warning follows when the run took longer than the budget. --dist loadgroup
+## keeps each module with costly module-scoped fixtures on one worker (tests/conftest.py)
 test: $(STAMP)
 	$(BIN)/ruff check varcheck tests bench docs/_generate tools examples
-	$(BIN)/pytest -n 2 --durations=20
+	$(BIN)/pytest -n 2 --dist loadgroup --durations=20
+
+## the longer calibration runs (tests marked long: more seeds and laws of checks that
+## `make test` runs on fewer; docs/testing.md gives their figures); not part of `make test`
+test-long: $(STAMP)
+	$(BIN)/pytest -n 2 --dist loadgroup --long -m long --durations=10
 
 ## tests without the statistical calibration suites
 test-fast: $(STAMP)

@@ -64,6 +64,64 @@ def _whole_suite(config: pytest.Config) -> bool:
 
 _STARTED = pytest.StashKey[float]()
 
+#: Modules whose module-scoped fixtures (a model's audit, a training run, every interrupted
+#: child of a signal test, the runs a pooled calibration test reuses) cost seconds: each is one
+#: xdist group, so that ``make test`` (``-n 2 --dist loadgroup``) computes them on one worker
+#: only, not once on each worker that gets some of the module's tests. Without ``--dist
+#: loadgroup`` the marks change nothing.
+ONE_WORKER_MODULES = frozenset(
+    {
+        "test_audit",
+        "test_audit_reference",
+        "test_audit_render",
+        "test_budget_rule",
+        "test_calibration",
+        "test_decoder_audit",
+        "test_decoder_render",
+        "test_exit_codes",
+        "test_llama_forward",
+        "test_paper_docs",
+        "test_paper_render",
+        "test_probe_display",
+        "test_probe_family",
+        "test_robustness_table",
+        "test_shared",
+        "test_signals",
+        "test_teaching_render",
+        "test_training",
+    }
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--long",
+        action="store_true",
+        help="also run the longer calibration runs (tests marked long; `make test-long`)",
+    )
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m, and after xdist's own reading of the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the tests marked ``long`` unless ``--long`` is given (docs/testing.md: they
+    repeat a calibration or power check of the suite over more seeds or laws, by `make
+    test-long`); put each of :data:`ONE_WORKER_MODULES` in an xdist group of its own."""
+    if not config.getoption("long"):
+        long = [item for item in items if item.get_closest_marker("long") is not None]
+        if long:
+            config.hook.pytest_deselected(items=long)
+            items[:] = [item for item in items if item.get_closest_marker("long") is None]
+    grouping = getattr(config.option, "loadgroup", False)  # set in an xdist worker
+    for item in items:
+        module = item.module.__name__ if getattr(item, "module", None) else ""
+        if module not in ONE_WORKER_MODULES:
+            continue
+        item.add_marker(pytest.mark.xdist_group(module))
+        if grouping and "@" not in item.nodeid:
+            # what xdist 3.8 does to name the group (a suffix of the test's id), which under
+            # pytest 9 (ids kept as `_id`, no longer `_nodeid`) no longer takes effect
+            item._id = type(item._id).parse(f"{item.nodeid}@{module}")
+
 
 @pytest.fixture(autouse=True)
 def _close_leftover_figures():

@@ -288,7 +288,7 @@ def truncate_after_load(folder: Path) -> None:
 
 
 def sigterm_while_tokenising(folder: Path) -> None:
-    """Send this process SIGTERM 0.2 s into the encoding of the text, noting when."""
+    """Send this process SIGTERM 0.2 s into the encoding of the text, noting its CPU time."""
     import signal
     import threading
 
@@ -298,7 +298,7 @@ def sigterm_while_tokenising(folder: Path) -> None:
 
     def encode(*args: Any) -> Any:
         def kill() -> None:
-            (folder / "killed_at").write_text(repr(time.time()))
+            (folder / "killed_at").write_text(repr(time.process_time()))
             os.kill(os.getpid(), signal.SIGTERM)
 
         threading.Timer(0.2, kill).start()
@@ -486,18 +486,22 @@ CASES: dict[str, Case] = GGUF_CASES | BERT_CASES | TEXT_CASES | NPZ_CASES | CLAI
 
 class Ran(NamedTuple):
     """A case's run: exit status (``"timeout"``, or minus the signal that killed it), what it
-    printed, its wall time, and its peak resident memory in bytes (``None`` when it died)."""
+    printed, its wall time, its peak resident memory in bytes and its CPU seconds (``None``
+    when it died)."""
 
     code: int | str
     out: str
     err: str
     seconds: float
     peak: int | None
+    cpu: float | None = None
 
 
-def _child(args: Sequence[str], folder: str, hook: str | None, limit: int) -> None:
-    """In the forked child: the memory limit, the output to files, the hook, the command."""
+def _child(args: Sequence[str], folder: str, hook: str | None, limit: int, cpu: float) -> None:
+    """In the forked child: the memory and CPU limits, the output to files, the hook, the
+    command."""
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CPU, (int(cpu), int(cpu) + 5))
     os.chdir(folder)
     for fd, name in ((1, "stdout"), (2, "stderr")):
         os.dup2(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
@@ -515,8 +519,9 @@ def _child(args: Sequence[str], folder: str, hook: str | None, limit: int) -> No
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        Path("peak").write_text(str(peak))
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        Path("peak").write_text(str(usage.ru_maxrss * 1024))
+        Path("cpu").write_text(repr(time.process_time()))
         os._exit(code)
 
 
@@ -534,6 +539,11 @@ PRELOAD = (
 )
 
 
+#: wall-clock seconds after which a child is taken to be blocked for good (not computing: its
+#: CPU limit stops a computation), far above what a loaded machine needs
+WALL_SECONDS = 300.0
+
+
 class Runner:
     """Runs command lines in children forked from a server that imported varcheck's heavy
     dependencies once."""
@@ -547,12 +557,17 @@ class Runner:
     def run(
         self, args: Sequence[str], folder: Path, *, hook: str | None, limit: int, timeout: float
     ) -> Ran:
-        for name in ("stdout", "stderr", "peak"):
+        """Run ``args`` in a child with ``limit`` bytes of address space and ``timeout`` seconds
+        of CPU (past which the kernel stops it: exit -24); a child still alive after
+        ``WALL_SECONDS`` is blocked for good and killed (``"timeout"``)."""
+        for name in ("stdout", "stderr", "peak", "cpu"):
             (folder / name).unlink(missing_ok=True)
         start = time.monotonic()
-        child = self.context.Process(target=_child, args=(tuple(args), str(folder), hook, limit))
+        child = self.context.Process(
+            target=_child, args=(tuple(args), str(folder), hook, limit, timeout)
+        )
         child.start()
-        child.join(timeout)
+        child.join(WALL_SECONDS)
         code: int | str
         if child.is_alive():
             child.kill()
@@ -563,7 +578,8 @@ class Runner:
         seconds = time.monotonic() - start
         read = lambda name: (folder / name).read_text("utf-8", "replace")  # noqa: E731
         peak = int(read("peak")) if (folder / "peak").exists() else None
-        return Ran(code, read("stdout"), read("stderr"), seconds, peak)
+        cpu = float(read("cpu")) if (folder / "cpu").exists() else None
+        return Ran(code, read("stdout"), read("stderr"), seconds, peak, cpu)
 
 
 def _importable(module: str) -> bool:

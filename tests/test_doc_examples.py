@@ -417,6 +417,33 @@ def _pinned(program: str, args: list[str], folder: Path) -> list[str]:
     return [*args, "--seed", str(DOC_SEED)]
 
 
+#: options that start worker processes: such a command runs as a process of its own, as the
+#: page shows it (a pool forked from a pytest worker would carry that worker's state)
+IN_A_PROCESS_OF_ITS_OWN = {"--workers", "--scheduler"}
+
+
+def _in_process(args: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
+    """``varcheck ARGS`` run by its entry point ``main`` in this process, in ``folder``, with
+    the environment a subprocess would get: what is checked (exit status, output, files
+    written) is the command's, and a fresh interpreter for each page's command would cost a
+    second of imports each. ``main`` puts the signal handlers back; the folder is put back
+    here."""
+    import click
+    from click.testing import CliRunner
+
+    from varcheck.cli import main
+
+    command = click.Command("varcheck", callback=lambda: main(list(args)))
+    env = {"COLUMNS": "150", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        res = CliRunner().invoke(command, [], env=env, catch_exceptions=False)
+    finally:
+        os.chdir(before)
+    return subprocess.CompletedProcess(["varcheck", *args], res.exit_code, res.stdout, res.stderr)
+
+
 def _executable(program: str) -> list[str]:
     """The installed entry point beside this interpreter, else ``python -m``; pytest without
     its cache (the folder is shared by every example) and in file order, as the pages show it
@@ -454,17 +481,20 @@ def _run(example: Example, folder: Path) -> subprocess.CompletedProcess[str]:
         if placeholder in args and not (folder / placeholder).exists():
             make(folder)
     args = _pinned(program, args, folder)
-    env = {k: v for k, v in os.environ.items() if k not in {"FORCE_COLOR", "TTY_COMPATIBLE"}}
-    env.update(COLUMNS="150", NO_COLOR="1")
-    done = subprocess.run(
-        [*_executable(program), *args],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    if program == "varcheck" and not IN_A_PROCESS_OF_ITS_OWN & set(args):
+        done = _in_process(args, folder)
+    else:
+        env = {k: v for k, v in os.environ.items() if k not in {"FORCE_COLOR", "TTY_COMPATIBLE"}}
+        env.update(COLUMNS="150", NO_COLOR="1")
+        done = subprocess.run(
+            [*_executable(program), *args],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     shown = f"$ {program} {shlex.join(args)}\n{done.stdout}\n{done.stderr}"
     assert done.returncode == example.exit_code, f"{example.id}: exit {done.returncode}\n{shown}"
     assert "Traceback" not in done.stderr, f"{example.id}: a traceback\n{shown}"
@@ -671,24 +701,39 @@ def test_toml_example(example: Example) -> None:
     tomllib.loads(example.code)
 
 
-GENERATORS = sorted((ROOT / "docs" / "_generate").glob("*.py"))
+#: the generators whose ``--check`` runs here; tutorial.py's (the notebook page rebuilt and
+#: compared) is tests/test_tutorial.py's first test, which would only run a second time here
+GENERATORS = [
+    path
+    for path in sorted((ROOT / "docs" / "_generate").glob("*.py"))
+    if path.name != "tutorial.py"
+]
 
 
 @pytest.mark.parametrize("script", GENERATORS, ids=lambda path: path.name)
-def test_generated_sections_are_current(script: Path) -> None:
+def test_generated_sections_are_current(
+    script: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The tables between ``<!-- generated:NAME -->`` markers are command output too: a
-    generator with a ``--check`` mode says whether the pages still match what it would write."""
+    generator with a ``--check`` mode says whether the pages still match what it would write.
+
+    Its ``main(["--check"])`` runs in this process (a fresh interpreter would import numpy,
+    scipy and the models' libraries again for each script); the folder it changes to and the
+    import path it extends are put back afterwards."""
+    import importlib.util
+
     if '"--check"' not in script.read_text(encoding="utf-8"):
         pytest.skip(f"{script.name} has no --check mode: the blocks it writes are not checked")
-    done = subprocess.run(
-        [sys.executable, str(script), "--check"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, f"{script.name} --check: {done.stdout}{done.stderr}"
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    spec = importlib.util.spec_from_file_location(f"_generate_{script.stem}", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "argv", [str(script), "--check"])
+    code = module.main(["--check"])
+    out, err = capsys.readouterr()
+    assert code == 0, f"{script.name} --check: {out}{err}"
 
 
 @pytest.mark.parametrize(

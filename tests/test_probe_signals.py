@@ -136,14 +136,22 @@ def test_an_interrupt_keeps_the_d_k_under_way(kernels: str, name: str, code: int
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert proc.stderr is not None
-    deadline = time.monotonic() + 60
-    seen = ""
-    while MARK not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stderr], [], [], 1.0)
-        if ready:
-            seen += proc.stderr.readline()
-    proc.send_signal(getattr(signal, f"SIG{name}"))
-    out, err = proc.communicate(timeout=60)
+    # guards against a child that hangs, not speed limits: a loaded machine took over a minute
+    # to start one (and a child left running on a failure would warn in a later test)
+    try:
+        deadline = time.monotonic() + 600
+        seen = ""
+        while MARK not in seen and time.monotonic() < deadline and proc.poll() is None:
+            ready, _, _ = select.select([proc.stderr], [], [], 1.0)
+            if ready:
+                seen += proc.stderr.readline()
+        assert MARK in seen, f"the child never started the probe: {seen[-1000:]}"
+        proc.send_signal(getattr(signal, f"SIG{name}"))
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == code, err[-1000:]
     assert "Traceback" not in err
     if fmt == "json":
