@@ -17,6 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from processes import default_sigint
 from rich.console import Console
 from test_audit import _tiny_checkpoint
 
@@ -358,6 +359,7 @@ def test_signals_keep_the_layers_finished(tmp_path, sig, status, fmt):
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
+        preexec_fn=default_sigint,
     )  # fmt: skip
     try:
         # guards against a hang, not speed limits (a loaded machine starts a child slowly)

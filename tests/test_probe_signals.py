@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from processes import default_sigint
 
 import varcheck
 from varcheck.core.estimation import MIN_BLOCKS
@@ -133,7 +134,7 @@ def test_an_interrupt_keeps_the_d_k_under_way(kernels: str, name: str, code: int
     proc = subprocess.Popen(
         [sys.executable, "-m", "varcheck", "probe", f"{kernels}:announced", "--dk", "64",
          "--samples", "100000", "--seed", "1", "--format", fmt],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
     )  # fmt: skip
     assert proc.stderr is not None
     # guards against a child that hangs, not speed limits: a loaded machine took over a minute
