@@ -19,7 +19,7 @@ per-row level α/m of its Holm family.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Protocol
 
@@ -28,6 +28,7 @@ from .estimation import _hall_inverse, hall_transform, normal_quantile, t_quanti
 __all__ = [
     "APPROXIMATE_SKEW",
     "DEFAULT_POWER",
+    "LOW_POWER_AT_CLAIM",
     "Detectable",
     "detectable_error",
     "detectable_of",
@@ -47,6 +48,9 @@ APPROXIMATE_SKEW = 0.07
 
 #: fewer blocks than this: the run's own SE is too noisy for a calibrated figure
 APPROXIMATE_BLOCKS = 30
+
+#: below this TOST power at the claim, a tolerance claim's result carries a caution
+LOW_POWER_AT_CLAIM = 0.8
 
 
 class _Estimate(Protocol):
@@ -76,6 +80,10 @@ class Detectable:
     approximate : bool
         True when the calibration is first-order only: log-scale intervals, skewed influence
         values for the number of blocks, or too few blocks (docs/power.md).
+    power_at_claim : float or None
+        For a tolerance claim, the probability that a true claim passes (the TOST's power at
+        the claim, :func:`tost_power`, at the family's α: the TOST is never adjusted); ``None``
+        without a tolerance.
     """
 
     above: float
@@ -84,6 +92,7 @@ class Detectable:
     alpha: float
     family: int
     approximate: bool
+    power_at_claim: float | None = None
 
     @property
     def error(self) -> float:
@@ -214,8 +223,9 @@ def detectable_of(
     family: int = 1,
     tolerance: float | None = None,
 ) -> Detectable:
-    """:func:`detectable_error` from an estimate object (``VarianceEstimate`` or alike)."""
-    return detectable_error(
+    """:func:`detectable_error` from an estimate object (``VarianceEstimate`` or alike), with
+    the TOST's power at the claim (:func:`tost_power`) for a tolerance claim."""
+    det = detectable_error(
         est.var,
         est.se,
         blocks=est.blocks,
@@ -226,6 +236,18 @@ def detectable_of(
         method=est.interval_method,
         tolerance=tolerance,
     )
+    if tolerance is None:
+        return det
+    at_claim = tost_power(
+        est.var,
+        est.se,
+        tolerance=tolerance,
+        blocks=est.blocks,
+        skewness=est.skewness if math.isfinite(est.skewness) else 0.0,
+        alpha=alpha,
+        method=est.interval_method,
+    )
+    return replace(det, power_at_claim=at_claim)
 
 
 def tost_power(
