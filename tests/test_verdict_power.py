@@ -80,7 +80,7 @@ def test_a_weak_tolerance_test_says_how_often_a_true_claim_passes_and_what_would
     assert res.detectable.power_at_claim < 0.01
     assert res.detectable.above > 0.02 and res.detectable.below > 0.02  # beyond the band
     text = _written(render_verify, res, "table")
-    assert "a true claim passes this test with probability 0.00 (below 0.8: use a tolerance" in text
+    assert "a true claim passes this test with probability 0 (below 0.8: use a tolerance" in text
 
 
 def test_a_run_without_a_valid_test_states_no_figure() -> None:

@@ -518,7 +518,8 @@ def _detectable_lines(result: VerifyResult) -> list[str]:
     lines = [f"  this run {formats.detectable_text(det, what)}"]
     if det.power_at_claim is None:
         return lines
-    line = f"  a true claim passes this test with probability {det.power_at_claim:.2f}"
+    shown = math.floor(det.power_at_claim * 1000) / 1000  # never rounded up
+    line = f"  a true claim passes this test with probability {shown:g}"
     if det.power_at_claim < LOW_POWER_AT_CLAIM and result.raw is not None:
         line += f" (below {LOW_POWER_AT_CLAIM:g}: {_lift_power(result)})"
     return [*lines, line]

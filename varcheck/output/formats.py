@@ -143,13 +143,12 @@ def detectable_fields(det: Any) -> dict[str, Any]:
 
 
 def detectable_cell(det: Any) -> str:
-    """A table cell for what a test could have caught: ``±1.5%``, ``+16%/−14%`` when the two
-    sides differ, ``≈`` in front where the figure is approximate, ``—`` without a valid test."""
+    """A table cell for what a test could have caught: ``±1.5%``, the larger side (a deviation
+    that large is caught either way), ``≈`` in front where the figure is approximate, ``—``
+    without a valid test."""
     if det is None:
         return "—"
-    above, below = percent_up(det.above), percent_up(det.below)
-    cell = f"±{above}" if above == below else f"+{above}/−{below}"
-    return ("≈" if det.approximate else "") + cell
+    return ("≈" if det.approximate else "") + "±" + percent_up(det.error)
 
 
 def detectable_text(det: Any, what: str = "an error") -> str:
