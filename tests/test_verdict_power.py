@@ -7,19 +7,27 @@ calibration of the figure itself is tests/test_power.py's.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
+import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 import varcheck
 from varcheck.checks.render import check_to_junit, render_check, render_sweep, render_verify
+from varcheck.core.estimation import MIN_BLOCKS
 from varcheck.core.power import detectable_of
+from varcheck.kernels.render import render_probe, render_probe_row
 from varcheck.output.formats import DETECTABLE_KEYS, detectable_cell, percent_up
 
 ALPHA = 1 - 0.95  # as the runs compute it from their confidence
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import attention_kernels as ak  # noqa: E402
+
 FILE = """
 [defaults]
 seed = 3
@@ -134,3 +142,23 @@ def test_check_rows_are_sized_at_the_files_family_in_every_format(checked) -> No
     }
     assert float(props["d_k=16 detectable_error"]) == rows[1].detectable.error
     assert props["d_k=8 detectable_approximate"] in ("true", "false")
+
+
+def test_a_probe_states_its_weakest_heads_figure_in_the_scale() -> None:
+    """Every head of every d_k is one test of the Holm family; the row states the weakest
+    head's figure, in its JSON, CSV and paragraph."""
+    noisy = functools.partial(ak.noisy, noise=0.3)
+    res = varcheck.probe_sweep(noisy, [8, 16], queries=16, keys=16, samples=MIN_BLOCKS, seed=1)
+    family = sum(len(row.per_head) for row in res.rows)
+    for row in res.rows:
+        heads = [h.detectable for h in row.per_head]
+        assert {d.family for d in heads} == {family}
+        assert row.detectable == max(heads, key=lambda d: d.error)
+    data = json.loads(_written(render_probe, res, "json"))["rows"]
+    assert data[1]["detectable_error"] == pytest.approx(res.rows[1].detectable.error)
+    assert data[1]["per_head"][0]["detectable_alpha"] == pytest.approx(ALPHA / family)
+    assert "detectable_error" in _written(render_probe, res, "csv").splitlines()[1]
+    one = varcheck.probe(noisy, 16, queries=16, keys=16, samples=MIN_BLOCKS, seed=1)
+    above, below = percent_up(one.detectable.above), percent_up(one.detectable.below)
+    said = f"≥ {above} either way" if above == below else f"≥ +{above} / −{below}"
+    assert f"would have caught a scale error of {said}" in _written(render_probe_row, one, "table")

@@ -518,8 +518,8 @@ def _detectable_lines(result: VerifyResult) -> list[str]:
     lines = [f"  this run {formats.detectable_text(det, what)}"]
     if det.power_at_claim is None:
         return lines
-    shown = math.floor(det.power_at_claim * 1000) / 1000  # never rounded up
-    line = f"  a true claim passes this test with probability {shown:g}"
+    shown = formats.probability_down(det.power_at_claim)
+    line = f"  a true claim passes this test with probability {shown}"
     if det.power_at_claim < LOW_POWER_AT_CLAIM and result.raw is not None:
         line += f" (below {LOW_POWER_AT_CLAIM:g}: {_lift_power(result)})"
     return [*lines, line]

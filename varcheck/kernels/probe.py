@@ -8,6 +8,7 @@ the heads of a 4-D kernel (and the rows of a sweep) are one family under Holm's 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from ..core.options import (
     valid_count,
     valid_tolerance,
 )
+from ..core.power import Detectable, detectable_of
 from ..core.probe import budget, cost, judge
 from ..core.probe.measure import Measurement, PartialMeasurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
@@ -119,7 +121,10 @@ class HeadScale:
     p-value that its scale lies outside the band (a fail needs it below alpha; Holm-adjusted
     over every head and d_k instead of ``p_value``); both ``None`` without a tolerance. A head
     of a row without a valid interval (too few calls, or too small a design) has outcome
-    ``unreliable``, ``nan`` interval ends and p-values.
+    ``unreliable``, ``nan`` interval ends and p-values. ``detectable`` is what the head's test
+    could have caught (:func:`~varcheck.core.power.detectable_of`): the relative error of the
+    *scale* it detects with 90% power at α/m, m the heads × d_k Holm adjusts over; ``None``
+    without a valid test.
     """
 
     head: int
@@ -130,6 +135,7 @@ class HeadScale:
     raw_p_value: float = float("nan")
     p_equivalence: float | None = None
     p_outside: float | None = None
+    detectable: Detectable | None = None
 
 
 @dataclass(frozen=True, repr=False)
@@ -194,6 +200,11 @@ class ProbeResult(Displayable):
         When a fixed ``samples`` was below what a valid interval needs, the calls it needs.
     precision : float
         The interval's relative half-width (``nan`` without one).
+    detectable : Detectable or None
+        The weakest head's :attr:`HeadScale.detectable` (the largest error): a scale error
+        shared by every head is caught by each with at least that power, so the row fails with
+        at least 90%. With a tolerance, ``power_at_claim`` is also the weakest head's, an upper
+        bound on the chance that a true row (every head) passes.
     """
 
     kernel: KernelTarget
@@ -239,6 +250,7 @@ class ProbeResult(Displayable):
     returned: str = "float64"
     format_source: str = "returned"
     min_samples: int | None = None
+    detectable: Detectable | None = None
     version: str = field(default=__version__)
 
     @property
@@ -377,6 +389,7 @@ def judge_rows(
         judge.head_p_values(m, e, tolerance) for m, e in zip(measurements, expected, strict=True)
     ]
     adjusted = iter(adjusted_p_values([p for row in tests for p in row]))
+    family = sum(not math.isnan(p.p_fail) for row in tests for p in row)
     out = []
     for m, e, row in zip(measurements, expected, tests, strict=True):
         ps = [next(adjusted) for _ in row]
@@ -392,6 +405,9 @@ def judge_rows(
                 own.p_value,
                 p.p_equivalence,
                 p.p_outside,
+                None
+                if math.isnan(own.p_fail) or not h.scale > 0
+                else detectable_of(h, alpha=alpha, family=family, tolerance=tolerance),
             )
             for i, (h, own, p, d) in enumerate(zip(m.heads, row, ps, decisions, strict=True))
         ]
@@ -468,8 +484,19 @@ def _result(
         returned=m.format.returned,
         format_source=m.format.source,
         min_samples=budget.min_calls(m),
+        detectable=_weakest(heads),
         **_equivalence(m, heads, tolerance, confidence),
     )
+
+
+def _weakest(heads: list[HeadScale]) -> Detectable | None:
+    """The largest detectable error over the heads, with the lowest power at the claim."""
+    found = [h.detectable for h in heads if h.detectable is not None]
+    if not found:
+        return None
+    weakest = max(found, key=lambda det: det.error)
+    powers = [det.power_at_claim for det in found if det.power_at_claim is not None]
+    return dataclasses.replace(weakest, power_at_claim=min(powers)) if powers else weakest
 
 
 def _pooled(m: Measurement) -> tuple[float, float, ConfidenceInterval, float]:

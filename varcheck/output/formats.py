@@ -40,6 +40,7 @@ __all__ = [
     "plain_table",
     "json_clean",
     "percent_up",
+    "probability_down",
     "records_to_csv",
     "records_to_markdown",
     "styled",
@@ -93,13 +94,15 @@ def fmt_p(p: float) -> str:
 
 
 def percent_up(x: float) -> str:
-    """A relative error as a percentage rounded *up* to two significant digits (never smaller
-    than the figure it stands for)."""
+    """A relative error as a percentage rounded *up* to two significant digits, and at least
+    0.01% (never smaller than the figure it stands for)."""
     if not math.isfinite(x):
         return "∞"
     pct = 100.0 * x
     if pct <= 0:
         return "0%"
+    if pct < 0.01:  # an exact kernel's: a bound, not a string of zeros
+        return "0.01%"
     step = 10.0 ** (math.floor(math.log10(pct)) - 1)
     up = math.ceil(pct / step - 1e-9) * step
     return f"{up:.{max(0, 1 - int(math.floor(math.log10(up))))}f}%"
@@ -140,6 +143,12 @@ def detectable_fields(det: Any) -> dict[str, Any]:
             strict=True,
         )
     )
+
+
+def probability_down(p: float) -> str:
+    """A probability to three decimals rounded *down* (``0.997``, ``0``): a chance of passing is
+    never shown larger than it is."""
+    return f"{math.floor(p * 1000) / 1000:g}"
 
 
 def detectable_cell(det: Any) -> str:
