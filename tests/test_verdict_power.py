@@ -162,3 +162,18 @@ def test_a_probe_states_its_weakest_heads_figure_in_the_scale() -> None:
     above, below = percent_up(one.detectable.above), percent_up(one.detectable.below)
     said = f"≥ {above} either way" if above == below else f"≥ +{above} / −{below}"
     assert f"would have caught a scale error of {said}" in _written(render_probe_row, one, "table")
+
+
+def test_a_claim_files_probe_row_states_its_weakest_heads_figure(tmp_path: Path) -> None:
+    """A probe claim's heads are tests of the file's Holm family (with the variance claim)."""
+    kernel = Path(ak.__file__).resolve()
+    path = tmp_path / "claims.toml"
+    path.write_text(
+        f'[defaults]\nseed = 1\nsamples = 4000\n\n[[claim]]\nname = "v"\ndk = 8\n'
+        f'claim = "dk"\n\n[[claim]]\nname = "noisy"\nprobe = "{kernel}:noisy"\ndk = 16\n'
+        "args = { noise = 0.3 }\nqueries = 16\nkeys = 16\n"
+    )
+    res = varcheck.check(path)
+    variance, probe = (co.results[0] for co in res.claims)
+    assert variance.detectable.family == probe.detectable.family == res.family_size
+    assert "would have caught a scale error of" in check_to_junit(res)

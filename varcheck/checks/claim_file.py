@@ -643,6 +643,7 @@ def _judge_file(
             confidence=confidence,
             seed=seed,
             precision=precision,
+            family=family,
         )
         done.append((ci, row))
     outcomes = []

@@ -19,6 +19,7 @@ per-row level α/m of its Holm family.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Protocol
@@ -37,6 +38,7 @@ __all__ = [
     "planned_blocks",
     "target_relative_se",
     "tost_power",
+    "weakest",
 ]
 
 #: the power a stated detectable error refers to
@@ -248,6 +250,19 @@ def detectable_of(
         method=est.interval_method,
     )
     return replace(det, power_at_claim=at_claim)
+
+
+def weakest(found: Iterable[Detectable | None]) -> Detectable | None:
+    """The figure of a row of several tests (a probe's heads): the largest error, with the
+    lowest power at the claim (an upper bound on the chance that every test passes a true
+    claim); ``None`` when no test is valid. A deviation every test shares is then caught by
+    each with at least the stated power, so the row fails with at least that power."""
+    valid = [d for d in found if d is not None]
+    if not valid:
+        return None
+    worst = max(valid, key=lambda d: d.error)
+    powers = [d.power_at_claim for d in valid if d.power_at_claim is not None]
+    return replace(worst, power_at_claim=min(powers)) if powers else worst
 
 
 def tost_power(

@@ -8,7 +8,6 @@ the heads of a 4-D kernel (and the rows of a sweep) are one family under Holm's 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from ..core.options import (
     valid_count,
     valid_tolerance,
 )
-from ..core.power import Detectable, detectable_of
+from ..core.power import Detectable, weakest
 from ..core.probe import budget, cost, judge
 from ..core.probe.measure import Measurement, PartialMeasurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
@@ -394,6 +393,7 @@ def judge_rows(
     for m, e, row in zip(measurements, expected, tests, strict=True):
         ps = [next(adjusted) for _ in row]
         decisions = judge.decide_heads(m, e, ps, alpha=alpha, tolerance=tolerance)
+        caught = judge.head_detectables(m, row, alpha=alpha, family=family, tolerance=tolerance)
         valid = budget.no_interval(m) is None
         heads = [
             HeadScale(
@@ -405,11 +405,11 @@ def judge_rows(
                 own.p_value,
                 p.p_equivalence,
                 p.p_outside,
-                None
-                if math.isnan(own.p_fail) or not h.scale > 0
-                else detectable_of(h, alpha=alpha, family=family, tolerance=tolerance),
+                det,
             )
-            for i, (h, own, p, d) in enumerate(zip(m.heads, row, ps, decisions, strict=True))
+            for i, (h, own, p, d, det) in enumerate(
+                zip(m.heads, row, ps, decisions, caught, strict=True)
+            )
         ]
         out.append((heads, judge.worst_head(list(zip(decisions, ps, strict=True)))))
     return out
@@ -484,19 +484,9 @@ def _result(
         returned=m.format.returned,
         format_source=m.format.source,
         min_samples=budget.min_calls(m),
-        detectable=_weakest(heads),
+        detectable=weakest(h.detectable for h in heads),
         **_equivalence(m, heads, tolerance, confidence),
     )
-
-
-def _weakest(heads: list[HeadScale]) -> Detectable | None:
-    """The largest detectable error over the heads, with the lowest power at the claim."""
-    found = [h.detectable for h in heads if h.detectable is not None]
-    if not found:
-        return None
-    weakest = max(found, key=lambda det: det.error)
-    powers = [det.power_at_claim for det in found if det.power_at_claim is not None]
-    return dataclasses.replace(weakest, power_at_claim=min(powers)) if powers else weakest
 
 
 def _pooled(m: Measurement) -> tuple[float, float, ConfidenceInterval, float]:
