@@ -531,6 +531,9 @@ def _lift_power(result: VerifyResult) -> str:
     est, tol = result.raw, result.tolerance
     r = est.se / est.var  # type: ignore[union-attr]
     need = (normal_quantile(result.confidence) + normal_quantile(0.9)) * r
+    if need <= tol:  # type: ignore[operator]
+        # the skewness terms, not the size, hold it below: the normal rule has no figure
+        return f"more {_unit(result)} raise it"
     samples = math.ceil(result.samples * (need / tol) ** 2)  # type: ignore[operator]
     step = 10.0 ** (math.floor(math.log10(need)) - 1)  # two digits, rounded up
     wider = math.ceil(need / step) * step
