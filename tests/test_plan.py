@@ -16,8 +16,9 @@ import pytest
 from rich.console import Console
 
 import varcheck
-from varcheck.checks.plan_render import percent_up, render_plan
+from varcheck.checks.plan_render import render_plan
 from varcheck.errors import VarcheckError
+from varcheck.output.formats import percent_up
 
 GATE = ("plan", "--dk", "64", "--claim", "dk", "--detect", "0.03", "--power", "0.9")
 

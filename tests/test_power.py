@@ -18,12 +18,14 @@ draws or the formula shows.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pytest
 from scipy.stats import binomtest
 
+import varcheck
 from varcheck.checks.plan import row_from_pilot
 from varcheck.core.blocks import draw_chunk
 from varcheck.core.distributions import parse_distribution
@@ -63,6 +65,7 @@ def _estimates(m: np.ndarray, a: np.ndarray, per_block: int, shift: float = 0.0)
     return [_summary(mi, ai, per_block, shift) for mi, ai in pairs]
 
 
+@functools.lru_cache(maxsize=2)  # the normal runs serve two tests
 def _builtin(spec: str, dk: int, samples: int, seed: int) -> tuple[list, float]:
     """R runs of ``samples`` products of the law ``spec`` (the block plan a fixed budget uses)."""
     q = parse_distribution(spec)
@@ -143,6 +146,20 @@ def test_a_deviation_equal_to_the_stated_error_is_caught_90_percent_of_the_time(
     estimates, truth = _builtin(spec, dk, samples, seed=11)
     assert np.median([e.skewness / math.sqrt(e.blocks) for e in estimates]) < 0.07
     _assert_calibrated(_counts(estimates, truth), pinned)
+
+
+def test_the_figure_an_assert_run_states_is_caught_90_percent_of_the_time() -> None:
+    """The error ``varcheck assert`` reports for its own run (normal entries, d_k = 16, 5000
+    products) is one run's figure, not the median: runs of the same size catch a truth off by
+    it 90% ± binomial error of the time (the same two-sided test at p > 0.001)."""
+    res = varcheck.verify(16, claim="dk", samples=5000, seed=3)
+    estimates, truth = _builtin("normal", 16, 5000, seed=11)
+    det = res.detectable
+    above = sum(e.p_value(truth / (1 + det.above)) < ALPHA for e in estimates)
+    below = sum(e.p_value(truth / (1 - det.below)) < ALPHA for e in estimates)
+    for count in (above, below):
+        assert binomtest(count, R, 0.9).pvalue > 0.001, (above, below)
+    assert (above, below) == (365, 365)
 
 
 def test_a_samplers_dependent_values_are_calibrated_as_well() -> None:

@@ -72,7 +72,7 @@ from .probe_claims import (
     probe_row,
     run_probe,
 )
-from .verify import ClaimTest, VerifyResult, claim_decision, run_claim_tests
+from .verify import ClaimTest, VerifyResult, claim_decision, run_claim_tests, with_detectable
 
 __all__ = ["ClaimSpec", "CheckFile", "ClaimOutcome", "CheckResult", "load_check_file", "check"]
 
@@ -631,7 +631,8 @@ def _judge_file(
     raw = [r.p_values for _, r in rows] + [p for *_, run in runs for p in run.p_values]
     adjusted = iter(adjusted_p_values(raw))
     alpha = 1.0 - confidence
-    done = [(ci, _rejudge(r, next(adjusted), alpha)) for ci, r in rows]
+    family = sum(not math.isnan(p.p_fail) for p in raw)  # what Holm adjusts over
+    done = [(ci, with_detectable(_rejudge(r, next(adjusted), alpha), family)) for ci, r in rows]
     for ci, spec, run in runs:
         ps = [next(adjusted) for _ in run.p_values]
         row = probe_row(
@@ -642,6 +643,7 @@ def _judge_file(
             confidence=confidence,
             seed=seed,
             precision=precision,
+            family=family,
         )
         done.append((ci, row))
     outcomes = []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import TYPE_CHECKING, Any
 
 from ..output import formats
@@ -14,20 +13,7 @@ from .plan_result import PlanResult, PlanRow
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["render_plan", "plan_dict", "plan_records", "percent_up"]
-
-
-def percent_up(x: float) -> str:
-    """A relative error as a percentage rounded *up* to two significant digits (never smaller
-    than the figure it stands for)."""
-    if not math.isfinite(x):
-        return "∞"
-    pct = 100.0 * x
-    if pct <= 0:
-        return "0%"
-    step = 10.0 ** (math.floor(math.log10(pct)) - 1)
-    up = math.ceil(pct / step - 1e-9) * step
-    return f"{up:.{max(0, 1 - int(math.floor(math.log10(up))))}f}%"
+__all__ = ["render_plan", "plan_dict", "plan_records"]
 
 
 def _seconds(x: float) -> str:
@@ -73,7 +59,7 @@ def _cells(row: PlanRow, result: PlanResult) -> list[str]:
         f"{row.samples:,}",
         f"{row.blocks:,}",
         _seconds(row.seconds),
-        "±" + percent_up(row.detectable_error),
+        "±" + formats.percent_up(row.detectable_error),
         extra,
         row.floor,
     ]
@@ -99,7 +85,7 @@ def _target(result: PlanResult) -> str:
             f"probability {result.power:g} {level}"
         )
     return (
-        f"an error of {percent_up(result.detect or 0.0)} either way is caught with "
+        f"an error of {formats.percent_up(result.detect or 0.0)} either way is caught with "
         f"probability {result.power:g} {level}"
     )
 

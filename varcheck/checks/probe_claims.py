@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.estimation import ConfidenceInterval, VarianceEstimate
 from ..core.messages import cut, shown
 from ..core.options import valid_count
+from ..core.power import weakest
 from ..core.probe import budget, cost, judge
 from ..core.probe.expectation import Expectation, parse_expectation
 from ..core.probe.laws import law_sentence
@@ -251,10 +252,12 @@ def probe_row(
     confidence: float,
     seed: int,
     precision: float | None,
+    family: int = 1,
 ) -> VerifyResult:
     """One row of the check: the worst head's verdict from its Holm-adjusted p-values, or
     ``unreliable`` without a valid interval (its heads' ``nan`` p-values took no part in
-    Holm)."""
+    Holm); what it could have caught is its weakest head's at α/``family``
+    (:func:`~varcheck.core.power.weakest`)."""
     alpha, m = 1.0 - confidence, run.measurement
     decisions = judge.decide_heads(m, run.expected, adjusted, alpha=alpha, tolerance=tolerance)
     decision, p = judge.worst_head(list(zip(decisions, adjusted, strict=True)))
@@ -267,7 +270,10 @@ def probe_row(
             inner = m.pooled.interval_at(max(2.0 * confidence - 1.0, 0.0))
         tost = max(q.p_equivalence for q in run.p_values)  # type: ignore[type-var]
         p = ClaimPValues(p.p_value, tost, p.p_outside)
-    return _row(
+    caught = judge.head_detectables(
+        m, list(run.p_values), alpha=alpha, family=family, tolerance=tolerance
+    )
+    row = _row(
         pc,
         run,
         decision,
@@ -278,6 +284,7 @@ def probe_row(
         seed=seed,
         precision=precision,
     )
+    return replace(row, detectable=weakest(caught))
 
 
 def _row(

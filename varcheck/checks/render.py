@@ -7,7 +7,8 @@ import os
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from ..core.estimation import MIN_BLOCKS
+from ..core.estimation import MIN_BLOCKS, normal_quantile
+from ..core.power import LOW_POWER_AT_CLAIM
 from ..core.verdicts import CONSISTENT, INTERRUPTED, marginal_only, worst
 from ..output import formats
 from ..output import text as shown_text
@@ -105,6 +106,7 @@ def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
                 "mean": est.mean if est else None,
                 "p_value": row.p_value,
                 "p_adjusted": row.p_adjusted,
+                **formats.detectable_fields(row.detectable),
                 "verdict": row.verdict,
                 "samples": est.samples if est else 0,
                 "blocks": est.blocks if est else 0,
@@ -161,7 +163,8 @@ def _claimed_column(result: SweepResult) -> bool:
 
 def _row_cells(row: SweepRow, confidence: float, claimed: bool = False) -> list[str]:
     """d_k, theory (or, for a sampler, the claim), [claimed,] estimate [CI], ratio (to what
-    the verdict judges: the claim), scaled Var [CI], p (Holm), verdict, products."""
+    the verdict judges: the claim), scaled Var [CI], p (Holm), verdict, the error it detects,
+    products."""
     est = row.estimate
     verdict = styled(row.verdict)
     # with a user's sampler there is no theory: the column holds the claim
@@ -170,7 +173,7 @@ def _row_cells(row: SweepRow, confidence: float, claimed: bool = False) -> list[
     reference = row.claim_value if row.claim_value is not None else shown
     head = [str(row.dk), fmt(shown)] + ([fmt(row.claim_value)] if claimed else [])
     if est is None:
-        return [*head, "no estimate: Var is infinite", "", "", "—", verdict, "0"]
+        return [*head, "no estimate: Var is infinite", "", "", "—", verdict, "—", "0"]
     lo, hi = est.confidence_interval
     slo, shi = row.scaled_confidence_interval
     valid = row.verdict != "unreliable"  # an interval exists numerically but is not valid
@@ -186,6 +189,7 @@ def _row_cells(row: SweepRow, confidence: float, claimed: bool = False) -> list[
         f"{fmt(row.scaled_var)} {_interval(slo, shi, valid=valid)}",
         fmt_p(row.p_adjusted),
         verdict,
+        formats.detectable_cell(row.detectable),
         f"{est.samples:,}",
     ]
 
@@ -233,14 +237,15 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
     # (header, justify, priority): 0 is never left out, else the lowest goes first
     columns = [
         ("d_k", "right", 0),
-        ("theory Var" if result.sampler is None else "claim Var", "right", 3 if claimed else 0),
+        ("theory Var" if result.sampler is None else "claim Var", "right", 4 if claimed else 0),
         *([("claimed", "right", 0)] if claimed else []),
         (f"estimate [{conf} CI]", "right", 0),
-        ("ratio", "right", 5),
-        ("scaled Var [CI]", "right", 2),
-        ("p (Holm)", "right", 4),
+        ("ratio", "right", 6),
+        ("scaled Var [CI]", "right", 3),
+        ("p (Holm)", "right", 5),
         ("verdict", "left", 0),
-        (unit, "right", 1),
+        ("detects", "right", 1),
+        (unit, "right", 2),
     ]
     cells = [_row_cells(row, result.confidence, claimed) for row in result.rows]
     if result.sampler is not None:  # a user's values are not q·k: dividing by d_k means nothing
@@ -394,6 +399,7 @@ def verify_record(result: VerifyResult) -> dict[str, Any]:
         "p_value": result.p_value,
         "p_equivalence": result.p_equivalence,
         "p_outside": result.p_outside,
+        **formats.detectable_fields(result.detectable),
         "outcome": result.outcome,
         "reason": result.reason,
         "more_samples": result.more_samples,
@@ -492,6 +498,7 @@ def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
         claimed,
         *_estimate_lines(result),
         f"  {result.reason}",
+        *_detectable_lines(result),
     ]
     if result.law is not None:
         lines.append(f"  {result.law}")
@@ -499,6 +506,38 @@ def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
         lines.append(f"  about {result.more_samples:,} more {_unit(result)} would settle it")
     lines.append(f"  reproduce: {reproduce or reproduce_command(result)}")
     return "\n".join(lines)
+
+
+def _detectable_lines(result: VerifyResult) -> list[str]:
+    """What the test could have caught, and for a tolerance claim how often a true claim
+    passes it (with what would lift that chance when it is below 0.8)."""
+    det = result.detectable
+    if det is None:
+        return []
+    what = "a scale error" if result.kernel is not None else "an error"
+    lines = [f"  this run {formats.detectable_text(det, what)}"]
+    if det.power_at_claim is None:
+        return lines
+    shown = formats.probability_down(det.power_at_claim)
+    line = f"  a true claim passes this test with probability {shown}"
+    if det.power_at_claim < LOW_POWER_AT_CLAIM and result.raw is not None:
+        line += f" (below {LOW_POWER_AT_CLAIM:g}: {_lift_power(result)})"
+    return [*lines, line]
+
+
+def _lift_power(result: VerifyResult) -> str:
+    """What lifts a tolerance test's power at the claim to 0.8 (normal approximation:
+    T ≥ (z_{1−α} + z_0.9) r, r the relative standard error, which falls as 1/√samples)."""
+    est, tol = result.raw, result.tolerance
+    r = est.se / est.var  # type: ignore[union-attr]
+    need = (normal_quantile(result.confidence) + normal_quantile(0.9)) * r
+    if need <= tol:  # type: ignore[operator]
+        # the skewness terms, not the size, hold it below: the normal rule has no figure
+        return f"more {_unit(result)} raise it"
+    samples = math.ceil(result.samples * (need / tol) ** 2)  # type: ignore[operator]
+    step = 10.0 ** (math.floor(math.log10(need)) - 1)  # two digits, rounded up
+    wider = math.ceil(need / step) * step
+    return f"use a tolerance ≥ {wider:.2g} or about {samples:,} {_unit(result)}"
 
 
 def _estimate_lines(result: VerifyResult) -> list[str]:
@@ -670,12 +709,13 @@ def render_check_table(result: CheckResult, console: Console) -> None:
     # (header, priority: 0 never left out), in order; claim names and the claim fold
     columns = [
         ("claim", 0),
-        ("asserts", 2),
+        ("asserts", 3),
         ("d_k", 0),
         ("claimed", 0),
         ("estimate [CI]", 0),
-        ("p (Holm)", 1),
+        ("p (Holm)", 2),
         ("outcome", 0),
+        ("detects", 1),
     ]
     cells = [
         [
@@ -689,6 +729,7 @@ def render_check_table(result: CheckResult, console: Console) -> None:
             + (" †" if check_marginal(r) else ""),
             fmt_p(r.p_values.p_fail),
             styled(r.outcome),
+            formats.detectable_cell(r.detectable),
         ]
         for co in result.claims
         for i, r in enumerate(co.results)
@@ -804,6 +845,21 @@ def _junit_paragraph(result: CheckResult, spec: Any, row: VerifyResult, rerun: s
     return "\n".join([head, reading, reproduce, f"  rerun the file: {rerun}"])
 
 
+def _junit_properties(case: Any, rows: tuple[VerifyResult, ...]) -> None:
+    """Each row's detectable-error fields as properties of its test case, named
+    ``d_k=64 detectable_error`` (the JSON's keys; a row without a valid test has none)."""
+    import xml.etree.ElementTree as ET
+
+    props = None
+    for r in rows:
+        for key, value in formats.detectable_fields(r.detectable).items():
+            if value is None:
+                continue
+            props = ET.SubElement(case, "properties") if props is None else props
+            shown = str(value).lower() if isinstance(value, bool) else repr(value)
+            ET.SubElement(props, "property", {"name": f"d_k={r.dk} {key}", "value": shown})
+
+
 def check_to_junit(result: CheckResult) -> str:
     """JUnit XML: one test case per claim; fail → <failure>, inconclusive → <failure
     type="inconclusive">, no valid test → <error>.
@@ -839,6 +895,7 @@ def check_to_junit(result: CheckResult) -> str:
         case = ET.SubElement(
             suite, "testcase", {"classname": "varcheck.check", "name": shown_text.xml(co.spec.name)}
         )
+        _junit_properties(case, co.results)
         rerun = rerun_command(result)
         details = shown_text.xml(
             "\n\n".join(_junit_paragraph(result, co.spec, r, rerun) for r in co.results),

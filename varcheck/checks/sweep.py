@@ -13,6 +13,7 @@ from .._version import __version__
 from ..core.distributions import Distribution
 from ..core.estimation import MIN_BLOCKS, ConfidenceInterval, VarianceEstimate, budget_shortfall
 from ..core.options import feasible_effort, resolve_seed, sampling_effort
+from ..core.power import Detectable, detectable_of
 from ..core.probe.laws import growth_law
 from ..core.progress import ProgressCallback
 from ..core.ranges import resolve_dks
@@ -65,6 +66,11 @@ class SweepRow:
     tails_caution : str or None
         For a user's sampler at a fixed budget or a coarse precision, why its interval may
         undercover (:func:`~varcheck.checks.verify.sampler_tails_caution`); part of ``caution``.
+    detectable : Detectable or None
+        What the row could have caught (:func:`~varcheck.core.power.detectable_of`): the
+        relative deviations from the claim it detects with 90% power at α/m, m the rows with a
+        valid test (Holm rejects a row whenever its raw p-value is below α/m); ``None`` without
+        a valid test.
     """
 
     dk: int
@@ -76,6 +82,7 @@ class SweepRow:
     verdict: str
     min_samples: int | None = None
     tails_caution: str | None = None
+    detectable: Detectable | None = None
 
     @property
     def caution(self) -> str | None:
@@ -382,6 +389,13 @@ def _judge(
         finite=[est is not None for est in estimates],
         valid=valid,
     )
+    family = max(sum(not math.isnan(p) for p in p_values), 1)
+    caught = [
+        None
+        if math.isnan(p) or not est.var > 0  # type: ignore[union-attr]
+        else detectable_of(est, alpha=1.0 - confidence, family=family)
+        for p, est in zip(p_values, estimates, strict=True)
+    ]
     return [
         SweepRow(
             dk=dk,
@@ -392,8 +406,18 @@ def _judge(
             p_adjusted=padj,
             verdict=verdict,
             min_samples=need,
+            detectable=det,
         )
-        for dk, th, c, est, p, padj, verdict, need in zip(
-            dks, theories, claims, estimates, p_values, adjusted, verdicts, short, strict=False
+        for dk, th, c, est, p, padj, verdict, need, det in zip(
+            dks,
+            theories,
+            claims,
+            estimates,
+            p_values,
+            adjusted,
+            verdicts,
+            short,
+            caught,
+            strict=False,
         )
     ]

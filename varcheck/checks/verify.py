@@ -21,6 +21,7 @@ from ..core.options import (
     valid_rho,
     valid_tolerance,
 )
+from ..core.power import Detectable, detectable_of
 from ..core.probe.target import KernelTarget
 from ..core.progress import ProgressCallback
 from ..core.ranges import resolve_dks
@@ -145,6 +146,12 @@ class VerifyResult(Displayable):
         True when Ctrl-C or SIGTERM stopped the run before its target: the estimate, interval
         and outcome are from the blocks drawn by then (no interval, outcome ``unreliable``,
         with fewer than ``MIN_BLOCKS``), and the exit code is 130 (143 after SIGTERM).
+    detectable : Detectable or None
+        What the test could have caught (:func:`~varcheck.core.power.detectable_of`): the
+        relative deviations from the claim it detects with 90% power at its share of the
+        family's level (α/m over the m tests of a Holm family; m = 1 for ``assert``), and for
+        a tolerance claim the probability that a true claim passes; ``None`` without a valid
+        test.
     """
 
     dk: int
@@ -174,6 +181,7 @@ class VerifyResult(Displayable):
     p_equivalence: float | None = None
     p_outside: float | None = None
     interrupted: bool = False
+    detectable: Detectable | None = None
     version: str = __version__
 
     @property
@@ -291,13 +299,29 @@ def run_claim_tests(
     prepared = prepared[: len(estimates)]
     p_used = _claim_p_values(prepared, estimates, adjust)
     effort = {"confidence": confidence, "seed": seed, "precision": precision}
+    family = sum(not math.isnan(p.p_fail) for p in p_used) if adjust else 1
     results = [
-        _verify_result(t, th, value, est, p, requested_samples=samples, **effort)
+        with_detectable(
+            _verify_result(t, th, value, est, p, requested_samples=samples, **effort), family
+        )
         for (t, th, value), est, p in zip(prepared, estimates, p_used, strict=True)
     ]
     if interrupted and keep_partial and results:  # the last test is the one cut short
         results[-1] = dataclasses.replace(results[-1], interrupted=True)
     return results
+
+
+def with_detectable(result: VerifyResult, family: int) -> VerifyResult:
+    """``result`` with what its test could have caught as one of ``family`` tests (Holm), or
+    with none where it has no valid test (no interval, no p-value)."""
+    est = result.raw
+    valid = not math.isnan(result.p_values.p_fail) and result.outcome not in (UNRELIABLE, INFINITE)
+    if est is None or not valid or not est.var > 0:
+        return dataclasses.replace(result, detectable=None)
+    det = detectable_of(
+        est, alpha=1.0 - result.confidence, family=max(family, 1), tolerance=result.tolerance
+    )
+    return dataclasses.replace(result, detectable=det)
 
 
 def _finished(est: VarianceEstimate | None) -> bool:

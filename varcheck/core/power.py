@@ -19,7 +19,8 @@ per-row level α/m of its Holm family.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Protocol
 
@@ -28,6 +29,7 @@ from .estimation import _hall_inverse, hall_transform, normal_quantile, t_quanti
 __all__ = [
     "APPROXIMATE_SKEW",
     "DEFAULT_POWER",
+    "LOW_POWER_AT_CLAIM",
     "Detectable",
     "detectable_error",
     "detectable_of",
@@ -36,6 +38,7 @@ __all__ = [
     "planned_blocks",
     "target_relative_se",
     "tost_power",
+    "weakest",
 ]
 
 #: the power a stated detectable error refers to
@@ -47,6 +50,9 @@ APPROXIMATE_SKEW = 0.07
 
 #: fewer blocks than this: the run's own SE is too noisy for a calibrated figure
 APPROXIMATE_BLOCKS = 30
+
+#: below this TOST power at the claim, a tolerance claim's result carries a caution
+LOW_POWER_AT_CLAIM = 0.8
 
 
 class _Estimate(Protocol):
@@ -76,6 +82,10 @@ class Detectable:
     approximate : bool
         True when the calibration is first-order only: log-scale intervals, skewed influence
         values for the number of blocks, or too few blocks (docs/power.md).
+    power_at_claim : float or None
+        For a tolerance claim, the probability that a true claim passes (the TOST's power at
+        the claim, :func:`tost_power`, at the family's α: the TOST is never adjusted); ``None``
+        without a tolerance.
     """
 
     above: float
@@ -84,6 +94,7 @@ class Detectable:
     alpha: float
     family: int
     approximate: bool
+    power_at_claim: float | None = None
 
     @property
     def error(self) -> float:
@@ -214,8 +225,9 @@ def detectable_of(
     family: int = 1,
     tolerance: float | None = None,
 ) -> Detectable:
-    """:func:`detectable_error` from an estimate object (``VarianceEstimate`` or alike)."""
-    return detectable_error(
+    """:func:`detectable_error` from an estimate object (``VarianceEstimate`` or alike), with
+    the TOST's power at the claim (:func:`tost_power`) for a tolerance claim."""
+    det = detectable_error(
         est.var,
         est.se,
         blocks=est.blocks,
@@ -226,6 +238,31 @@ def detectable_of(
         method=est.interval_method,
         tolerance=tolerance,
     )
+    if tolerance is None:
+        return det
+    at_claim = tost_power(
+        est.var,
+        est.se,
+        tolerance=tolerance,
+        blocks=est.blocks,
+        skewness=est.skewness if math.isfinite(est.skewness) else 0.0,
+        alpha=alpha,
+        method=est.interval_method,
+    )
+    return replace(det, power_at_claim=at_claim)
+
+
+def weakest(found: Iterable[Detectable | None]) -> Detectable | None:
+    """The figure of a row of several tests (a probe's heads): the largest error, with the
+    lowest power at the claim (an upper bound on the chance that every test passes a true
+    claim); ``None`` when no test is valid. A deviation every test shares is then caught by
+    each with at least the stated power, so the row fails with at least that power."""
+    valid = [d for d in found if d is not None]
+    if not valid:
+        return None
+    worst = max(valid, key=lambda d: d.error)
+    powers = [d.power_at_claim for d in valid if d.power_at_claim is not None]
+    return replace(worst, power_at_claim=min(powers)) if powers else worst
 
 
 def tost_power(

@@ -24,6 +24,7 @@ from ..core.options import (
     valid_count,
     valid_tolerance,
 )
+from ..core.power import Detectable, weakest
 from ..core.probe import budget, cost, judge
 from ..core.probe.measure import Measurement, PartialMeasurement, measure
 from ..core.probe.target import KernelTarget, as_kernel
@@ -119,7 +120,10 @@ class HeadScale:
     p-value that its scale lies outside the band (a fail needs it below alpha; Holm-adjusted
     over every head and d_k instead of ``p_value``); both ``None`` without a tolerance. A head
     of a row without a valid interval (too few calls, or too small a design) has outcome
-    ``unreliable``, ``nan`` interval ends and p-values.
+    ``unreliable``, ``nan`` interval ends and p-values. ``detectable`` is what the head's test
+    could have caught (:func:`~varcheck.core.power.detectable_of`): the relative error of the
+    *scale* it detects with 90% power at α/m, m the heads × d_k Holm adjusts over; ``None``
+    without a valid test.
     """
 
     head: int
@@ -130,6 +134,7 @@ class HeadScale:
     raw_p_value: float = float("nan")
     p_equivalence: float | None = None
     p_outside: float | None = None
+    detectable: Detectable | None = None
 
 
 @dataclass(frozen=True, repr=False)
@@ -194,6 +199,11 @@ class ProbeResult(Displayable):
         When a fixed ``samples`` was below what a valid interval needs, the calls it needs.
     precision : float
         The interval's relative half-width (``nan`` without one).
+    detectable : Detectable or None
+        The weakest head's :attr:`HeadScale.detectable` (the largest error): a scale error
+        shared by every head is caught by each with at least that power, so the row fails with
+        at least 90%. With a tolerance, ``power_at_claim`` is also the weakest head's, an upper
+        bound on the chance that a true row (every head) passes.
     """
 
     kernel: KernelTarget
@@ -239,6 +249,7 @@ class ProbeResult(Displayable):
     returned: str = "float64"
     format_source: str = "returned"
     min_samples: int | None = None
+    detectable: Detectable | None = None
     version: str = field(default=__version__)
 
     @property
@@ -377,10 +388,12 @@ def judge_rows(
         judge.head_p_values(m, e, tolerance) for m, e in zip(measurements, expected, strict=True)
     ]
     adjusted = iter(adjusted_p_values([p for row in tests for p in row]))
+    family = sum(not math.isnan(p.p_fail) for row in tests for p in row)
     out = []
     for m, e, row in zip(measurements, expected, tests, strict=True):
         ps = [next(adjusted) for _ in row]
         decisions = judge.decide_heads(m, e, ps, alpha=alpha, tolerance=tolerance)
+        caught = judge.head_detectables(m, row, alpha=alpha, family=family, tolerance=tolerance)
         valid = budget.no_interval(m) is None
         heads = [
             HeadScale(
@@ -392,8 +405,11 @@ def judge_rows(
                 own.p_value,
                 p.p_equivalence,
                 p.p_outside,
+                det,
             )
-            for i, (h, own, p, d) in enumerate(zip(m.heads, row, ps, decisions, strict=True))
+            for i, (h, own, p, d, det) in enumerate(
+                zip(m.heads, row, ps, decisions, caught, strict=True)
+            )
         ]
         out.append((heads, judge.worst_head(list(zip(decisions, ps, strict=True)))))
     return out
@@ -468,6 +484,7 @@ def _result(
         returned=m.format.returned,
         format_source=m.format.source,
         min_samples=budget.min_calls(m),
+        detectable=weakest(h.detectable for h in heads),
         **_equivalence(m, heads, tolerance, confidence),
     )
 

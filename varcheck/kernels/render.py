@@ -10,6 +10,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from ..core.interrupts import interrupted_exit
+from ..core.power import LOW_POWER_AT_CLAIM
 from ..core.probe.judge import KEYS, QUERIES, mask_words
 from ..core.probe.target import command_line
 from ..core.verdicts import UNRELIABLE
@@ -118,6 +119,7 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
             + f": {law.meaning}"
         ),
         *_wrap(result.reason),
+        *_detectable_lines(result),
     ]
     if result.more_calls:
         lines += _wrap(f"about {result.more_calls:,} more calls would settle it")
@@ -131,6 +133,21 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
     if cmd:
         lines.append(f"  reproduce: {cmd}")
     return "\n".join(lines)
+
+
+def _detectable_lines(result: ProbeResult) -> list[str]:
+    """What the weakest head's test could have caught, in the scale; a tolerance's pass
+    probability for a true kernel."""
+    det = result.detectable
+    if det is None:
+        return []
+    lines = _wrap(f"this run {formats.detectable_text(det, 'a scale error')}")
+    if det.power_at_claim is not None:
+        low = det.power_at_claim < LOW_POWER_AT_CLAIM
+        below = f" (below {LOW_POWER_AT_CLAIM:g}: widen the tolerance or add calls)" if low else ""
+        shown = formats.probability_down(det.power_at_claim)
+        lines += _wrap(f"a kernel as expected passes this test with probability {shown}{below}")
+    return lines
 
 
 def _estimate_line(result: ProbeResult) -> str:
@@ -184,6 +201,7 @@ def _head_dict(h: Any) -> dict[str, Any]:
         **_fields(h, "head scale"),
         **_ci(h.confidence_interval),
         **_fields(h, "p_value raw_p_value p_equivalence p_outside outcome"),
+        **formats.detectable_fields(h.detectable),
     }
 
 
@@ -207,6 +225,7 @@ def probe_dict(result: ProbeResult) -> dict[str, Any]:
         **_fields(result, "outcome reason more_calls p_value tolerance"),
         **_ci(result.equivalence_interval, "equivalence"),
         **_fields(result, "p_equivalence p_outside causal"),
+        **formats.detectable_fields(result.detectable),
         "per_head": [_head_dict(h) for h in result.per_head],
         "diagnostics": {
             **_fields(d, "mask masked bias bias_size"),
@@ -260,7 +279,9 @@ def probe_records(result: ProbeSweepResult) -> list[dict[str, Any]]:
             "law": r.law.law,
             "factor": r.law.factor_label,
             **_fields(r.diagnostics, "mask bias nonlinear"),
-            **_fields(r, "calls min_samples p_value outcome"),
+            **_fields(r, "calls min_samples p_value"),
+            **formats.detectable_fields(r.detectable),
+            **_fields(r, "outcome"),
         }
         for r in result.rows
     ]

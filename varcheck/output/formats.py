@@ -24,6 +24,9 @@ __all__ = [
     "Column",
     "VERDICT_STYLE",
     "confidence_label",
+    "detectable_cell",
+    "detectable_fields",
+    "detectable_text",
     "fmt",
     "fmt_p",
     "fit_columns",
@@ -36,6 +39,8 @@ __all__ = [
     "interval",
     "plain_table",
     "json_clean",
+    "percent_up",
+    "probability_down",
     "records_to_csv",
     "records_to_markdown",
     "styled",
@@ -86,6 +91,86 @@ def fmt_p(p: float) -> str:
     if p < 1e-4:
         return "<1e-4"
     return f"{p:.4f}"
+
+
+def percent_up(x: float) -> str:
+    """A relative error as a percentage rounded *up* to two significant digits, and at least
+    0.01% (never smaller than the figure it stands for)."""
+    if not math.isfinite(x):
+        return "∞"
+    pct = 100.0 * x
+    if pct <= 0:
+        return "0%"
+    if pct < 0.01:  # an exact kernel's: a bound, not a string of zeros
+        return "0.01%"
+    step = 10.0 ** (math.floor(math.log10(pct)) - 1)
+    up = math.ceil(pct / step - 1e-9) * step
+    return f"{up:.{max(0, 1 - int(math.floor(math.log10(up))))}f}%"
+
+
+#: the keys every consistency test's JSON, CSV, Markdown and JUnit carry for what it could have
+#: caught (:func:`detectable_fields`), in order
+DETECTABLE_KEYS = (
+    "detectable_error",
+    "detectable_error_above",
+    "detectable_error_below",
+    "detectable_power",
+    "detectable_alpha",
+    "detectable_family",
+    "detectable_approximate",
+    "power_at_claim",
+)
+
+
+def detectable_fields(det: Any) -> dict[str, Any]:
+    """A :class:`~varcheck.core.power.Detectable` (or ``None``, where a run has no valid test)
+    as the keys of :data:`DETECTABLE_KEYS`: relative errors as fractions of the claim."""
+    if det is None:
+        return dict.fromkeys(DETECTABLE_KEYS)
+    return dict(
+        zip(
+            DETECTABLE_KEYS,
+            (
+                det.error,
+                det.above,
+                det.below,
+                det.power,
+                round(det.alpha, 12),
+                det.family,
+                det.approximate,
+                det.power_at_claim,
+            ),
+            strict=True,
+        )
+    )
+
+
+def probability_down(p: float) -> str:
+    """A probability to three decimals rounded *down* (``0.997``, ``0``): a chance of passing is
+    never shown larger than it is."""
+    return f"{math.floor(p * 1000) / 1000:g}"
+
+
+def detectable_cell(det: Any) -> str:
+    """A table cell for what a test could have caught: ``±1.5%``, the larger side (a deviation
+    that large is caught either way), ``≈`` in front where the figure is approximate, ``—``
+    without a valid test."""
+    if det is None:
+        return "—"
+    return ("≈" if det.approximate else "") + "±" + percent_up(det.error)
+
+
+def detectable_text(det: Any, what: str = "an error") -> str:
+    """The sentence a pass line carries: ``would have caught an error of ≥ 1.5% (either way)
+    with 90% power``, its level in a family, and ``approximate`` where the figure is."""
+    above, below = percent_up(det.above), percent_up(det.below)
+    size = f"≥ {above} either way" if above == below else f"≥ +{above} / −{below}"
+    text = f"would have caught {what} of {size} with {det.power:.0%} power"
+    if det.family > 1:
+        text += f" (at α/{det.family} = {det.alpha:.3g}, this test's share of the family)"
+    if det.approximate:
+        text += " (approximate for this run's blocks: see docs/power.md)"
+    return text
 
 
 def json_clean(obj: Any) -> Any:

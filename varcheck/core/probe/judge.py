@@ -20,6 +20,7 @@ from typing import Any
 
 from ...errors import VarcheckError
 from ..options import valid_count
+from ..power import Detectable, detectable_of
 from ..verdicts import FAIL, OUTCOME_RANK, ClaimPValues, Decision, claim_p_values, decide
 from .budget import no_interval
 from .measure import HeadEstimate, Measurement
@@ -28,6 +29,7 @@ from .weights import DTYPES, LAYOUTS, Design
 __all__ = [
     "design",
     "dtype_name",
+    "head_detectables",
     "head_p_values",
     "decide_head",
     "decide_heads",
@@ -141,6 +143,25 @@ def head_p_values(m: Measurement, expected: float, tolerance: float | None) -> l
         none = None if tolerance is None else math.nan
         return [ClaimPValues(math.nan, none, none) for _ in m.heads]
     return [claim_p_values(h, h.scale, expected, tolerance) for h in m.heads]
+
+
+def head_detectables(
+    m: Measurement,
+    raw: list[ClaimPValues],
+    *,
+    alpha: float,
+    family: int,
+    tolerance: float | None,
+) -> list[Detectable | None]:
+    """What each head's test could have caught in the scale
+    (:func:`~varcheck.core.power.detectable_of` at α/``family``, ``family`` the tests Holm
+    adjusts over), from its own p-values ``raw``; ``None`` for a head without a valid test."""
+    return [
+        None
+        if math.isnan(p.p_fail) or not h.scale > 0
+        else detectable_of(h, alpha=alpha, family=family, tolerance=tolerance)
+        for h, p in zip(m.heads, raw, strict=True)
+    ]
 
 
 def decide_head(
