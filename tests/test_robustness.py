@@ -74,7 +74,9 @@ BAD_INPUTS = [
     (["beta", "/nonexistent.npz"], "does not exist"),
     (["train", "--steps", "0"], "0 is not in the range"),
     (["audit", "/nonexistent-model"], "does not exist"),
-    (["frobnicate"], "No such command 'frobnicate'"),
+    (["frobnicate"], "no command 'frobnicate'; the commands are sweep, assert"),
+    (["swep", "--dk", "4"], "no command 'swep' (did you mean 'sweep'?)"),
+    (["sweep", "--debug"], "--debug goes before the command: varcheck --debug sweep"),
 ]
 
 

@@ -78,6 +78,20 @@ class LazyGroup(click.Group):
             return None
         return importlib.import_module(f"{__name__}.{module}").command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command named first in ``args``; a mistyped name is refused with the closest."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            from ..core.messages import cut, did_you_mean
+
+            raise click.UsageError(
+                f"no command {cut(name)!r}{did_you_mean(name, COMMANDS)}; the commands are "
+                f"{', '.join(self.list_commands(ctx))}"
+            )
+        return super().resolve_command(ctx, args)
+
 
 def _module_exists(module: str) -> bool:
     return importlib.util.find_spec(f"{__name__}.{module}") is not None
@@ -158,6 +172,14 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code)
 
 
+def _global_option_hint(exc: click.UsageError, args: list[str]) -> str:
+    """Where an option of ``varcheck`` itself, given after a command, belongs."""
+    if isinstance(exc, click.NoSuchOption) and exc.option_name == "--debug":
+        command = next((a for a in args if a in COMMANDS), "COMMAND")
+        return f"; --debug goes before the command: varcheck --debug {command} ..."
+    return ""
+
+
 def _run(args: list[str]) -> int:
     """Run one command line; its exit code (before a signal's status replaces it)."""
     from .signals import received, writing
@@ -167,7 +189,9 @@ def _run(args: list[str]) -> int:
         code = cli.main(args=args, prog_name="varcheck", standalone_mode=False)
     except click.UsageError as exc:
         prefix = exc.ctx.command_path if exc.ctx is not None else "varcheck"
-        _error(prefix, exc.format_message())
+        hint = _global_option_hint(exc, args)
+        message = exc.format_message()
+        _error(prefix, message.rstrip(".") + hint if hint else message)
         code = 2
     except click.ClickException as exc:
         _error("varcheck", exc.format_message())

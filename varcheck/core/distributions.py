@@ -20,7 +20,6 @@ the law's own density far out in each tail.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import functools
 import math
 import threading
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from ..errors import VarcheckError
+from .messages import did_you_mean
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -386,8 +386,7 @@ def _parse_params(spec: str, body: str) -> dict[str, float]:
 
 def _unknown_name(name: str) -> VarcheckError:
     choices = list(NAMED_FAMILIES)
-    close = difflib.get_close_matches(name, choices, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = did_you_mean(name, choices)
     return VarcheckError(
         f"unknown distribution {name!r}{hint}; accepted: {', '.join(choices)}, "
         "or scipy.NAME for a continuous scipy.stats distribution (e.g. scipy.gamma:a=2)"
@@ -644,8 +643,7 @@ def _scipy_family(name: str) -> Any:
             for n in dir(scipy.stats)
             if isinstance(getattr(scipy.stats, n), scipy.stats.rv_continuous)
         ]
-        close = difflib.get_close_matches(short, names, n=1)
-        hint = f" (did you mean 'scipy.{close[0]}'?)" if close else ""
+        hint = did_you_mean(short, names, prefix="scipy.")
         raise VarcheckError(
             f"unknown distribution {name!r}{hint}; scipy.NAME must name a continuous "
             "scipy.stats distribution (e.g. scipy.gamma, scipy.lognorm, scipy.beta)"

@@ -1,4 +1,4 @@
-"""How a value, a memory size and a duration are written in what varcheck tells a user.
+"""How a value, a size, a duration and a suggestion are written in what varcheck tells a user.
 
 Every refusal, note and table that repeats a user's value, names a memory size or a time uses
 these functions, so that the same refusal reads the same in every command: values cut to about
@@ -10,8 +10,9 @@ and the core use it at no start-up cost.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
-__all__ = ["SHOWN_CHARS", "cut", "duration_text", "shown", "size_text"]
+__all__ = ["SHOWN_CHARS", "cut", "did_you_mean", "duration_text", "shown", "size_text"]
 
 #: the longest value a message repeats in full
 SHOWN_CHARS = 60
@@ -98,3 +99,21 @@ def duration_text(seconds: float) -> str:
         if seconds >= 2 * scale:
             return f"{seconds / scale:.2g} {unit}"
     return f"{seconds:.2g} s"
+
+
+def did_you_mean(word: str, choices: Iterable[str], prefix: str = "") -> str:
+    """`` (did you mean 'NAME'?)`` for the choice closest to a mistyped ``word``, or ``""``.
+
+    ``prefix`` is written before the choice (``scipy.`` for a scipy law's name).
+
+    Examples
+    --------
+    >>> did_you_mean("swep", ["sweep", "assert"])
+    " (did you mean 'sweep'?)"
+    >>> did_you_mean("zzz", ["sweep"])
+    ''
+    """
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {prefix + close[0]!r}?)" if close else ""
