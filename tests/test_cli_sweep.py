@@ -77,6 +77,22 @@ def test_seed_is_drawn_and_shown(run_cli) -> None:
     assert again.output == res.output
 
 
+def test_the_environment_seed_fixes_every_run_and_is_named(run_cli, monkeypatch) -> None:
+    """VARCHECK_SEED stands in for --seed (a rehearsed lecture), says so on stderr, and an
+    explicit --seed still wins."""
+    args = ("sweep", "--dk", "8", "--precision", "0.05", "--format", "json")
+    explicit = run_cli(*args, "--seed", "11")
+    monkeypatch.setenv("VARCHECK_SEED", "11")
+    from_env = run_cli(*args)
+    assert from_env.stdout == explicit.stdout
+    assert "seed 11 from VARCHECK_SEED" in from_env.stderr
+    overridden = run_cli(*args, "--seed", "12")
+    assert json.loads(overridden.stdout)["seed"] == 12 and "VARCHECK_SEED" not in overridden.stderr
+    monkeypatch.setenv("VARCHECK_SEED", "eleven")
+    bad = run_cli(*args)
+    assert bad.exit_code == 2 and "VARCHECK_SEED" in bad.stderr and "'eleven'" in bad.stderr
+
+
 def test_table_shows_header_seed_and_fit(run_cli) -> None:
     # a true claim is rejected in <= 5% of seeds (tests/test_calibration.py); seed 6 is not one
     res = run_cli("sweep", "--dk", "2..8", "--seed", "6", "--precision", "0.05")

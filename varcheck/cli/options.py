@@ -116,8 +116,30 @@ dk_range_option = option(
 def seed_option(
     text: str = "Root seed (drawn and shown when omitted); same seed, same output.",
 ) -> Decorator:
-    """--seed, the root seed of every command that draws random numbers."""
-    return int_option("--seed", 0, None, None, text)
+    """--seed, the root seed of every command that draws random numbers; VARCHECK_SEED in the
+    environment stands in for it (a rehearsed lecture or a CI job gets the same numbers every
+    run), and the run says so on stderr."""
+    return option(
+        "--seed",
+        kind=click.IntRange(0, None),
+        default=None,
+        text=text,
+        envvar="VARCHECK_SEED",
+        show_envvar=True,
+        callback=_seed_source,
+    )
+
+
+def _seed_source(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    """Say when the seed came from VARCHECK_SEED rather than --seed."""
+    from click.core import ParameterSource
+
+    if (
+        value is not None
+        and ctx.get_parameter_source(str(param.name)) is ParameterSource.ENVIRONMENT
+    ):
+        click.echo(f"varcheck: seed {value} from VARCHECK_SEED; --seed overrides it", err=True)
+    return value
 
 
 def confidence_option(
