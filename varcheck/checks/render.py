@@ -15,6 +15,8 @@ from ..output import text as shown_text
 from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
 
     from .claim_file import CheckResult
@@ -289,6 +291,47 @@ def _tails_note(caution: str | None) -> str | None:
     return None if caution is None else f"[yellow]caution:[/] {caution}"
 
 
+def _unreliable_note(rows: Sequence[SweepRow]) -> str:
+    """Why rows without a budget shortfall have no interval: the cause the theory names."""
+    statuses = {r.theory.status for r in rows if r.theory is not None}
+    if statuses == {"infinite-fourth-moment"}:
+        cause = (
+            "Var(q·k) is finite but E[(q·k)^4] is infinite (an entry distribution has an "
+            "infinite fourth moment, as t with df <= 4): no number of products gives the sample "
+            "variance a trustworthy interval; a law with a finite fourth moment can be tested"
+        )
+    elif statuses == {"extreme-kurtosis"}:
+        worst = max(r.theory.kurtosis for r in rows if r.theory is not None)
+        cause = (
+            f"the kurtosis of q·k is {worst:.3g} (> 10^6): the sample variance converges so "
+            "slowly that no run varcheck can afford gives a trustworthy interval"
+        )
+    else:
+        cause = (
+            "E[(q·k)^4] is infinite, or the kurtosis of q·k is above 10^6 (each row's reason in "
+            "JSON says which); no interval for the variance can be trusted"
+        )
+    return f"[bold yellow]unreliable:[/] {cause}. Estimates are shown, verdicts are not."
+
+
+def _heavy_tail_note(precision: float | None) -> str:
+    """The caution for entry laws with an infinite sixth moment, and whether this run's
+    precision is one at which the measured coverage is nominal (docs/calibration.md)."""
+    head = (
+        "[yellow]heavy tails:[/] an entry distribution has an infinite sixth moment, so the "
+        "variance estimate has no finite skewness and its interval approaches nominal "
+        "coverage slowly"
+    )
+    if precision is not None and precision <= 0.01:
+        return f"{head}; at this run's precision (±{precision:g}) the measured coverage is nominal."
+    return (
+        f"{head}: expect up to about 1.5 points short of nominal at coarse precision "
+        "(t:df=5 at --precision 0.03: 93.5-94.5% for 95%, docs/calibration.md), although every "
+        "row drew at least the products varcheck's budget rule asks for. --precision 0.01 "
+        "recovers it."
+    )
+
+
 def sweep_notes(result: SweepResult) -> list[str]:
     tails = _tails_note(next((r.tails_caution for r in result.rows if r.tails_caution), None))
     notes = [tails] if tails else []
@@ -308,24 +351,15 @@ def sweep_notes(result: SweepResult) -> list[str]:
             f"(--samples {max(r.min_samples for r in short)}, or --precision). "  # type: ignore[type-var]
             "Estimates are shown, verdicts are not."
         )
-    if any(
-        r.verdict == "unreliable" and r.min_samples is None and not _cut(r) for r in result.rows
-    ):
-        notes.append(
-            "[bold yellow]unreliable:[/] Var(q·k) is finite but E[(q·k)^4] is infinite (an entry "
-            "distribution has an infinite fourth moment), or the kurtosis of q·k is so extreme "
-            "(> 10^6) that the sample variance converges too slowly; no interval for it can be "
-            "trusted. Estimates are shown, verdicts are not."
-        )
+    unreliable = [
+        r
+        for r in result.rows
+        if r.verdict == "unreliable" and r.min_samples is None and not _cut(r)
+    ]
+    if unreliable:
+        notes.append(_unreliable_note(unreliable))
     if any(r.theory is not None and r.theory.slow_convergence for r in result.rows):
-        notes.append(
-            "[yellow]heavy tails:[/] an entry distribution has an infinite sixth moment, so the "
-            "variance estimate has no finite skewness and its interval approaches nominal "
-            "coverage slowly: expect up to about 1.5 points short of nominal at coarse "
-            "precision (t:df=5 at --precision 0.03: 93.5-94.5% for 95%, docs/calibration.md), "
-            "although every row drew at least the products varcheck's budget rule asks for. "
-            "--precision 0.01 recovers it."
-        )
+        notes.append(_heavy_tail_note(result.precision))
     if any(r.marginal_only(result.alpha) for r in result.rows):
         notes.append(formats.MARGINAL_NOTE)
     if _time_limited(r.estimate for r in result.rows):
