@@ -77,6 +77,8 @@ BAD_INPUTS = [
     (["frobnicate"], "no command 'frobnicate'; the commands are sweep, assert"),
     (["swep", "--dk", "4"], "no command 'swep' (did you mean 'sweep'?)"),
     (["sweep", "--debug"], "--debug goes before the command: varcheck --debug sweep"),
+    (["assert", "--dk", "2..8"], "assert takes one d_k; for several, use varcheck sweep --dk 2..8"),
+    (["sweep", "--dk", "4", "--confidence", "95"], "out of range (did you mean 0.95?)"),
 ]
 
 

@@ -11,7 +11,7 @@ from ..core.ranges import MAX_DK
 from . import EXIT_CODES_HELP
 from .options import format_option, parallel_options, sampling_options, source_options
 from .run import run
-from .types import CLAIM, FiniteFloat
+from .types import CLAIM, FiniteFloat, OneDk
 
 
 @click.command(
@@ -37,7 +37,7 @@ heavy tails) gives an estimate without a verdict (unreliable, exit 4) and says h
 """
     + EXIT_CODES_HELP,
 )
-@click.option("--dk", type=click.IntRange(1, MAX_DK), required=True, help="Length of q and k.")
+@click.option("--dk", type=OneDk(1, MAX_DK), required=True, help="Length of q and k.")
 @source_options
 @click.option(
     "--claim",

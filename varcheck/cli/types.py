@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..checks.claims import Claim, parse_claim
-from ..core.messages import shown
+from ..core.messages import cut, shown
 from ..core.ranges import parse_dk
 from ..errors import VarcheckError
 
@@ -126,6 +126,21 @@ def as_number(
         param_type.fail(f"{shown(value)} is not a number; {hint}", param, ctx)
 
 
+class OneDk(click.IntRange):
+    """One d_k (``assert`` tests one); a list or range of them is sent to ``sweep``."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and (".." in value or "," in value):
+            command = ctx.info_name if ctx is not None else "this command"
+            self.fail(
+                f"{shown(value)}: {command} takes one d_k; for several, use varcheck sweep "
+                f"--dk {cut(value)}",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
+
+
 class CountType(click.ParamType):
     """A whole number that may be written in scientific notation (``1e6``)."""
 
@@ -178,8 +193,15 @@ class FiniteFloat(click.ParamType):
         above = lo is None or (number >= lo if self.closed else number > lo)
         below = hi is None or (number <= hi if self.closed else number < hi)
         if not (math.isfinite(number) and above and below):
-            self.fail(f"{shown(value)} is out of range; accepted: {self.what}", param, ctx)
+            hint = self._percent_hint(number)
+            self.fail(f"{shown(value)} is out of range{hint}; accepted: {self.what}", param, ctx)
         return number
+
+    def _percent_hint(self, number: float) -> str:
+        """`` (did you mean 0.95?)`` for a level in (0, 1) given as a percentage."""
+        if self.lo == 0.0 and self.hi == 1.0 and 1.0 < number < 100.0:
+            return f" (did you mean {number / 100:g}?)"
+        return ""
 
 
 def _shape(value: Any) -> Any:
