@@ -191,7 +191,7 @@ def test_cli_table_and_same_seed(run_cli, tmp_path: Path) -> None:
         ('[[claim]\nname = "x"', ["malformed TOML", "line 1"]),
         (
             '[[claim]]\nname = "typo"\ndk = 4\nclaim = "dk"\ndsit = "normal"\n',
-            ["claims.toml:1: claim 'typo'", "unknown key 'dsit'"],
+            ["claims.toml:5: claim 'typo'", "unknown key 'dsit' (did you mean 'dist'?)"],
         ),
         (
             '[[claim]]\nname = "ok"\ndk = 4\nclaim = "dk"\n\n[[claim]]\nname = "expr"\ndk = 4\n'
@@ -217,7 +217,7 @@ def test_cli_table_and_same_seed(run_cli, tmp_path: Path) -> None:
         ('[[claim]]\ndk = 4\nclaim = "dk"\n', ["needs a non-empty name"]),
         (
             '[defaults]\nconfidense = 0.9\n[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n',
-            ["unknown key 'confidense'"],
+            ["claims.toml:2: [defaults]", "unknown key 'confidense' (did you mean 'confidence'?)"],
         ),
         (
             '[defaults]\nconfidence = 2\n[[claim]]\nname = "a"\ndk = 4\nclaim = "dk"\n',

@@ -47,6 +47,7 @@ import math
 import os
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -54,7 +55,7 @@ from .._version import __version__
 from ..core import options
 from ..core.distributions import Distribution
 from ..core.files import MIB, read_text
-from ..core.messages import cut, shown
+from ..core.messages import cut, did_you_mean, shown
 from ..core.progress import ProgressCallback
 from ..core.ranges import resolve_dks
 from ..core.user_code import UserSampler, load_sampler
@@ -230,7 +231,26 @@ def _number(value: Any, key: str, where: str) -> float:
     return float(value)
 
 
-def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> ClaimSpec:
+def _key_line(text: str, after: int | None, key: str) -> int | None:
+    """1-based line of ``key = ...`` at or after line ``after`` (a claim's header), if found."""
+    pattern = re.compile(rf"\s*[\"']?{re.escape(key)}[\"']?\s*=")
+    for number, line in enumerate(text.splitlines()[(after or 1) - 1 :], start=after or 1):
+        if pattern.match(line):
+            return number
+    return None
+
+
+def _unknown_key(key: str, accepted: Sequence[str], where: str) -> VarcheckError:
+    """The refusal of a key a table does not take, with the closest accepted one."""
+    return VarcheckError(
+        f"{where}: unknown key {shown(key)}{did_you_mean(key, accepted)}; accepted: "
+        + ", ".join(accepted)
+    )
+
+
+def _parse_claim_table(
+    table: Any, index: int, line: int | None, path: str, text: str = ""
+) -> ClaimSpec:
     if not isinstance(table, dict):
         raise VarcheckError(f"{_where(path, line, None)}: [[claim]] #{index + 1} is not a table")
     name = table.get("name")
@@ -241,9 +261,8 @@ def _parse_claim_table(table: Any, index: int, line: int | None, path: str) -> C
     where = _where(path, line, name)
     unknown = [k for k in table if k not in CLAIM_KEYS]
     if unknown:
-        raise VarcheckError(
-            f"{where}: unknown key {shown(unknown[0])}; accepted: {', '.join(CLAIM_KEYS)}"
-        )
+        at = _key_line(text, line, unknown[0]) or line
+        raise _unknown_key(unknown[0], CLAIM_KEYS, _where(path, at, name))
     for required in ("dk",) if "probe" in table else ("dk", "claim"):
         if required not in table:
             raise VarcheckError(f"{where}: missing {required} = ...")
@@ -440,10 +459,9 @@ def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
         raise VarcheckError(f"{cut(path)}: defaults must be a table ([defaults])")
     bad = [k for k in defaults if k not in DEFAULT_KEYS]
     if bad:
-        raise VarcheckError(
-            f"{cut(path)}: [defaults] has unknown key {shown(bad[0])}; accepted: "
-            + ", ".join(DEFAULT_KEYS)
-        )
+        at = _key_line(text, None, bad[0])
+        where = f"{cut(path)}:{at}" if at else cut(path)
+        raise _unknown_key(bad[0], DEFAULT_KEYS, f"{where}: [defaults]")
     tables = data.get("claim", [])
     if not isinstance(tables, list) or not tables:
         raise VarcheckError(f"{cut(path)}: no claims; add at least one [[claim]] table")
@@ -452,7 +470,7 @@ def load_check_file(path: str | os.PathLike[str]) -> CheckFile:
     tests = 0
     for i, table in enumerate(tables):
         line = lines[i] if i < len(lines) else None
-        spec = _parse_claim_table(table, i, line, path)
+        spec = _parse_claim_table(table, i, line, path, text)
         if spec.name in specs:
             raise VarcheckError(f"{_where(path, line, spec.name)}: the name is used twice")
         specs[spec.name] = spec
