@@ -63,3 +63,10 @@ def test_help_examples_parse(name: str | None, monkeypatch) -> None:
             pytest.fail(f"varcheck {shlex.join(args)} (in {folder}): {err.format_message()}")
         monkeypatch.chdir(ROOT)
     assert os.getcwd() == str(ROOT) or name is None or not examples
+
+
+@pytest.mark.parametrize("name", ["sweep", "assert", "explain", "softmax"])
+def test_help_says_which_laws_are_standardised(name: str) -> None:
+    """t:df=5 and scipy.t:df=5 differ in variance; the --dist help says why."""
+    text = " ".join(_help([name]).split())
+    assert "mean 0, sd 1" in text and "scipy" in text and "own" in text

@@ -54,7 +54,8 @@ reject it.
 @dist_option(
     "--dist",
     "Entry distribution of A and B: normal, uniform, rademacher, laplace, t:df=D, "
-    "scipy.NAME:...; every spec takes mean= and sd=.",
+    "scipy.NAME:... (built-in laws have mean 0, sd 1; scipy's keep their own); every spec "
+    "takes mean= and sd=.",
     "normal",
 )
 @dist_option("--a-dist", "Entry distribution of A only.")

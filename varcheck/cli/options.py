@@ -309,7 +309,8 @@ _law_options = stack(
     dist_option(
         "--dist",
         "Entry distribution for q and k: normal, uniform, rademacher, laplace, "
-        "t:df=D, or scipy.NAME:shape=...; every spec takes mean= and sd=.",
+        "t:df=D (each scaled to mean 0, sd 1), or scipy.NAME:shape=... (scipy's own mean and "
+        "sd); every spec takes mean= and sd=.",
         "normal",
     ),
     dist_option("--q-dist", "Distribution of q's entries (overrides --dist for q)."),

@@ -45,7 +45,8 @@ Examples:
 @dist_option(
     "--dist",
     "Entry distribution of q and k: normal, uniform, rademacher, laplace, t:df=D, "
-    "scipy.NAME:...; every spec takes mean= and sd=.",
+    "scipy.NAME:... (built-in laws have mean 0, sd 1; scipy's keep their own); every spec "
+    "takes mean= and sd=.",
     "normal",
 )
 @dist_option("--q-dist", "Entry distribution of q only.")
