@@ -190,6 +190,7 @@ def test_cli_plot_writes_png(run_cli, tmp_path) -> None:
     assert res.exit_code == 0, res.output
     assert out.stat().st_size > 1000
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"varcheck: wrote {out}" in res.stderr and "wrote" not in res.stdout
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+import click
+
 from .console import ProgressReporter, stdout_console
 from .signals import results_phase
 
@@ -70,4 +72,8 @@ def run(
         figure = figure_of(result)
         if callable(figure):
             figure(result, plot)
+            from ..output.text import visible
+
+            # on stderr, so that stdout stays the --format document alone
+            click.echo(f"varcheck: wrote {visible(plot)}", err=True)
     return result
