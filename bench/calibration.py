@@ -197,9 +197,18 @@ def _fail_counts(ests: list, claim: float, tol: float) -> tuple[int, int]:
     new = old = 0
     for e in ests:
         p = claim_p_values(e, e.var, claim, tol)
-        d = decide(e.var, e.interval_at(1 - 2 * ALPHA), claim, p_value=p.p_value, alpha=ALPHA,
-                   tolerance=tol, samples=e.samples, p_equivalence=p.p_equivalence,
-                   p_outside=p.p_outside, fail_interval=e.confidence_interval)  # fmt: skip
+        d = decide(
+            e.var,
+            e.interval_at(1 - 2 * ALPHA),
+            claim,
+            p_value=p.p_value,
+            alpha=ALPHA,
+            tolerance=tol,
+            samples=e.samples,
+            p_equivalence=p.p_equivalence,
+            p_outside=p.p_outside,
+            fail_interval=e.confidence_interval,
+        )
         new += d.outcome == FAIL
         old += d.outcome != PASS and p.p_value < ALPHA
     return new, old
@@ -242,8 +251,13 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     if args.laws:
         LAWS[:] = args.laws.split(",")
-    parts = (("budgets", budgets), ("edge", edge), ("precision", precision), ("tost", tost),
-             ("fail", fail))  # fmt: skip
+    parts = (
+        ("budgets", budgets),
+        ("edge", edge),
+        ("precision", precision),
+        ("tost", tost),
+        ("fail", fail),
+    )
     for name, part in parts:
         if args.part in (name, "all"):
             print(f"\n## {name} ({args.seeds} seeds per configuration)\n")

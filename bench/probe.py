@@ -119,37 +119,64 @@ def calibration() -> None:
 
     kw = {"layout": "bhnd", "heads": 200, "queries": 8, "keys": 12, "dv": 8, "samples": 200}
     missed = sum(
-        sum(h.raw_p_value < 0.05 for h in varcheck.probe(rk.noisy_causal, 16, causal=True,
-                                                         seed=s, **kw).per_head)
+        sum(
+            h.raw_p_value < 0.05
+            for h in varcheck.probe(rk.noisy_causal, 16, causal=True, seed=s, **kw).per_head
+        )
         for s in range(10)
-    )  # fmt: skip
+    )
     ci = stats.binomtest(missed, 2000).proportion_ci()
-    print(f"causal, d_v < keys: {missed}/2000 missed ({missed / 20:.2f}%, 95% CI "
-          f"{100 * ci.low:.2f}..{100 * ci.high:.2f}%)")  # fmt: skip
-    half = {"layout": "bnhd", "heads": 4, "queries": 16, "keys": 24, "dv": 16, "samples": 20,
-            "dtype": "float16"}  # fmt: skip
-    curved = sum(varcheck.probe(rk.multihead_half, 64, seed=s, **half).diagnostics.nonlinear
-                 for s in range(200))  # fmt: skip
+    print(
+        f"causal, d_v < keys: {missed}/2000 missed ({missed / 20:.2f}%, 95% CI "
+        f"{100 * ci.low:.2f}..{100 * ci.high:.2f}%)"
+    )
+    half = {
+        "layout": "bnhd",
+        "heads": 4,
+        "queries": 16,
+        "keys": 24,
+        "dv": 16,
+        "samples": 20,
+        "dtype": "float16",
+    }
+    curved = sum(
+        varcheck.probe(rk.multihead_half, 64, seed=s, **half).diagnostics.nonlinear
+        for s in range(200)
+    )
     capped = functools.partial(rk.multihead_half, cap=50.0)
-    named = sum(varcheck.probe(capped, 64, seed=s, **half).diagnostics.nonlinear
-                for s in range(200))  # fmt: skip
+    named = sum(
+        varcheck.probe(capped, 64, seed=s, **half).diagnostics.nonlinear for s in range(200)
+    )
     print(f"float16 multi-head: curved in {curved}/200 seeds; cap 50 named in {named}/200")
     kernel, dks, batches, runs = as_kernel(ak.noisy, {"noise": 0.1}), (2, 4, 8, 16), 10, 400
     failing = 0
     for batch in range(batches):
-        measured = [measure(kernel, judge.design(dk, 8, 8, 2 * runs, None, "bhnd", None),
-                            expected=1 / math.sqrt(dk), seed=100 + batch, confidence=0.95,
-                            precision=None, calls=200, max_seconds=None) for dk in dks]  # fmt: skip
+        measured = [
+            measure(
+                kernel,
+                judge.design(dk, 8, 8, 2 * runs, None, "bhnd", None),
+                expected=1 / math.sqrt(dk),
+                seed=100 + batch,
+                confidence=0.95,
+                precision=None,
+                calls=200,
+                max_seconds=None,
+            )
+            for dk in dks
+        ]
         for r in range(runs):
             group = [dataclasses.replace(m, heads=m.heads[2 * r : 2 * r + 2]) for m in measured]
-            rows = judge_rows(group, [1 / math.sqrt(dk) for dk in dks], confidence=0.95,
-                              tolerance=None)  # fmt: skip
+            rows = judge_rows(
+                group, [1 / math.sqrt(dk) for dk in dks], confidence=0.95, tolerance=None
+            )
             failing += any(d.outcome == "fail" for _, (d, _p) in rows)
     total = batches * runs
     ci = stats.binomtest(failing, total).proportion_ci()
     rate, low, high = (100 * x for x in (failing / total, ci.low, ci.high))
-    print(f"4 d_k x 2 heads: a failing row in {failing}/{total} runs ({rate:.2f}%, 95% CI "
-          f"{low:.2f}..{high:.2f}%)")  # fmt: skip
+    print(
+        f"4 d_k x 2 heads: a failing row in {failing}/{total} runs ({rate:.2f}%, 95% CI "
+        f"{low:.2f}..{high:.2f}%)"
+    )
 
 
 def _logits_in_float16(q, k, v):  # noqa: ANN001, ANN202
@@ -192,8 +219,16 @@ def _budget_counts(kernel, design, truth: float, calls: int, seed: int) -> list[
     from varcheck.core.probe.measure import measure
     from varcheck.core.verdicts import claim_p_values
 
-    m = measure(kernel, design, expected=truth, seed=seed, confidence=0.95, precision=None,
-                calls=calls, max_seconds=None)  # fmt: skip
+    m = measure(
+        kernel,
+        design,
+        expected=truth,
+        seed=seed,
+        confidence=0.95,
+        precision=None,
+        calls=calls,
+        max_seconds=None,
+    )
     counts = [0, 0, 0, 0, sum(h.curved for h in m.structure)]
     for h in m.heads:
         counts[0] += h.confidence_interval.high < truth
@@ -235,10 +270,16 @@ def budgets() -> None:
     from varcheck.core.probe import judge
     from varcheck.core.probe.target import as_kernel
 
-    kernels = {"noisy": ak.noisy, "half_precision": ak.half_precision,
-               "noisy_causal": rk.noisy_causal, "rounded": _logits_in_float16}  # fmt: skip
-    print("| kernel | d_k | n × m | calls | replicates | misses (below/above) | rate (95% CI) "
-          f"| TOST ±{TOST:g} passes (lower/upper edge) | read as curved |")  # fmt: skip
+    kernels = {
+        "noisy": ak.noisy,
+        "half_precision": ak.half_precision,
+        "noisy_causal": rk.noisy_causal,
+        "rounded": _logits_in_float16,
+    }
+    print(
+        "| kernel | d_k | n × m | calls | replicates | misses (below/above) | rate (95% CI) "
+        f"| TOST ±{TOST:g} passes (lower/upper edge) | read as curved |"
+    )
     print("|---|---:|---|---:|---:|---|---|---|---:|")
     for case in BUDGET_CASES:
         _, key, args, dk, n, m, dv, per, runs = case
@@ -255,11 +296,25 @@ def budgets() -> None:
 #: (d_k, queries, keys, calls) of ``--part designs``: small designs around the tail exponent's
 #: threshold (varcheck.core.probe.budget), 2000 replicates each
 DESIGN_CASES = (
-    (2, 8, 2, 200), (2, 2, 4, 200), (2, 2, 4, 1000), (2, 2, 9, 200), (2, 3, 4, 200),
-    (16, 2, 4, 200), (1, 8, 8, 200), (2, 4, 4, 200), (2, 8, 4, 200), (2, 4, 8, 200),
-    (2, 5, 5, 200), (2, 6, 6, 200), (2, 7, 7, 200), (16, 2, 7, 200), (16, 3, 5, 200),
-    (4, 3, 5, 200), (1, 13, 13, 200), (2, 8, 8, 200),
-)  # fmt: skip
+    (2, 8, 2, 200),
+    (2, 2, 4, 200),
+    (2, 2, 4, 1000),
+    (2, 2, 9, 200),
+    (2, 3, 4, 200),
+    (16, 2, 4, 200),
+    (1, 8, 8, 200),
+    (2, 4, 4, 200),
+    (2, 8, 4, 200),
+    (2, 4, 8, 200),
+    (2, 5, 5, 200),
+    (2, 6, 6, 200),
+    (2, 7, 7, 200),
+    (16, 2, 7, 200),
+    (16, 3, 5, 200),
+    (4, 3, 5, 200),
+    (1, 13, 13, 200),
+    (2, 8, 8, 200),
+)
 
 
 def designs() -> None:
@@ -278,8 +333,10 @@ def designs() -> None:
     from varcheck.core.probe.target import as_kernel
 
     kernel = as_kernel(ak.noisy, {"noise": 0.1})
-    print("| d_k | n × m | tail exponent a | calls | replicates | misses (below/above) | rate "
-          "(95% CI) |\n|---:|---|---:|---:|---:|---|---|")  # fmt: skip
+    print(
+        "| d_k | n × m | tail exponent a | calls | replicates | misses (below/above) | rate "
+        "(95% CI) |\n|---:|---|---:|---:|---:|---|---|"
+    )
     for dk, n, m, calls in DESIGN_CASES:
         truth, design = 1 / math.sqrt(dk), judge.design(dk, n, m, 1000, None, "bhnd", None)
         totals = [0] * 5
@@ -288,9 +345,12 @@ def designs() -> None:
             totals = [a + b for a, b in zip(totals, got, strict=True)]
         missed = totals[0] + totals[1]
         ci = stats.binomtest(missed, 2000).proportion_ci()
-        print(f"| {dk} | {n} × {m} | {tail_exponent(n, m, dk):g} | {calls} | 2000 | {missed} "
-              f"({totals[0]}/{totals[1]}) | {missed / 20:.2f}% ({100 * ci.low:.2f}–"
-              f"{100 * ci.high:.2f}%) |", flush=True)  # fmt: skip
+        print(
+            f"| {dk} | {n} × {m} | {tail_exponent(n, m, dk):g} | {calls} | 2000 | {missed} "
+            f"({totals[0]}/{totals[1]}) | {missed / 20:.2f}% ({100 * ci.low:.2f}–"
+            f"{100 * ci.high:.2f}%) |",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -304,8 +364,12 @@ def main() -> None:
     )
     opts = parser.parse_args()
     if opts.part != "speed":
-        parts = {"rounding": rounding, "calibration": calibration, "budgets": budgets,
-                 "designs": designs}  # fmt: skip
+        parts = {
+            "rounding": rounding,
+            "calibration": calibration,
+            "budgets": budgets,
+            "designs": designs,
+        }
         parts[opts.part]()
         return
     rows = []
@@ -313,8 +377,10 @@ def main() -> None:
         wall = _time(args, opts.repeats)
         rows.append({"case": name, "wall_s": wall, "target_s": target, "met": wall < target})
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"`varcheck probe {KERNEL}` as a whole process (median of {opts.repeats}; "
-          f"load average {load:.2f}, {os.cpu_count()} cores)\n")  # fmt: skip
+    print(
+        f"`varcheck probe {KERNEL}` as a whole process (median of {opts.repeats}; "
+        f"load average {load:.2f}, {os.cpu_count()} cores)\n"
+    )
     print("| case | wall (s) | target (s) | met |\n|---|---:|---:|---|")
     for r in rows:
         print(f"| {r['case']} | {r['wall_s']:.2f} | {r['target_s']:.0f} | {r['met']} |")

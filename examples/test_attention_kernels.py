@@ -56,5 +56,6 @@ def test_every_head_of_a_4d_kernel(varcheck) -> None:
 def test_torch_sdpa(varcheck) -> None:
     pytest.importorskip("torch", reason="torch is not installed; varcheck never needs it")
     varcheck.assert_scale(ak.torch_sdpa, DK, layout="bhnd", heads=2)
-    varcheck.assert_scale(functools.partial(ak.torch_sdpa, scale=1 / DK), DK, expect="1/dk",
-                          layout="bhnd", heads=2)  # fmt: skip
+    varcheck.assert_scale(
+        functools.partial(ak.torch_sdpa, scale=1 / DK), DK, expect="1/dk", layout="bhnd", heads=2
+    )

@@ -30,21 +30,53 @@ _DECODER = dict(_SHAPE, num_key_value_heads=2, vocab_size=VOCAB, max_position_em
 
 #: family name -> (config.json, prefix before the base model's names, tokenizer template)
 CONFIGS: dict[str, tuple[dict[str, Any], str, str]] = {
-    "bert": (dict(_SHAPE, model_type="bert", vocab_size=VOCAB, max_position_embeddings=40,
-                  type_vocab_size=2), "", "cls"),
-    "roberta": (dict(_SHAPE, model_type="roberta", vocab_size=VOCAB, max_position_embeddings=42,
-                     type_vocab_size=1, pad_token_id=1), "roberta.", "s"),
-    "gpt2": (dict(model_type="gpt2", n_embd=32, n_layer=2, n_head=4, n_positions=40,
-                  vocab_size=VOCAB), "transformer.", "none"),
+    "bert": (
+        dict(
+            _SHAPE,
+            model_type="bert",
+            vocab_size=VOCAB,
+            max_position_embeddings=40,
+            type_vocab_size=2,
+        ),
+        "",
+        "cls",
+    ),
+    "roberta": (
+        dict(
+            _SHAPE,
+            model_type="roberta",
+            vocab_size=VOCAB,
+            max_position_embeddings=42,
+            type_vocab_size=1,
+            pad_token_id=1,
+        ),
+        "roberta.",
+        "s",
+    ),
+    "gpt2": (
+        dict(model_type="gpt2", n_embd=32, n_layer=2, n_head=4, n_positions=40, vocab_size=VOCAB),
+        "transformer.",
+        "none",
+    ),
     "llama": (dict(_DECODER, model_type="llama", tie_word_embeddings=False), "model.", "bos"),
     "mistral": (dict(_DECODER, model_type="mistral", sliding_window=4), "model.", "bos"),
     "qwen2": (dict(_DECODER, model_type="qwen2", tie_word_embeddings=True), "model.", "none"),
     "qwen3": (dict(_DECODER, model_type="qwen3", head_dim=12), "model.", "none"),
     "gemma": (dict(_DECODER, model_type="gemma", head_dim=8), "model.", "bos"),
-    "gemma2": (dict(_DECODER, model_type="gemma2", head_dim=8, query_pre_attn_scalar=12,
-                    attn_logit_softcapping=5.0, final_logit_softcapping=3.0, sliding_window=4),
-               "model.", "bos"),
-}  # fmt: skip
+    "gemma2": (
+        dict(
+            _DECODER,
+            model_type="gemma2",
+            head_dim=8,
+            query_pre_attn_scalar=12,
+            attn_logit_softcapping=5.0,
+            final_logit_softcapping=3.0,
+            sliding_window=4,
+        ),
+        "model.",
+        "bos",
+    ),
+}
 
 
 def sentences(count: int = 40, seed: int = 0) -> list[str]:
@@ -124,7 +156,10 @@ def write_checkpoint(
     config = dict(base if config is None else config)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(config))
-    save_file(tensors if tensors is not None else random_tensors(config, prefix, seed),
-              str(folder / "model.safetensors"), metadata={"format": "pt"})  # fmt: skip
+    save_file(
+        tensors if tensors is not None else random_tensors(config, prefix, seed),
+        str(folder / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
     (folder / "tokenizer.json").write_text(_tokenizer_json(template))
     return folder

@@ -163,9 +163,12 @@ def _one_head_result(low, high, sequences=None):
 
 @pytest.mark.parametrize(
     ("low", "high", "shown"),
-    [(0.5, 2.5, "0.500–2.50 holds"), (0.2, 0.5, "0.200–0.500 below"),
-     (math.nan, math.nan, "too few sequences —")],
-)  # fmt: skip
+    [
+        (0.5, 2.5, "0.500–2.50 holds"),
+        (0.2, 0.5, "0.200–0.500 below"),
+        (math.nan, math.nan, "too few sequences —"),
+    ],
+)
 def test_table_shows_the_interval_bare_or_marked(low, high, shown):
     """``lo–hi`` without brackets and the check word; "too few sequences" without an interval."""
     out = io.StringIO()
@@ -518,10 +521,22 @@ def test_cli_json(run_cli):
     assert data["model_name"] and data["model"].endswith("model")
     assert data["layers"] == [1, 4, 5] and len(data["rows"]) == 36
     required = {
-        "layer", "head", "sigma_wq", "sigma_wk", "sigma_bq", "sigma_bk", "predicted_var_paper",
-        "predicted_var_exact", "measured_var", "measured_scaled_var", "entropy", "beta_unit",
-        "beta_default", "mean_same", "mean_diff",
-    }  # fmt: skip
+        "layer",
+        "head",
+        "sigma_wq",
+        "sigma_wk",
+        "sigma_bq",
+        "sigma_bk",
+        "predicted_var_paper",
+        "predicted_var_exact",
+        "measured_var",
+        "measured_scaled_var",
+        "entropy",
+        "beta_unit",
+        "beta_default",
+        "mean_same",
+        "mean_diff",
+    }
     assert required <= set(data["rows"][0])
     assert len(data["layer_summary"]) == 3
     assert (data["outcome"], data["exit_code"]) == ("done", 0)  # tests nothing (#18)
@@ -532,8 +547,9 @@ def test_cli_json(run_cli):
 def test_cli_other_formats(run_cli, tmp_path, fmt):
     text = tmp_path / "t.txt"
     text.write_text("One short line.\nAnother, slightly longer line of text.\n", encoding="utf-8")
-    result = run_cli("audit", "all-MiniLM-L6-v2", "--layers", "2", "--text", str(text),
-                     "--format", fmt)  # fmt: skip
+    result = run_cli(
+        "audit", "all-MiniLM-L6-v2", "--layers", "2", "--text", str(text), "--format", fmt
+    )
     assert result.exit_code == 0, result.output
     if fmt == "csv":
         assert result.output.startswith("# command=audit")
@@ -592,9 +608,17 @@ def test_cli_errors_exit_2_with_one_line(run_cli, tmp_path, args, fragment):
     save_file({"w": np.zeros((2, 2), np.float32)}, tmp_path / "notbert" / "model.safetensors")
     (tmp_path / "notbert" / "vocab.txt").write_text("[CLS]\n[SEP]\n[UNK]\n", encoding="utf-8")
     (tmp_path / "notbert" / "config.json").write_text(
-        json.dumps({"model_type": "bert", "hidden_size": 8, "num_attention_heads": 2,
-                    "num_hidden_layers": 1, "intermediate_size": 16}), encoding="utf-8"
-    )  # fmt: skip
+        json.dumps(
+            {
+                "model_type": "bert",
+                "hidden_size": 8,
+                "num_attention_heads": 2,
+                "num_hidden_layers": 1,
+                "intermediate_size": 16,
+            }
+        ),
+        encoding="utf-8",
+    )
     places = {
         "tmp": str(tmp_path),
         "empty": str(tmp_path / "empty.txt"),

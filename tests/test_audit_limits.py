@@ -353,14 +353,21 @@ def test_signals_keep_the_layers_finished(tmp_path, sig, status, fmt):
     text.write_text("\n".join(TEXT * 20) + "\n", encoding="utf-8")  # 100 lines: 4 batches
     ready = tmp_path / "ready"
     child = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_SLOW_AUDIT), str(folder), str(text), fmt,
-         str(ready)],
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(_SLOW_AUDIT),
+            str(folder),
+            str(text),
+            fmt,
+            str(ready),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
         preexec_fn=default_sigint,
-    )  # fmt: skip
+    )
     try:
         # guards against a hang, not speed limits (a loaded machine starts a child slowly)
         deadline = time.monotonic() + 600

@@ -102,8 +102,9 @@ def two_lines(tmp_path_factory):
 @needs_minilm
 @pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown"])
 def test_two_lines_are_marked_too_few_in_every_format(run_cli, two_lines, fmt):
-    result = run_cli("audit", "all-minilm-l6-v2", "--text", two_lines, "--layers", "1",
-                     "--format", fmt)  # fmt: skip
+    result = run_cli(
+        "audit", "all-minilm-l6-v2", "--text", two_lines, "--layers", "1", "--format", fmt
+    )
     assert result.exit_code == 0, result.output
     out = result.stdout
     if fmt == "json":

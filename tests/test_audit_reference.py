@@ -217,15 +217,23 @@ def test_audit_statistics_match_reference_logits(reference):
         r = rows[(layer, head)]
         where = f"layer {layer} head {head}"
         checks = [
-            ("scaled variance", r.measured_scaled_var, np.var(pooled),
-             _pooled_var_bound(pooled, pooled_tol)),
-            ("scaled variance, i != j", r.measured_var_diff / d_head, np.var(off_s),
-             _pooled_var_bound(off_s, off_tol)),
+            (
+                "scaled variance",
+                r.measured_scaled_var,
+                np.var(pooled),
+                _pooled_var_bound(pooled, pooled_tol),
+            ),
+            (
+                "scaled variance, i != j",
+                r.measured_var_diff / d_head,
+                np.var(off_s),
+                _pooled_var_bound(off_s, off_tol),
+            ),
             ("mean, i = j", r.mean_same / math.sqrt(d_head), diag_s.mean(), diag_tol.mean()),
             ("mean, i != j", r.mean_diff / math.sqrt(d_head), off_s.mean(), off_tol.mean()),
             ("within-query variance", r.row_scaled_var, np.mean(row_var), np.mean(row_var_tol)),
             ("entropy", r.entropy, np.mean(ent), np.mean(ent_tol)),
-        ]  # fmt: skip
+        ]
         for name, got, want, bound in checks:
             assert abs(got - want) <= bound, f"{where}: {name} {got:.8g}, reference {want:.8g}"
 
@@ -236,8 +244,12 @@ def test_audit_statistics_match_reference_logits(reference):
 _I4 = np.eye(4)
 HAND_WEIGHTS = {
     "embeddings.word_embeddings.weight": [[0, 0, 0, 0], [2, -2, 2, -2], [2, 0, 0, -2]],
-    "embeddings.position_embeddings.weight": [[0, 0, 0, 0], [0, 2, -2, 0], [9, 0, 0, 0],
-                                              [0, 0, 0, 9]],
+    "embeddings.position_embeddings.weight": [
+        [0, 0, 0, 0],
+        [0, 2, -2, 0],
+        [9, 0, 0, 0],
+        [0, 0, 0, 9],
+    ],
     # type 0 is a shift (LayerNorm removes it); type 1 would not be
     "embeddings.token_type_embeddings.weight": [[1, 1, 1, 1], [0, 3, 0, -3]],
     "embeddings.LayerNorm.weight": [1, 1, 1, 1],
@@ -245,8 +257,12 @@ HAND_WEIGHTS = {
     "encoder.layer.0.attention.self.query.weight": _I4,
     "encoder.layer.0.attention.self.query.bias": [0, 0, 0, 0],
     # k = (h0 + h1, h1, h2, h3 − h2 + 1)
-    "encoder.layer.0.attention.self.key.weight": [[1, 1, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0],
-                                                  [0, 0, -1, 1]],
+    "encoder.layer.0.attention.self.key.weight": [
+        [1, 1, 0, 0],
+        [0, 1, 0, 0],
+        [0, 0, 1, 0],
+        [0, 0, -1, 1],
+    ],
     "encoder.layer.0.attention.self.key.bias": [0, 0, 0, 1],
     "encoder.layer.0.attention.self.value.weight": _I4,
     "encoder.layer.0.attention.self.value.bias": [0, 0, 0, 0],
@@ -260,7 +276,7 @@ HAND_WEIGHTS = {
     "encoder.layer.0.output.dense.bias": [0, 0, 0, 0],
     "encoder.layer.0.output.LayerNorm.weight": [1, 2, 1, 2],
     "encoder.layer.0.output.LayerNorm.bias": [0, 0, 0, 1],
-}  # fmt: skip
+}
 # Every number below 4 in size, each output through fewer than 40 float32 roundings
 # (u = 2⁻²⁴ ≈ 6e-8): 40·4·u ≈ 1e-5. The bugs guarded against move outputs by more than 1e-3.
 HAND_ATOL = 1e-5
@@ -268,9 +284,16 @@ HAND_ATOL = 1e-5
 
 def _hand_model(eps: float = 1e-12) -> bert.BertCheckpoint:
     config = bert.BertConfig(
-        hidden_size=4, num_layers=1, num_heads=2, head_dim=2, intermediate_size=4,
-        max_positions=4, layer_norm_eps=eps, activation="gelu", name="by-hand",
-    )  # fmt: skip
+        hidden_size=4,
+        num_layers=1,
+        num_heads=2,
+        head_dim=2,
+        intermediate_size=4,
+        max_positions=4,
+        layer_norm_eps=eps,
+        activation="gelu",
+        name="by-hand",
+    )
     weights = {k: np.asarray(v, dtype=np.float32) for k, v in HAND_WEIGHTS.items()}
     return bert.BertCheckpoint(Path("by-hand"), config, weights, tokenizer=None)
 
@@ -315,8 +338,9 @@ def test_hand_model_embeddings_and_logits(monkeypatch):
     (scores,) = captured
     np.testing.assert_allclose(scores[0], raw / math.sqrt(2), rtol=0, atol=HAND_ATOL)
     # the padded sequence: only its first query/key pair is real, and it is q_a·k_a
-    np.testing.assert_allclose(scores[1, :, 0, 0], [1 / math.sqrt(2), 2 / math.sqrt(2)],
-                               rtol=0, atol=HAND_ATOL)  # fmt: skip
+    np.testing.assert_allclose(
+        scores[1, :, 0, 0], [1 / math.sqrt(2), 2 / math.sqrt(2)], rtol=0, atol=HAND_ATOL
+    )
 
 
 def _scalar_layer_norm(v: list[float], gain: list[float], bias: list[float]) -> list[float]:
@@ -352,8 +376,9 @@ def test_hand_model_layer_output(monkeypatch):
     h = [[1, -1, 1, -1], [1, 1, -1, -1]]
     expected = []
     for c, x in zip(context, h, strict=True):
-        attended = _scalar_layer_norm([ci + xi for ci, xi in zip(c, x, strict=True)],
-                                      [1, 1, 1, 1], [0, 0, 0, 0])  # fmt: skip
+        attended = _scalar_layer_norm(
+            [ci + xi for ci, xi in zip(c, x, strict=True)], [1, 1, 1, 1], [0, 0, 0, 0]
+        )
         inner = [_scalar_gelu(a) + a for a in attended]
         expected.append(_scalar_layer_norm(inner, [1, 2, 1, 2], [0, 0, 0, 1]))
     np.testing.assert_allclose(out[0], expected, rtol=0, atol=HAND_ATOL)

@@ -75,8 +75,11 @@ def test_table_fits_the_width_with_ids_estimates_and_verdicts_intact(request, wh
             assert "too few sequences" in scale
         assert weights.split()[:2] == [str(row.layer), str(row.head)]
     for summary in result.summaries:
-        assert any(line.split()[:1] == [str(summary.layer)] and
-                   fmt(summary.scaled_var_median, 3) in line.split() for line in lines)  # fmt: skip
+        assert any(
+            line.split()[:1] == [str(summary.layer)]
+            and fmt(summary.scaled_var_median, 3) in line.split()
+            for line in lines
+        )
 
 
 def test_dropped_columns_are_named_with_where_to_see_them(full):
@@ -148,8 +151,12 @@ def test_figure_title_legend_and_marked_heads(full, monkeypatch):
 
     fig = _figure(full, monkeypatch)
     title = fig._suptitle.get_text()
-    for part in ("sentence-transformers/all-MiniLM-L6-v2", "42 sequences", "95% jackknife",
-                 "no seed"):  # fmt: skip
+    for part in (
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "42 sequences",
+        "95% jackknife",
+        "no seed",
+    ):
         assert part in title
     scaled_ax, entropy_ax = fig.axes[:2]
     legend = scaled_ax.get_legend()

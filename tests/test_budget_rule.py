@@ -272,9 +272,18 @@ def _tolerance_outcomes(ests, claim: float, tol: float) -> tuple[list[str], list
     new, old = [], []
     for e in ests:
         p = claim_p_values(e, e.var, claim, tol)
-        d = decide(e.var, e.interval_at(1 - 2 * ALPHA), claim, p_value=p.p_value, alpha=ALPHA,
-                   tolerance=tol, samples=e.samples, p_equivalence=p.p_equivalence,
-                   p_outside=p.p_outside, fail_interval=e.confidence_interval)  # fmt: skip
+        d = decide(
+            e.var,
+            e.interval_at(1 - 2 * ALPHA),
+            claim,
+            p_value=p.p_value,
+            alpha=ALPHA,
+            tolerance=tol,
+            samples=e.samples,
+            p_equivalence=p.p_equivalence,
+            p_outside=p.p_outside,
+            fail_interval=e.confidence_interval,
+        )
         new.append(d.outcome)
         was_fail = d.outcome != PASS and p.p_value < ALPHA
         old.append(FAIL if was_fail else (d.outcome if d.outcome == PASS else INCONCLUSIVE))
@@ -348,8 +357,14 @@ def test_more_samples_to_fail_uses_the_fail_interval() -> None:
     equivalence interval, or on the gap to the claim: a fail needs the 1 - alpha interval
     (``fail_interval``) to clear the band's nearest edge. Claim 1, T = 0.02, estimate 1.03: 90%
     half-width 0.03, 95% half-width 0.04 against a gap of 0.01 to the edge 1.02."""
-    common = {"p_value": 0.2, "alpha": ALPHA, "tolerance": 0.02, "samples": 1000,
-              "p_equivalence": 0.9, "p_outside": 0.3}  # fmt: skip
+    common = {
+        "p_value": 0.2,
+        "alpha": ALPHA,
+        "tolerance": 0.02,
+        "samples": 1000,
+        "p_equivalence": 0.9,
+        "p_outside": 0.3,
+    }
     inner, outer = (1.0, 1.06), (0.99, 1.07)
     with_fail = decide(1.03, inner, 1.0, fail_interval=outer, **common)
     without = decide(1.03, inner, 1.0, **common)

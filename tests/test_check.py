@@ -287,13 +287,26 @@ def test_a_spec_holds_one_template_test_and_check_decides_as_verify(tmp_path: Pa
     spec = load_check_file(path).claims[0]
     test = spec.test
     assert (spec.q, spec.k, spec.rho, spec.claim, spec.scaled, spec.tolerance, spec.sampler) == (
-        test.q, test.k, test.rho, test.claim, test.scaled, test.tolerance, test.sampler
-    )  # fmt: skip
+        test.q,
+        test.k,
+        test.rho,
+        test.claim,
+        test.scaled,
+        test.tolerance,
+        test.sampler,
+    )
     assert spec.q.spec == "uniform" and spec.tolerance == 0.05 and spec.claim.text == "dk"
     row = check(path, seed=4, precision=0.05).claims[0].results[0]
-    again = claim_decision(row.estimate, row.confidence_interval, row.equivalence_interval,
-                           row.claim_value, row.p_values, alpha=0.05,
-                           tolerance=0.05, samples=row.samples)  # fmt: skip
+    again = claim_decision(
+        row.estimate,
+        row.confidence_interval,
+        row.equivalence_interval,
+        row.claim_value,
+        row.p_values,
+        alpha=0.05,
+        tolerance=0.05,
+        samples=row.samples,
+    )
     assert (again.outcome, again.reason, again.more_samples) == (
         row.outcome,
         row.reason,

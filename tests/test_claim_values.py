@@ -384,9 +384,24 @@ def test_command_line_claim_value(run_cli) -> None:
     q, k, dk, rho, theory = SETTINGS["normal-rho"]
     claim = "theory + sqrt(var_q)*mean_k - exp(rho) + log(dk)*kurt_k + max(mu4_q, mu4_k)"
     res = run_cli(
-        "assert", "--dk", str(dk), "--q-dist", q, "--k-dist", k, "--rho", str(rho),
-        "--claim", claim, "--samples", "1000", "--seed", "1", "--format", "json",
-    )  # fmt: skip
+        "assert",
+        "--dk",
+        str(dk),
+        "--q-dist",
+        q,
+        "--k-dist",
+        k,
+        "--rho",
+        str(rho),
+        "--claim",
+        claim,
+        "--samples",
+        "1000",
+        "--seed",
+        "1",
+        "--format",
+        "json",
+    )
     # 31.4976 + 2·(-0.5) - e^-0.4 + ln 6 · 3 + max(48, 1.2288) = 83.2, 2.6 times Var(q·k): far
     # outside any interval from 1000 products, so the claim fails
     assert res.exit_code == 1, res.output

@@ -231,17 +231,35 @@ def test_module_target_is_found_in_the_current_directory(run_cli, monkeypatch) -
     monkeypatch.chdir(DATA)
     monkeypatch.delitem(sys.modules, "toy_samplers", raising=False)
     res = run_cli(
-        "assert", "--dk", "8", "--sampler", "toy_samplers:dot", "--claim", "dk", *FAST,
-        "--format", "json",
-    )  # fmt: skip
+        "assert",
+        "--dk",
+        "8",
+        "--sampler",
+        "toy_samplers:dot",
+        "--claim",
+        "dk",
+        *FAST,
+        "--format",
+        "json",
+    )
     assert res.exit_code in (0, 1), res.stderr
     assert json.loads(res.stdout)["sampler"] == {"target": "toy_samplers:dot", "args": {}}
 
 
 REPRODUCE = (
-    "--dk", "8", "--sampler", "toy_samplers.py:choice", "--sampler-arg", "act='gelu'",
-    "--claim", "2", "--samples", "3000", "--seed", "4",
-)  # fmt: skip
+    "--dk",
+    "8",
+    "--sampler",
+    "toy_samplers.py:choice",
+    "--sampler-arg",
+    "act='gelu'",
+    "--claim",
+    "2",
+    "--samples",
+    "3000",
+    "--seed",
+    "4",
+)
 
 
 def reproduce_command(stdout: str) -> list[str]:
@@ -387,18 +405,37 @@ def test_check_table_names_the_sampler(run_cli, project) -> None:
 
 def test_a_sampler_that_ignores_its_rng_is_bad_input(run_cli) -> None:
     res = run_cli(
-        "assert", "--dk", "64", "--sampler", f"{TOY}:ignores_rng", "--claim", "1",
-        "--tolerance", "0.1", "--seed", "1",
-    )  # fmt: skip
+        "assert",
+        "--dk",
+        "64",
+        "--sampler",
+        f"{TOY}:ignores_rng",
+        "--claim",
+        "1",
+        "--tolerance",
+        "0.1",
+        "--seed",
+        "1",
+    )
     one_error_line(res, "assert")
 
 
 @pytest.mark.parametrize("value", ["{1, 2}", "b'ab'", "1j"])
 def test_sampler_args_json_cannot_crash(run_cli, value: str) -> None:
     res = run_cli(
-        "assert", "--dk", "4", "--sampler", f"{TOY}:flexible", "--sampler-arg", f"x={value}",
-        "--claim", "1", *FAST, "--format", "json",
-    )  # fmt: skip
+        "assert",
+        "--dk",
+        "4",
+        "--sampler",
+        f"{TOY}:flexible",
+        "--sampler-arg",
+        f"x={value}",
+        "--claim",
+        "1",
+        *FAST,
+        "--format",
+        "json",
+    )
     assert res.exit_code == 2 or json.loads(res.stdout)["sampler"]["args"]["x"] is not None
 
 
@@ -487,8 +524,18 @@ def test_a_sampler_that_prints_keeps_the_output_valid(
     (tmp_path / "chatty.py").write_text(
         "def logits(rng, dk):\n    print('debug: one call')\n    return rng.standard_normal(dk)\n"
     )
-    res = run_cli(command, "--dk", "4", "--claim", "1", "--sampler", f"{tmp_path}/chatty.py:logits",
-                  "--format", fmt, *FAST)  # fmt: skip
+    res = run_cli(
+        command,
+        "--dk",
+        "4",
+        "--claim",
+        "1",
+        "--sampler",
+        f"{tmp_path}/chatty.py:logits",
+        "--format",
+        fmt,
+        *FAST,
+    )
     assert res.exit_code in (0, 1, 3), res.stderr
     assert "debug: one call" not in res.stdout and "debug: one call" in res.stderr
     if fmt == "json":

@@ -138,8 +138,9 @@ def test_cli_json_and_reproducible(run_cli) -> None:
 
 
 def test_cli_broken_step_exit_one(run_cli) -> None:
-    res = run_cli("derive", "--dk", "8", "--dist", "normal:mean=0.5", "--seed", "1",
-                  "--precision", "0.05")  # fmt: skip
+    res = run_cli(
+        "derive", "--dk", "8", "--dist", "normal:mean=0.5", "--seed", "1", "--precision", "0.05"
+    )
     assert res.exit_code == 1, res.output
     assert "Step 2 breaks" in res.output
 

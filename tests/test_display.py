@@ -76,8 +76,15 @@ def test_every_json_says_its_exit_code(case, run_cli) -> None:
     doc = json.loads(res.stdout)
     assert doc["exit_code"] == res.exit_code
     if name in ("sweep", "assert", "check"):
-        assert doc["outcome"] in ("consistent", "rejected", "pass", "fail", "inconclusive",
-                                  "unreliable", "infinite")  # fmt: skip
+        assert doc["outcome"] in (
+            "consistent",
+            "rejected",
+            "pass",
+            "fail",
+            "inconclusive",
+            "unreliable",
+            "infinite",
+        )
 
 
 def test_str_is_the_table_as_plain_text(monkeypatch) -> None:

@@ -32,9 +32,16 @@ def _tiny_bert(folder):  # noqa: ANN001, ANN202
         np.random.default_rng(5), d=8, inter=16, layers=2, vocab=len(vocab), positions=16
     )
     save_file({k: v.astype(np.float32) for k, v in weights.items()}, folder / "model.safetensors")
-    config = {"model_type": "bert", "hidden_size": 8, "num_attention_heads": 2,
-              "num_hidden_layers": 2, "intermediate_size": 16, "max_position_embeddings": 16,
-              "layer_norm_eps": 1e-12, "hidden_act": "gelu"}  # fmt: skip
+    config = {
+        "model_type": "bert",
+        "hidden_size": 8,
+        "num_attention_heads": 2,
+        "num_hidden_layers": 2,
+        "intermediate_size": 16,
+        "max_position_embeddings": 16,
+        "layer_norm_eps": 1e-12,
+        "hidden_act": "gelu",
+    }
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     return folder

@@ -738,9 +738,15 @@ def test_generated_sections_are_current(
 
 @pytest.mark.parametrize(
     ("comment", "status"),
-    [("exit 4: no valid interval", 4), ("rejected: means add terms", 1), ("fails", 1),
-     ("inconclusive", 3), ("0.1% intervals, two cores", 0), ("machine-readable", 0)],
-)  # fmt: skip
+    [
+        ("exit 4: no valid interval", 4),
+        ("rejected: means add terms", 1),
+        ("fails", 1),
+        ("inconclusive", 3),
+        ("0.1% intervals, two cores", 0),
+        ("machine-readable", 0),
+    ],
+)
 def test_trailing_comments_name_the_exit_status(comment: str, status: int) -> None:
     assert _expected_exit(comment) == status
 
@@ -841,10 +847,18 @@ def test_the_reader_finds_each_kind_of_example() -> None:
     """One synthetic page with every form the reader knows, and lines it must leave alone."""
     found = [(e.kind, e.line, e.code, e.exit_code) for e in _page_examples("p.md", SAMPLE_PAGE)]
     assert [f[:2] for f in found] == [
-        ("shell", 5), ("shell", 6), ("transcript", 10), ("transcript", 16), ("shell", 20),
-        ("shell", 29), ("python", 33), ("pytest", 37), ("doctest", 42), ("transcript", 47),
+        ("shell", 5),
+        ("shell", 6),
+        ("transcript", 10),
+        ("transcript", 16),
+        ("shell", 20),
+        ("shell", 29),
+        ("python", 33),
+        ("pytest", 37),
+        ("doctest", 42),
+        ("transcript", 47),
         ("shell", 53),
-    ]  # fmt: skip
+    ]
     assert found[0][2:] == ("varcheck sweep --dk 2,4 --claim dk", 1)
     assert found[1][2:] == ('varcheck assert --dk 8 --claim "1 # not a comment" --scaled', 0)
     assert found[3][2:] == ("varcheck assert --dk 64 --claim 1 --seed 3", 3)
@@ -855,11 +869,16 @@ def test_the_reader_finds_each_kind_of_example() -> None:
 
 @pytest.mark.parametrize(
     ("value", "comment", "holds"),
-    [(24.0, "24.0, exact", True), (24.04, "24.0, exact", True), (24.06, "24.0, exact", False),
-     (0, "0", True), (1, "0", False),
-     (("pass", (0.98, 1.01), 0.3), "'pass', (low, high), ...", True),
-     (("fail", (0.9, 0.95), 0.01), "'pass', (low, high), ...", False)],
-)  # fmt: skip
+    [
+        (24.0, "24.0, exact", True),
+        (24.04, "24.0, exact", True),
+        (24.06, "24.0, exact", False),
+        (0, "0", True),
+        (1, "0", False),
+        (("pass", (0.98, 1.01), 0.3), "'pass', (low, high), ...", True),
+        (("fail", (0.9, 0.95), 0.01), "'pass', (low, high), ...", False),
+    ],
+)
 def test_a_value_a_comment_states_is_checked(value: object, comment: str, holds: bool) -> None:
     """Rounded to the digits shown, 24.04 reads as 24.0 and 24.06 does not."""
     (stated, text), *_ = _stated_values(f"x  # {comment}\n").values()

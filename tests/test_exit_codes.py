@@ -52,8 +52,12 @@ NO_VALID_TEST = {"unreliable", "infinite"}
 #: the exit status each outcome word in a JSON document stands for: a row's verdict exits like
 #: the claim outcome it amounts to, a run that tests nothing is done (0), a stopped one 130
 DOCUMENTED_WORD_EXIT = {
-    **DOCUMENTED_EXIT, "consistent": 0, "rejected": 1, "done": 0, "interrupted": 130
-}  # fmt: skip
+    **DOCUMENTED_EXIT,
+    "consistent": 0,
+    "rejected": 1,
+    "done": 0,
+    "interrupted": 130,
+}
 
 
 def documented_claims_exit(outcomes: set[str], interrupted: bool = False) -> int:
@@ -302,8 +306,9 @@ def test_explain_exit_ladder(explain_result, raw: str, scaled: str) -> None:
     )
     assert res.exit_code == documented_explain_exit(raw, scaled)
     assert DOCUMENTED_WORD_EXIT[res.outcome] == res.exit_code
-    assert res.outcome == ("rejected" if res.exit_code == 1 else "unreliable"
-                           if res.exit_code == 4 else "consistent")  # fmt: skip
+    assert res.outcome == (
+        "rejected" if res.exit_code == 1 else "unreliable" if res.exit_code == 4 else "consistent"
+    )
 
 
 # --- end to end: real runs with mixed outcomes --------------------------------------------------
@@ -454,8 +459,9 @@ def _project_rows(doc: dict) -> set[tuple[str, str]]:
 def test_cli_project_rejected_findings_exit_0(run_cli) -> None:
     """Guards against rejected *findings* (the σ-based value for one fixed W) setting the exit
     status: the default run's findings are rejected and it exits 0."""
-    res = run_cli("project", "--dx", "8", "--dk", "4", "--blocks", "400", "--seed", "2",
-                  "--format", "json")  # fmt: skip
+    res = run_cli(
+        "project", "--dx", "8", "--dk", "4", "--blocks", "400", "--seed", "2", "--format", "json"
+    )
     doc = _json(res)
     rows = _project_rows(doc)
     assert ("finding", "rejected") in rows and ("check", "rejected") not in rows, res.output
@@ -467,8 +473,21 @@ def test_cli_project_unreliable_rows_beside_rejected_findings_exit_4(run_cli) ->
     """Guards against rows without a valid test being ignored when the only rejections are
     findings: t inputs with 7 degrees of freedom and 500 blocks leave some rows unreliable (below
     the budget rule)."""
-    res = run_cli("project", "--dx", "8", "--dk", "4", "--blocks", "500", "--seed", "1",
-                  "--x-dist", "t:df=7", "--format", "json")  # fmt: skip
+    res = run_cli(
+        "project",
+        "--dx",
+        "8",
+        "--dk",
+        "4",
+        "--blocks",
+        "500",
+        "--seed",
+        "1",
+        "--x-dist",
+        "t:df=7",
+        "--format",
+        "json",
+    )
     doc = _json(res)
     rows = _project_rows(doc)
     assert ("finding", "rejected") in rows and ("check", "unreliable") in rows, res.output
@@ -488,9 +507,24 @@ def test_cli_project_rejected_check_beside_unreliable_rows_exit_1(run_cli) -> No
         return any(r.role == "check" and r.verdict == "rejected" for r in rows)
 
     seed = next(s for s in range(100) if rejected_check(s))
-    res = run_cli("project", "--dx", "8", "--dk", "4", "--blocks", "500", "--x-dist", "t:df=7",
-                  "--confidence", "0.5", "--no-constructed", "--seed", str(seed),
-                  "--format", "json")  # fmt: skip
+    res = run_cli(
+        "project",
+        "--dx",
+        "8",
+        "--dk",
+        "4",
+        "--blocks",
+        "500",
+        "--x-dist",
+        "t:df=7",
+        "--confidence",
+        "0.5",
+        "--no-constructed",
+        "--seed",
+        str(seed),
+        "--format",
+        "json",
+    )
     doc = _json(res)
     rows = _project_rows(doc)
     assert ("check", "rejected") in rows and rows & {("check", "unreliable")}, res.output

@@ -276,8 +276,14 @@ def test_cli_tabular_formats(run_cli, fmt: str) -> None:
         assert float(meta["observed"]) == doc["observed"] == 1.6
         rows = list(csv.DictReader(lines[1:]))
         assert [r["shape"] for r in rows] == [
-            "2x2x2", "4x4x4", "8x8x8", "16x16x16", "64x64x64", "256x256x256", "1111x111x1111",
-        ]  # fmt: skip
+            "2x2x2",
+            "4x4x4",
+            "8x8x8",
+            "16x16x16",
+            "64x64x64",
+            "256x256x256",
+            "1111x111x1111",
+        ]
         for row in rows:
             hand = _growing_by_hand(row["shape"])
             assert {k: float(row[k]) for k in hand} == pytest.approx(hand, rel=1e-12)
@@ -323,8 +329,9 @@ def test_no_valid_test_without_finite_spread_or_simulation(run_cli) -> None:
     res = explain("300x30x300", 30.0, dist="t:df=3", seed=1, growing=None)
     assert res.method == "gamma-approximation"
     assert res.raw.verdict == "unreliable" and res.exit_code == 4
-    cli = run_cli("explain", "--shape", "300x30x300", "--observed", "30", "--dist", "t:df=3",
-                  "--seed", "1")  # fmt: skip
+    cli = run_cli(
+        "explain", "--shape", "300x30x300", "--observed", "30", "--dist", "t:df=3", "--seed", "1"
+    )
     assert cli.exit_code == 4, cli.output
 
 

@@ -29,10 +29,17 @@ from varcheck.audit import (
 from varcheck.audit.decoder import bundled_smollm2_path  # noqa: E402
 from varcheck.audit.hf_audit import audit_hf, open_model  # noqa: E402
 
-NAMES = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
-         "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
-         "ffn_norm": "post_attention_layernorm", "ffn_gate": "mlp.gate_proj",
-         "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}  # fmt: skip
+NAMES = {
+    "attn_norm": "input_layernorm",
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_norm": "post_attention_layernorm",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+}
 
 
 def _original_rows(w: np.ndarray, heads: int) -> np.ndarray:
@@ -50,8 +57,10 @@ def convert(gguf_path: Path, folder: Path, layers: int | None = None) -> Path:
     cfg = model.config
     count = cfg.num_layers if layers is None else layers
     t = model.file.tensor
-    out = {"model.embed_tokens.weight": t("token_embd.weight"),
-           "model.norm.weight": t("output_norm.weight")}  # fmt: skip
+    out = {
+        "model.embed_tokens.weight": t("token_embd.weight"),
+        "model.norm.weight": t("output_norm.weight"),
+    }
     for i in range(count):
         for short, name in NAMES.items():
             w = t(f"blk.{i}.{short}.weight")
@@ -61,12 +70,19 @@ def convert(gguf_path: Path, folder: Path, layers: int | None = None) -> Path:
     folder.mkdir()
     save_file(out, str(folder / "model.safetensors"))
     config = {
-        "model_type": "llama", "hidden_size": cfg.hidden_size, "num_hidden_layers": count,
-        "num_attention_heads": cfg.num_heads, "num_key_value_heads": cfg.num_kv_heads,
-        "head_dim": cfg.head_dim, "intermediate_size": cfg.intermediate_size,
-        "rms_norm_eps": cfg.rms_eps, "rope_theta": cfg.rope_base, "tie_word_embeddings": True,
-        "max_position_embeddings": cfg.context_length, "vocab_size": cfg.vocab_size,
-    }  # fmt: skip
+        "model_type": "llama",
+        "hidden_size": cfg.hidden_size,
+        "num_hidden_layers": count,
+        "num_attention_heads": cfg.num_heads,
+        "num_key_value_heads": cfg.num_kv_heads,
+        "head_dim": cfg.head_dim,
+        "intermediate_size": cfg.intermediate_size,
+        "rms_norm_eps": cfg.rms_eps,
+        "rope_theta": cfg.rope_base,
+        "tie_word_embeddings": True,
+        "max_position_embeddings": cfg.context_length,
+        "vocab_size": cfg.vocab_size,
+    }
     (folder / "config.json").write_text(json.dumps(config))
     tok = model.tokenizer.tokenizer
     bos = model.tokenizer.bos_id

@@ -182,12 +182,34 @@ def formats(run_cli, *args: str) -> tuple[int, dict, tuple[dict, list], list]:
 
 # q has mean 0.25: Var(q·k) = 1.0625 d_k, so the claim d_k is off by 6%; at ±5% precision and
 # seed 5 some rows are rejected and some not, and Holm's step-down running maximum matters
-SWEEP = ("sweep", "--dk", "2,4,8,16", "--q-dist", "normal:mean=0.25", "--claim", "dk",
-         "--precision", "0.05", "--seed", "5")  # fmt: skip
+SWEEP = (
+    "sweep",
+    "--dk",
+    "2,4,8,16",
+    "--q-dist",
+    "normal:mean=0.25",
+    "--claim",
+    "dk",
+    "--precision",
+    "0.05",
+    "--seed",
+    "5",
+)
 # t with 4.005 degrees of freedom: the d_k = 1 row is unreliable (no p-value, so not in Holm's
 # family), the others are tested
-SWEEP_HEAVY = ("sweep", "--dk", "1,2,4", "--dist", "t:df=4.005", "--claim", "theory*dk/2",
-               "--samples", "20000", "--seed", "1")  # fmt: skip
+SWEEP_HEAVY = (
+    "sweep",
+    "--dk",
+    "1,2,4",
+    "--dist",
+    "t:df=4.005",
+    "--claim",
+    "theory*dk/2",
+    "--samples",
+    "20000",
+    "--seed",
+    "1",
+)
 
 
 def _sweep_exit(verdicts: set[str]) -> int:
@@ -707,8 +729,19 @@ def test_beta_formats_agree(run_cli, weights_file) -> None:
 
 # --- train ----------------------------------------------------------------------------------------
 
-TRAIN = ("train", "--steps", "20", "--batch", "16", "--eval-size", "64", "--every", "10",
-         "--seed", "1")  # fmt: skip
+TRAIN = (
+    "train",
+    "--steps",
+    "20",
+    "--batch",
+    "16",
+    "--eval-size",
+    "64",
+    "--every",
+    "10",
+    "--seed",
+    "1",
+)
 
 
 def test_train_values(run_cli) -> None:

@@ -47,8 +47,11 @@ def test_the_dk_bound_is_stated_for_the_rms_with_its_proof() -> None:
     flat = " ".join(paper.split())
     assert "‖W_q W_kᵀ‖_F ≤ ‖W_q‖_op ‖W_k‖_F ≤ ‖W_q‖_F ‖W_k‖_F = d_x d_k σ_Wq σ_Wk" in flat
     assert "≤ σ_X⁴ (d_x d_k σ_Wq σ_Wk)² = d_k · σ-based" in flat
-    found = re.search(r"exact/σ-based = ([\d,]+) when σ_W is the standard deviation, and "
-                      r"([\d.]+) when it is the RMS", flat)  # fmt: skip
+    found = re.search(
+        r"exact/σ-based = ([\d,]+) when σ_W is the standard deviation, and "
+        r"([\d.]+) when it is the RMS",
+        flat,
+    )
     assert found, "the standard deviation's counter-example is missing"
     by_sd, by_rms = float(found[1].replace(",", "")), float(found[2])
     assert by_sd > 1000 * 16 and by_rms <= 16

@@ -40,25 +40,46 @@ def _probe(fn, dk=DK, **kw):  # noqa: ANN001, ANN202
     return varcheck.probe(fn, dk, **{**FAST, "seed": 1, **kw})
 
 
-def _replicates(fn, dk: int, heads: int, *, expected: float, seed: int = 1, args=None,  # noqa: ANN001
-                dtype: str | None = None) -> tuple[HeadEstimate, ...]:  # fmt: skip
+def _replicates(
+    fn,
+    dk: int,
+    heads: int,
+    *,
+    expected: float,
+    seed: int = 1,
+    args=None,  # noqa: ANN001
+    dtype: str | None = None,
+) -> tuple[HeadEstimate, ...]:
     """``heads`` independent one-head probes at once, at the fewest calls a valid interval rests
     on: the heads of one 16 x 16 measurement, each with its own queries, keys, noise and
     interval (``fn`` handles the bhnd layout)."""
-    m = measure(as_kernel(fn, args), judge.design(dk, 16, 16, heads, None, "bhnd", dtype),
-                expected=expected, seed=seed, confidence=0.95, precision=None,
-                calls=MIN_BLOCKS, max_seconds=None)  # fmt: skip
+    m = measure(
+        as_kernel(fn, args),
+        judge.design(dk, 16, 16, heads, None, "bhnd", dtype),
+        expected=expected,
+        seed=seed,
+        confidence=0.95,
+        precision=None,
+        calls=MIN_BLOCKS,
+        max_seconds=None,
+    )
     return m.heads
 
 
-def _own_outcomes(heads: tuple[HeadEstimate, ...], expected: float,
-                  tolerance: float | None = None) -> list[str]:  # fmt: skip
+def _own_outcomes(
+    heads: tuple[HeadEstimate, ...], expected: float, tolerance: float | None = None
+) -> list[str]:
     """Each replicate's verdict on its own p-values (no Holm across replicates)."""
     return [
-        judge.decide_head(h, expected, claim_p_values(h, h.scale, expected, tolerance),
-                          alpha=0.05, tolerance=tolerance).outcome
+        judge.decide_head(
+            h,
+            expected,
+            claim_p_values(h, h.scale, expected, tolerance),
+            alpha=0.05,
+            tolerance=tolerance,
+        ).outcome
         for h in heads
-    ]  # fmt: skip
+    ]
 
 
 # --- exactness --------------------------------------------------------------------------------
@@ -138,7 +159,9 @@ def test_a_kernel_scaled_by_its_token_count_fails_at_dk_64_with_the_defaults() -
     """Dividing by √n (the queries) in place of √d_k passed by coincidence when the defaults were
     64 queries and 64 keys: 48 and 80 give the factor √(64/48) at d_k = 64, at every seed."""
     assert (varcheck.probe.__kwdefaults__["queries"], varcheck.probe.__kwdefaults__["keys"]) == (
-        48, 80)  # fmt: skip
+        48,
+        80,
+    )
     for seed in SEEDS:
         r = varcheck.probe(ak.scaled_by_tokens, 64, samples=READ, seed=seed)
         assert (r.queries, r.keys) == (48, 80), (seed, r.reason)
@@ -316,8 +339,7 @@ def test_a_float16_kernel_covers_at_least_the_nominal_rate() -> None:
 
 def test_a_tolerance_makes_it_an_equivalence_test() -> None:
     noisy = functools.partial(ak.noisy, noise=0.3)
-    r = varcheck.probe(noisy, 16, queries=16, keys=16, samples=MIN_BLOCKS, seed=1,
-                       tolerance=0.001)  # fmt: skip
+    r = varcheck.probe(noisy, 16, queries=16, keys=16, samples=MIN_BLOCKS, seed=1, tolerance=0.001)
     assert r.outcome == "inconclusive" and r.more_calls > 0
     assert _probe(ak.attention, tolerance=0.01).outcome == "pass"
 
@@ -505,8 +527,7 @@ def test_a_16_bit_kernel_with_float32_output_passes(dtype: str) -> None:
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_a_16_bit_kernel_upcast_to_float32_is_read_at_its_format(dtype: str) -> None:
     """Its float32 array holds 16-bit numbers: the format it computes in is read off them."""
-    r = varcheck.probe(_computes_in(dtype), 64, queries=16, keys=16, samples=MIN_BLOCKS,
-                       seed=1)  # fmt: skip
+    r = varcheck.probe(_computes_in(dtype), 64, queries=16, keys=16, samples=MIN_BLOCKS, seed=1)
     assert (r.computes_in, r.returned, r.format_source) == (dtype, "float32", "values")
     assert r.outcome == "pass"
     assert any("read off the float32 array" in n for n in r.diagnostics.notes)
@@ -515,8 +536,9 @@ def test_a_16_bit_kernel_upcast_to_float32_is_read_at_its_format(dtype: str) -> 
 def test_a_kernel_rounding_coarser_than_the_numbers_it_returns_needs_its_dtype() -> None:
     with pytest.raises(VarcheckError, match=r"sums to \d\.\d{4,} \(1 [+−] .*give --dtype float16"):
         varcheck.probe(ak.float16_inside, 64, queries=16, keys=16, samples=20, seed=1)
-    r = varcheck.probe(ak.float16_inside, 64, queries=16, keys=16, samples=MIN_BLOCKS, seed=1,
-                       dtype="float16")  # fmt: skip
+    r = varcheck.probe(
+        ak.float16_inside, 64, queries=16, keys=16, samples=MIN_BLOCKS, seed=1, dtype="float16"
+    )
     assert (r.outcome, r.computes_in, r.format_source) == ("pass", "float16", "declared")
 
 

@@ -37,10 +37,22 @@ import attention_kernels as ak  # noqa: E402
 
 SMALL = {"queries": 8, "keys": 8, "seed": 1}
 LAYER = f"{KERNELS}:layer_scaled"
-SHORT = f"{MIN_BLOCKS // 10} calls are too few for a valid interval: it needs at least " \
-        f"{MIN_BLOCKS} (--samples {MIN_BLOCKS})"  # fmt: skip
-ARGV = ("--dk", "16", "--queries", "8", "--keys", "8", "--samples", str(MIN_BLOCKS // 10),
-        "--seed", "1")  # fmt: skip
+SHORT = (
+    f"{MIN_BLOCKS // 10} calls are too few for a valid interval: it needs at least "
+    f"{MIN_BLOCKS} (--samples {MIN_BLOCKS})"
+)
+ARGV = (
+    "--dk",
+    "16",
+    "--queries",
+    "8",
+    "--keys",
+    "8",
+    "--samples",
+    str(MIN_BLOCKS // 10),
+    "--seed",
+    "1",
+)
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +109,16 @@ def test_a_design_too_small_missed_more_than_alpha_at_the_fewest_calls() -> None
     miss 1/√2 more often than 5% (one-sided binomial test, pinned count; 7.7% of 2000 in
     docs/probe.md)."""
     design = judge.design(2, 2, 4, 1000, None, "bhnd", None)
-    m = measure(as_kernel(ak.noisy, {"noise": 0.1}), design, expected=1 / math.sqrt(2), seed=1,
-                confidence=0.95, precision=None, calls=MIN_BLOCKS, max_seconds=None)  # fmt: skip
+    m = measure(
+        as_kernel(ak.noisy, {"noise": 0.1}),
+        design,
+        expected=1 / math.sqrt(2),
+        seed=1,
+        confidence=0.95,
+        precision=None,
+        calls=MIN_BLOCKS,
+        max_seconds=None,
+    )
     s = 1 / math.sqrt(2)
     missed = sum(not h.confidence_interval.low <= s <= h.confidence_interval.high for h in m.heads)
     assert stats.binomtest(missed, 1000, 0.05, alternative="greater").pvalue < 0.001
@@ -133,7 +153,8 @@ def test_json_csv_and_markdown_name_the_calls_needed(run_cli) -> None:  # noqa: 
     doc = json.loads(run_cli("probe", LAYER, "--arg", "layer=2", *ARGV, "--format", "json").stdout)
     row = doc["rows"][0]
     assert (doc["outcome"], row["outcome"], row["min_samples"]) == ("unreliable",) * 2 + (
-        MIN_BLOCKS,)  # fmt: skip
+        MIN_BLOCKS,
+    )
     assert row["reason"] == SHORT
     none = ("ci_low", "ci_high", "ratio_low", "p_value", "se", "precision")
     assert all(row[key] is None for key in none), {k: row[k] for k in none}
@@ -147,7 +168,10 @@ def test_json_csv_and_markdown_name_the_calls_needed(run_cli) -> None:  # noqa: 
     head, rule, line = md.strip().splitlines()[-3:]
     cells = dict(zip(head.strip("| ").split(" | "), line.strip("| ").split(" | "), strict=True))
     assert (cells["min_samples"], cells["ci_low"], cells["outcome"]) == (
-        str(MIN_BLOCKS), "—", "unreliable")  # fmt: skip
+        str(MIN_BLOCKS),
+        "—",
+        "unreliable",
+    )
 
 
 def test_the_help_names_the_calls_an_interval_needs(run_cli) -> None:  # noqa: ANN001

@@ -209,8 +209,9 @@ def test_a_probe_claim_takes_queries_keys_heads_and_dtype(tmp_path: Path) -> Non
     dtype: a claim file gives it, and the shapes, as --queries, --keys, --heads, --dtype."""
     half = _claim("half", "half_precision_upcast", 'dtype = "float16"')
     shaped = _claim("shaped", "alibi_heads", 'layout = "bhnd"\nheads = 3\nqueries = 24\nkeys = 40')
-    width = _claim("width", "model_width", 'heads = 4\nargs = { heads = 4 }\n'
-                   'expect = "1/sqrt(dk*h)"')  # fmt: skip
+    width = _claim(
+        "width", "model_width", 'heads = 4\nargs = { heads = 4 }\nexpect = "1/sqrt(dk*h)"'
+    )
     path = _write(tmp_path, "[defaults]\nprecision = 0.05\n" + half + shaped + width)
     spec = load_check_file(path)
     h, s, w = (c.probe for c in spec.claims)
@@ -222,8 +223,16 @@ def test_a_probe_claim_takes_queries_keys_heads_and_dtype(tmp_path: Path) -> Non
         r.reason for c in res.claims for r in c.results
     ]
     assert res.family_size == 1 + 3 + 1  # one head, three heads, one head
-    alone = varcheck.probe(f"{KERNELS}:alibi_heads", 64, layout="bhnd", heads=3, queries=24,
-                           keys=40, precision=0.05, seed=3)  # fmt: skip
+    alone = varcheck.probe(
+        f"{KERNELS}:alibi_heads",
+        64,
+        layout="bhnd",
+        heads=3,
+        queries=24,
+        keys=40,
+        precision=0.05,
+        seed=3,
+    )
     assert res.claims[1].results[0].estimate == alone.scale
     refused = _write(tmp_path, _claim("half", "float16_inside"))
     with pytest.raises(varcheck.VarcheckError, match="give --dtype float16"):
@@ -266,7 +275,8 @@ def test_probe_rows_carry_no_variance_fields_in_json_and_csv(run_cli, tmp_path: 
     var, probe = (c["tests"][0] for c in doc["claims"])
     assert list(var) == list(probe)
     assert {k: probe[k] for k in ("sampler", "scaled", "rho", "q_dist", "k_dist")} == dict.fromkeys(
-        ("sampler", "scaled", "rho", "q_dist", "k_dist"))  # fmt: skip
+        ("sampler", "scaled", "rho", "q_dist", "k_dist")
+    )
     assert (var["scaled"], var["rho"], var["q_dist"]) == (False, 0.0, "normal")
     assert doc["claims"][1]["probe"]["target"].endswith(":attention")
     text = run_cli("check", str(path), "--seed", "1", "--format", "csv").output
@@ -281,20 +291,25 @@ def test_a_failing_probe_rows_junit_names_its_law_and_the_probe_that_shows_it(
     scale: nearest law …); the details give the ``varcheck probe TARGET --dk D --seed S`` line,
     which prints the row's numbers, and the file's rerun."""
     (tmp_path / "k.py").write_text(KERNELS.read_text(encoding="utf-8"), encoding="utf-8")
-    body = ('[defaults]\nprecision = 0.05\n[[claim]]\nname = "width"\nprobe = "k.py:model_width"\n'
-            'dk = 64\nqueries = 24\n')  # fmt: skip
+    body = (
+        '[defaults]\nprecision = 0.05\n[[claim]]\nname = "width"\nprobe = "k.py:model_width"\n'
+        "dk = 64\nqueries = 24\n"
+    )
     path = _write(tmp_path, body)
     report = tmp_path / "r.xml"
     res = run_cli("check", str(path), "--seed", "7", "--junit-xml", str(report))
     assert res.exit_code == 1, res.output
     failure = ET.parse(report).getroot()[0].find("testcase[@name='width']/failure")
     message = failure.get("message")
-    assert message.startswith("fail: the interval excludes the claimed value; × 1/2 of the "
-                              "expected scale: nearest law 1/sqrt(dk) × 1/2"), message  # fmt: skip
+    assert message.startswith(
+        "fail: the interval excludes the claimed value; × 1/2 of the "
+        "expected scale: nearest law 1/sqrt(dk) × 1/2"
+    ), message
     assert message.endswith("(d_k=64)"), message
     lines = failure.text.splitlines()
-    command = (f"varcheck probe {tmp_path}/k.py:model_width --dk 64 --queries 24 "
-               "--precision 0.05 --seed 7")  # fmt: skip
+    command = (
+        f"varcheck probe {tmp_path}/k.py:model_width --dk 64 --queries 24 --precision 0.05 --seed 7"
+    )
     assert f"  reproduce: {command}" in lines, lines
     assert f"  rerun the file: varcheck check {path} --seed 7 --precision 0.05" in lines, lines
     assert any(ln.startswith("  × 1/2 of the expected scale: nearest law") for ln in lines)

@@ -21,8 +21,18 @@ DATA = Path(__file__).parent / "data" / "kernels"
 BAD = f"{DATA}/bad_kernels.py"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "attention_kernels.py"
 #: small, at the fewest calls a valid interval rests on
-FAST = ("--dk", "16", "--queries", "16", "--keys", "16", "--samples", str(MIN_BLOCKS), "--seed",
-        "1")  # fmt: skip
+FAST = (
+    "--dk",
+    "16",
+    "--queries",
+    "16",
+    "--keys",
+    "16",
+    "--samples",
+    str(MIN_BLOCKS),
+    "--seed",
+    "1",
+)
 
 
 def one_error_line(res) -> str:  # noqa: ANN001
@@ -146,8 +156,9 @@ def test_the_format_a_kernel_computes_in_is_said(run_cli) -> None:  # noqa: ANN0
     text = " ".join(res.stdout.split())
     said = "format: computes in float16 (read off the float32 array it returns: every weight"
     assert said in text
-    row = json.loads(run_cli("probe", f"{EXAMPLES}:softmax_in_float32", *FAST, "--format",
-                             "json").stdout)["rows"][0]  # fmt: skip
+    row = json.loads(
+        run_cli("probe", f"{EXAMPLES}:softmax_in_float32", *FAST, "--format", "json").stdout
+    )["rows"][0]
     assert (row["computes_in"], row["returned"], row["format_source"]) == (
         "float32",
         "float64",
@@ -161,8 +172,18 @@ def test_the_default_queries_and_keys_are_the_apis_and_catch_a_token_count_scale
     from varcheck.core.probe.judge import KEYS, QUERIES
 
     assert (QUERIES, KEYS) == (48, 80)
-    res = run_cli("probe", f"{EXAMPLES}:scaled_by_tokens", "--dk", "64", "--samples",
-                  str(MIN_BLOCKS), "--seed", "1", "--format", "json")  # fmt: skip
+    res = run_cli(
+        "probe",
+        f"{EXAMPLES}:scaled_by_tokens",
+        "--dk",
+        "64",
+        "--samples",
+        str(MIN_BLOCKS),
+        "--seed",
+        "1",
+        "--format",
+        "json",
+    )
     assert res.exit_code == 1, res.stdout
     row = json.loads(res.stdout)["rows"][0]
     assert (row["queries"], row["keys"], row["dv"], row["outcome"]) == (48, 80, 80, "fail")
@@ -192,8 +213,11 @@ def test_a_kernel_returning_out_and_weights_is_told_to_return_only_the_output(
     path = tmp_path / "tuple_kernel.py"
     path.write_text(TUPLE_KERNEL)
     extra = [] if dv is None else ["--dv", dv]
-    line = one_error_line(run_cli("probe", f"{path}:with_weights", "--dk", "16", *extra,
-                                  "--samples", "20", "--seed", "1"))  # fmt: skip
+    line = one_error_line(
+        run_cli(
+            "probe", f"{path}:with_weights", "--dk", "16", *extra, "--samples", "20", "--seed", "1"
+        )
+    )
     want = "48x80" if dv is None else "48x16"
     assert f"returned a tuple of 2 arrays; return only the output ({want})" in line, line
     assert "shape 2x" not in line and "--layout" not in line, line

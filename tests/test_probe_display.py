@@ -78,8 +78,7 @@ def test_a_tables_scale_and_interval_have_the_same_digits(run_cli) -> None:  # n
     """1/√4096 = 0.015625 was shown to five digits beside a four-digit interval, [0.01562,
     0.01562], as if outside it: every number of a row now has the same significant digits, so
     the estimate shown lies inside its interval shown."""
-    res = run_cli("probe", "examples/attention_kernels.py:attention", "--dk", "1024,4096",
-                  *ARGV)  # fmt: skip
+    res = run_cli("probe", "examples/attention_kernels.py:attention", "--dk", "1024,4096", *ARGV)
     assert res.exit_code == 0, res.stdout
     rows = re.findall(r"^\s*(\d+)\s+(\S+)\s+\[(\S+), (\S+)\]", res.stdout, re.M)
     assert [r[0] for r in rows] == ["1024", "4096"], res.stdout

@@ -57,7 +57,7 @@ def measured() -> list[Measurement]:
             precision=None,
             calls=MIN_BLOCKS,
             max_seconds=None,
-        )  # fmt: skip
+        )
         for dk in DKS
     ]
 
@@ -132,9 +132,17 @@ def test_a_sweep_reports_the_adjusted_p_values_it_decides_on() -> None:
     """The same through the public API: each row's heads carry their adjusted p-values, a row
     fails exactly when one of them is below alpha."""
     for seed in range(3):
-        sweep = varcheck.probe_sweep(ak.noisy, list(DKS), layout="bhnd", heads=HEADS,
-                                     queries=8, keys=8, samples=MIN_BLOCKS, seed=seed,
-                                     args={"noise": 0.1})  # fmt: skip
+        sweep = varcheck.probe_sweep(
+            ak.noisy,
+            list(DKS),
+            layout="bhnd",
+            heads=HEADS,
+            queries=8,
+            keys=8,
+            samples=MIN_BLOCKS,
+            seed=seed,
+            args={"noise": 0.1},
+        )
         raw = [h.raw_p_value for r in sweep.rows for h in r.per_head]
         adjusted = varcheck.holm_adjust(raw)
         got = [h.p_value for r in sweep.rows for h in r.per_head]

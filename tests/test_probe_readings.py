@@ -32,8 +32,15 @@ CAUSAL = {"layout": "bhnd", "queries": 8, "keys": 12, "dv": 8, "samples": MIN_BL
 #: float16 multi-head attention read with d_v = 16 < 24 keys; before the fix 8 of 10 seeds
 #: were "curved" at this size. The readings come from the pilot, whatever the calls after it:
 #: 20 calls read them (without an interval); a verdict takes 200
-HALF = {"layout": "bnhd", "heads": 4, "queries": 16, "keys": 24, "dv": 16, "samples": 20,
-        "dtype": "float16"}  # fmt: skip
+HALF = {
+    "layout": "bnhd",
+    "heads": 4,
+    "queries": 16,
+    "keys": 24,
+    "dv": 16,
+    "samples": 20,
+    "dtype": "float16",
+}
 SEEDS = range(20)
 
 
@@ -52,8 +59,9 @@ def test_a_causal_kernel_read_with_narrow_values_passes_at_the_nominal_rate() ->
 
 @pytest.mark.statistical
 def test_the_same_causal_kernel_five_percent_off_fails_every_replicate() -> None:
-    r = varcheck.probe(functools.partial(rk.noisy_causal, factor=1.05), 16, causal=True, seed=1,
-                       heads=20, **CAUSAL)  # fmt: skip
+    r = varcheck.probe(
+        functools.partial(rk.noisy_causal, factor=1.05), 16, causal=True, seed=1, heads=20, **CAUSAL
+    )
     assert r.outcome == "fail" and r.reason.startswith("every head (20)")
     assert all(h.raw_p_value < 0.05 and h.outcome == "fail" for h in r.per_head)
     assert r.diagnostics.mask == "causal (bottom-right)"
@@ -65,8 +73,15 @@ def test_a_float32_softmax_in_a_float64_kernel_passes(dtype: str | None) -> None
     rounding, against float64's tolerance); its format is declared, or read off its numbers."""
     source = "declared" if dtype else "values"
     for seed in range(5):
-        r = varcheck.probe(rk.softmax_in_float32, 16, queries=16, keys=24, samples=MIN_BLOCKS,
-                           dtype=dtype, seed=seed)  # fmt: skip
+        r = varcheck.probe(
+            rk.softmax_in_float32,
+            16,
+            queries=16,
+            keys=24,
+            samples=MIN_BLOCKS,
+            dtype=dtype,
+            seed=seed,
+        )
         assert (r.outcome, r.computes_in, r.returned) == ("pass", "float32", "float64")
         assert r.format_source == source and abs(r.ratio - 1) < 1e-6
     wrong = functools.partial(rk.softmax_in_float32, factor=1.05)
@@ -100,8 +115,17 @@ def test_bloom_steep_alibi_slopes_in_float32_with_narrow_values(
     """2^-2..2^-8 per head, causal, d_v = d_k = 64 < 80 keys: head 0 was read as 0.12488
     (p = 0.0003) when small weights carried the solve's absolute error."""
     kernel = functools.partial(rk.bloom_alibi, factor=factor)
-    r = varcheck.probe(kernel, 64, layout="bhnd", heads=4, dv=64, samples=MIN_BLOCKS, seed=1,
-                       dtype="float32", causal=True)  # fmt: skip
+    r = varcheck.probe(
+        kernel,
+        64,
+        layout="bhnd",
+        heads=4,
+        dv=64,
+        samples=MIN_BLOCKS,
+        seed=1,
+        dtype="float32",
+        causal=True,
+    )
     assert r.outcome == outcome and all(abs(h.scale * 8 / factor - 1) < 1e-6 for h in r.per_head)
     assert (r.diagnostics.mask, r.diagnostics.bias) == ("causal (bottom-right)", "alibi")
     assert np.allclose(r.diagnostics.alibi_slopes, [-(2.0**-p) for p in (2, 4, 6, 8)], rtol=1e-6)
@@ -121,8 +145,14 @@ class _DLPackOnly:
 
 
 def test_an_array_read_through_dlpack_is_probed() -> None:
-    r = varcheck.probe(lambda q, k, v: _DLPackOnly(rk.softmax_in_float32(q, k, v)), 16,
-                       queries=16, keys=24, samples=MIN_BLOCKS, seed=1)  # fmt: skip
+    r = varcheck.probe(
+        lambda q, k, v: _DLPackOnly(rk.softmax_in_float32(q, k, v)),
+        16,
+        queries=16,
+        keys=24,
+        samples=MIN_BLOCKS,
+        seed=1,
+    )
     assert (r.outcome, r.computes_in) == ("pass", "float32")
 
 
@@ -136,8 +166,9 @@ def test_arguments_may_be_expressions_in_dk_and_h() -> None:
 
     key, value = parse_kernel_arg("scale=1/dk")
     args = {key: value, "heads": varcheck.ArgExpression("dk*h")}
-    sweep = varcheck.probe_sweep(scaled, [8, 32], expect="1/dk", args=args, queries=16, keys=24,
-                                 samples=MIN_BLOCKS, seed=1)  # fmt: skip
+    sweep = varcheck.probe_sweep(
+        scaled, [8, 32], expect="1/dk", args=args, queries=16, keys=24, samples=MIN_BLOCKS, seed=1
+    )
     assert sweep.outcome == "pass" and sweep.rows[0].kernel.label.endswith(
         "(heads=dk*h, scale=1/dk)"
     )
@@ -150,18 +181,31 @@ def test_arguments_may_be_expressions_in_dk_and_h() -> None:
 def test_a_kernel_returning_another_layout_is_told_to_say_so() -> None:
     with pytest.raises(VarcheckError, match="laid out bnhd: give --out-layout bnhd"):
         varcheck.probe(rk.heads_last, 16, layout="bhnd", heads=3, samples=20, seed=1)
-    r = varcheck.probe(rk.heads_last, 16, layout="bhnd", out_layout="bnhd", heads=3,
-                       samples=MIN_BLOCKS, seed=1)  # fmt: skip
+    r = varcheck.probe(
+        rk.heads_last, 16, layout="bhnd", out_layout="bnhd", heads=3, samples=MIN_BLOCKS, seed=1
+    )
     assert (r.outcome, r.out_layout) == ("pass", "bnhd")
 
 
 def test_grouped_query_heads_and_heads_wired_to_the_wrong_group() -> None:
-    r = varcheck.probe(rk.grouped, 16, layout="bhnd", heads=4, kv_heads=2, queries=16, keys=24,
-                       samples=MIN_BLOCKS, seed=1)  # fmt: skip
+    r = varcheck.probe(
+        rk.grouped,
+        16,
+        layout="bhnd",
+        heads=4,
+        kv_heads=2,
+        queries=16,
+        keys=24,
+        samples=MIN_BLOCKS,
+        seed=1,
+    )
     assert (r.outcome, r.kv_heads) == ("pass", 2)
     tiled = functools.partial(rk.grouped, interleave=False)
-    with pytest.raises(VarcheckError, match="mixes its heads: the output of head 1 is the "
-                       "weighted sum of the values of head 1, not of head 0"):  # fmt: skip
+    with pytest.raises(
+        VarcheckError,
+        match="mixes its heads: the output of head 1 is the "
+        "weighted sum of the values of head 1, not of head 0",
+    ):
         varcheck.probe(tiled, 16, layout="bhnd", heads=4, kv_heads=2, samples=20, seed=1)
     swapped = lambda q, k, v: rk.grouped(q, k[:, ::-1], v)  # noqa: E731
     with pytest.raises(VarcheckError, match="weights of head 0 follow q·k with the keys of head 1"):
@@ -172,8 +216,11 @@ def test_rotary_embeddings_are_refused_by_name() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
     import attention_kernels as ak
 
-    with pytest.raises(VarcheckError, match=r"rotary embeddings, RoPE\); probe it with RoPE "
-                       r"switched off \(cos = 1, sin = 0\)"):  # fmt: skip
+    with pytest.raises(
+        VarcheckError,
+        match=r"rotary embeddings, RoPE\); probe it with RoPE "
+        r"switched off \(cos = 1, sin = 0\)",
+    ):
         varcheck.probe(ak.rotary, 64, samples=20, seed=1)
     with pytest.raises(VarcheckError, match="linear attention .* RoPE, unless it is switched off"):
         varcheck.probe(ak.linear_attention, 64, samples=20, seed=1)
@@ -182,8 +229,19 @@ def test_rotary_embeddings_are_refused_by_name() -> None:
 def test_reproduce_lines_quote_string_arguments_plainly() -> None:
     from varcheck.core.probe.target import command_line
 
-    line = command_line(["varcheck", "probe", "k.py:f", "--arg", "dtype='float32'", "--arg",
-                         "scale=1/dk", "--arg", "name='a$b'"])  # fmt: skip
+    line = command_line(
+        [
+            "varcheck",
+            "probe",
+            "k.py:f",
+            "--arg",
+            "dtype='float32'",
+            "--arg",
+            "scale=1/dk",
+            "--arg",
+            "name='a$b'",
+        ]
+    )
     assert line == (
         "varcheck probe k.py:f --arg \"dtype='float32'\" --arg scale=1/dk "
         "--arg 'name='\"'\"'a$b'\"'\"''"

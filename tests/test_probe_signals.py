@@ -80,8 +80,10 @@ def kernels(tmp_path_factory: pytest.TempPathFactory) -> str:
 def _probe(kernels: str, name: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "varcheck", "probe", f"{kernels}:{name}", *args],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @pytest.mark.signals
@@ -90,8 +92,20 @@ def test_max_seconds_bounds_a_slow_kernel(kernels: str) -> None:
     clock, and a chunk drew 50 calls before the deadline was checked). Stopped short of the
     calls a valid interval needs, each row has none: unreliable, exit 4."""
     start = time.monotonic()
-    ran = _probe(kernels, "slow", "--arg", "t=0.2", "--dk", "16,64", "--max-seconds", "2",
-                 "--seed", "1", "--format", "json")  # fmt: skip
+    ran = _probe(
+        kernels,
+        "slow",
+        "--arg",
+        "t=0.2",
+        "--dk",
+        "16,64",
+        "--max-seconds",
+        "2",
+        "--seed",
+        "1",
+        "--format",
+        "json",
+    )
     assert time.monotonic() - start < 12
     assert ran.returncode == 4, ran.stderr
     doc = json.loads(ran.stdout)
@@ -100,11 +114,16 @@ def test_max_seconds_bounds_a_slow_kernel(kernels: str) -> None:
     assert all(2 <= r["calls"] < MIN_BLOCKS for r in doc["rows"])
     for r in doc["rows"]:
         assert (r["outcome"], r["ci_low"], r["p_value"], r["min_samples"]) == (
-            "unreliable", None, None, None)  # fmt: skip
+            "unreliable",
+            None,
+            None,
+            None,
+        )
         assert r["reason"].startswith("stopped at --max-seconds after ")
         assert f"an interval needs at least {MIN_BLOCKS}" in r["reason"]
-    table = _probe(kernels, "slow", "--arg", "t=0.2", "--dk", "64", "--max-seconds", "1",
-                   "--seed", "1")  # fmt: skip
+    table = _probe(
+        kernels, "slow", "--arg", "t=0.2", "--dk", "64", "--max-seconds", "1", "--seed", "1"
+    )
     assert "time-limited:" in table.stdout and "UNRELIABLE" in table.stdout
     assert "--max-seconds 1 --seed 1" in table.stdout  # the reproduce line
 
@@ -117,25 +136,44 @@ def test_a_kernel_that_never_returns_is_stopped(kernels: str) -> None:
     assert ran.returncode == 2 and ran.stdout == ""
     lines = ran.stderr.replace("hello from the import\n", "").strip().splitlines()
     assert len(lines) == 1 and "ran longer than --max-seconds" in lines[0] and "pilot" in lines[0]
-    later = _probe(kernels, "hang_later", "--dk", "64", "--max-seconds", "1", "--seed", "1",
-                   "--format", "json")  # fmt: skip
+    later = _probe(
+        kernels, "hang_later", "--dk", "64", "--max-seconds", "1", "--seed", "1", "--format", "json"
+    )
     assert later.returncode == 4, later.stderr  # fewer calls than an interval needs
     row = json.loads(later.stdout)["rows"][0]
     assert row["stop_reason"] == "max-seconds" and row["calls"] >= 2
 
 
 @pytest.mark.signals
-@pytest.mark.parametrize(("name", "code", "word"), [("INT", 130, "Ctrl-C"),
-                                                    ("TERM", 143, "SIGTERM")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "code", "word"), [("INT", 130, "Ctrl-C"), ("TERM", 143, "SIGTERM")]
+)
 @pytest.mark.parametrize("fmt", ["json", "table"])
-def test_an_interrupt_keeps_the_d_k_under_way(kernels: str, name: str, code: int, word: str,
-                                               fmt: str) -> None:  # fmt: skip
+def test_an_interrupt_keeps_the_d_k_under_way(
+    kernels: str, name: str, code: int, word: str, fmt: str
+) -> None:
     """R2: SIGTERM 5 s into a one-d_k probe printed nothing ('terminated before any result')."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "varcheck", "probe", f"{kernels}:announced", "--dk", "64",
-         "--samples", "100000", "--seed", "1", "--format", fmt],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "varcheck",
+            "probe",
+            f"{kernels}:announced",
+            "--dk",
+            "64",
+            "--samples",
+            "100000",
+            "--seed",
+            "1",
+            "--format",
+            fmt,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
     assert proc.stderr is not None
     # guards against a child that hangs, not speed limits: a loaded machine took over a minute
     # to start one (and a child left running on a failure would warn in a later test)
@@ -169,8 +207,18 @@ def test_an_interrupt_keeps_the_d_k_under_way(kernels: str, name: str, code: int
 
 
 def test_the_kernels_prints_leave_json_valid(kernels: str) -> None:
-    ran = _probe(kernels, "printing", "--dk", "16", "--samples", str(MIN_BLOCKS), "--seed", "1",
-                 "--format", "json")  # fmt: skip
+    ran = _probe(
+        kernels,
+        "printing",
+        "--dk",
+        "16",
+        "--samples",
+        str(MIN_BLOCKS),
+        "--seed",
+        "1",
+        "--format",
+        "json",
+    )
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["outcome"] == "pass"
     assert "hello from the kernel" in ran.stderr and "hello from the import" in ran.stderr
@@ -207,9 +255,12 @@ def _design(**kw: int) -> Design:
 
 @pytest.mark.parametrize(
     ("shape", "part"),
-    [({"dk": 65536, "heads": 64}, "q and k"), ({"queries": 4096, "keys": 4096}, "pilot"),
-     ({"keys": 4096, "dv": 65536}, "v and the output")],
-)  # fmt: skip
+    [
+        ({"dk": 65536, "heads": 64}, "q and k"),
+        ({"queries": 4096, "keys": 4096}, "pilot"),
+        ({"keys": 4096, "dv": 65536}, "v and the output"),
+    ],
+)
 def test_memory_is_checked_by_part(shape: dict[str, int], part: str) -> None:
     with pytest.raises(VarcheckError, match=f"{part}.*above the 2 GiB limit; lower"):
         cost.check_memory(_design(**shape))
@@ -237,13 +288,28 @@ def test_a_probe_claim_stopped_by_the_cap_makes_the_check_time_limited(
     alone = tmp_path / "alone.toml"
     alone.write_text(variance)
     claims = tmp_path / "claims.toml"
-    claims.write_text(variance + f'\n[[claim]]\nname = "p"\nprobe = "{kernels}:slow"\n'
-                      "args = { t = 0.1 }\ndk = 16\n")  # fmt: skip
+    claims.write_text(
+        variance + f'\n[[claim]]\nname = "p"\nprobe = "{kernels}:slow"\n'
+        "args = { t = 0.1 }\ndk = 16\n"
+    )
     ran = subprocess.run(
-        [sys.executable, "-m", "varcheck", "check", str(claims), "--max-seconds", "1",
-         "--seed", "1", "--format", "json"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "varcheck",
+            "check",
+            str(claims),
+            "--max-seconds",
+            "1",
+            "--seed",
+            "1",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert ran.returncode == 4, ran.stderr
     doc = json.loads(ran.stdout)
     assert doc["time_limited"] is True
@@ -255,11 +321,13 @@ def test_a_probe_claim_stopped_by_the_cap_makes_the_check_time_limited(
 
 @pytest.mark.parametrize(
     ("call", "match"),
-    [(lambda: probe(_attention, 65536, queries=4096, keys=4096), "of memory"),
-     (lambda: probe(_attention, 64, progress=5), "progress must be a callable"),
-     (lambda: probe(_attention, 64, expect="5e-324"), "1e-100"),
-     (lambda: probe(_attention, 64, expect="1e-20", dtype="float16"), "float16 holds")],
-)  # fmt: skip
+    [
+        (lambda: probe(_attention, 65536, queries=4096, keys=4096), "of memory"),
+        (lambda: probe(_attention, 64, progress=5), "progress must be a callable"),
+        (lambda: probe(_attention, 64, expect="5e-324"), "1e-100"),
+        (lambda: probe(_attention, 64, expect="1e-20", dtype="float16"), "float16 holds"),
+    ],
+)
 def test_the_api_refuses_by_name_before_any_call(call: object, match: str) -> None:
     """R2: probe(fn, 65536, queries=4096, keys=4096) raised MemoryError; progress=5 TypeError."""
     with pytest.raises(VarcheckError, match=match):

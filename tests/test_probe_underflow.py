@@ -54,10 +54,22 @@ def test_a_head_with_no_readable_pair_has_no_slope() -> None:
     used = np.zeros((4, 4), dtype=bool)
     used[1, :2] = True
     head = HeadStructure(
-        valid=np.ones((4, 4), dtype=bool), used=used, tiny=1e-4, mask="none", masked=0,
-        underflowed=0, bias=None, bias_size=0.0, bias_kind="none", alibi_slope=math.nan,
-        curved=False, curvature=0.0, linearity_residual=0.0, explained=1.0, scale=1.0,
-    )  # fmt: skip
+        valid=np.ones((4, 4), dtype=bool),
+        used=used,
+        tiny=1e-4,
+        mask="none",
+        masked=0,
+        underflowed=0,
+        bias=None,
+        bias_size=0.0,
+        bias_kind="none",
+        alibi_slope=math.nan,
+        curved=False,
+        curvature=0.0,
+        linearity_residual=0.0,
+        explained=1.0,
+        scale=1.0,
+    )
     x = np.arange(16.0).reshape(1, 4, 4)
     w = np.full((1, 4, 4), 0.25)
     assert np.isfinite(call_slopes(w, x, [head], curved=False, unit=1.0)).all()

@@ -429,8 +429,13 @@ def _exit_by_rule(doc: dict) -> int:
     return 4 if any(r["verdict"] in ("unreliable", "infinite") for r in doc["rows"]) else 0
 
 
-_TABLE_NAMES = {"random": "random-weights", "draw": "fixed-draw", "diff": "different-tokens",
-                "same": "same-token", "σ-based": "sigma-based"}  # fmt: skip
+_TABLE_NAMES = {
+    "random": "random-weights",
+    "draw": "fixed-draw",
+    "diff": "different-tokens",
+    "same": "same-token",
+    "σ-based": "sigma-based",
+}
 
 
 def test_project_cli_table_csv_markdown(run_cli) -> None:
@@ -476,8 +481,10 @@ def test_project_cli_table_csv_markdown(run_cli) -> None:
     numeric = ("predicted_var", "var", "ci_low", "ci_high", "ratio", "p_adjusted")
     for row, want in zip(csv.DictReader(lines[1:]), full["rows"], strict=True):
         assert (row["section"], row["claim"], row["verdict"]) == (
-            want["section"], want["claim"], want["verdict"],
-        )  # fmt: skip
+            want["section"],
+            want["claim"],
+            want["verdict"],
+        )
         assert [float(row[k]) for k in numeric] == [want[k] for k in numeric]  # repr: exact
     markdown = run_cli(*args, "--format", "markdown").output.splitlines()
     assert "seed: `6`" in markdown[0]

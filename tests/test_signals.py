@@ -342,8 +342,10 @@ def test_a_stuck_sampler_stops_at_the_time_cap(command: str) -> None:
     # loaded machine needs (a wall-clock bound on a run is no test of a time cap)
     res = subprocess.run(
         [sys.executable, "-m", "varcheck", *args, "--max-seconds", "1", "--format", "json"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "Traceback" not in res.stderr, res.stderr[-2000:]
     doc = json.loads(res.stdout)
     assert doc["time_limited"] is True
@@ -355,10 +357,20 @@ def test_a_sampler_stuck_in_its_first_call_is_one_line() -> None:
     """Nothing to report: exit 2 and one line, within the cap and its grace."""
     args = ("assert", "--dk", "8", "--claim", "1", "--sampler", f"{_samplers()}:stuck")
     res = subprocess.run(
-        [sys.executable, "-m", "varcheck", *args, "--max-seconds", "1", "--sampler-arg",
-         "made=[100]"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "varcheck",
+            *args,
+            "--max-seconds",
+            "1",
+            "--sampler-arg",
+            "made=[100]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 2 and res.stdout == "", res.stderr[-2000:]
     assert "ran past --max-seconds 1" in res.stderr and len(res.stderr.splitlines()) == 1
 

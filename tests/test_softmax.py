@@ -102,9 +102,18 @@ def test_refusals_say_what_is_accepted(kwargs: dict, message: str) -> None:
 
 def test_cli_json(run_cli) -> None:
     res = run_cli(
-        "softmax", "--dk", "4,64", "--keys", "16", "--queries", "960", "--seed", "3",
-        "--format", "json",
-    )  # fmt: skip
+        "softmax",
+        "--dk",
+        "4,64",
+        "--keys",
+        "16",
+        "--queries",
+        "960",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert doc["command"] == "softmax" and doc["seed"] == 3 and "version" in doc

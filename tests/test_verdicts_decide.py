@@ -78,11 +78,26 @@ def test_p_outside_equal_to_alpha_is_inconclusive_not_fail() -> None:
     assert (at.outcome, at.more_samples) == (INCONCLUSIVE, 3000)
     below = _decide_t(1.5, 1.0, 2.0, 1.0, p_outside=math.nextafter(0.05, 0.0), **common)
     assert (below.outcome, below.reason, below.more_samples) == (
-        FAIL, "the whole 95% interval lies outside the claim ± 0.25", None)  # fmt: skip
+        FAIL,
+        "the whole 95% interval lies outside the claim ± 0.25",
+        None,
+    )
 
 
-def _decide_t(estimate, lo, hi, claim, *, p_value=0.5, tolerance, alpha=0.05, samples=1000,
-              p_equivalence=None, p_outside=None, fail=None):  # fmt: skip
+def _decide_t(
+    estimate,
+    lo,
+    hi,
+    claim,
+    *,
+    p_value=0.5,
+    tolerance,
+    alpha=0.05,
+    samples=1000,
+    p_equivalence=None,
+    p_outside=None,
+    fail=None,
+):
     return decide(
         estimate,
         ConfidenceInterval(lo, hi),
@@ -144,8 +159,10 @@ def test_pass_rests_on_p_equivalence_not_on_the_interval() -> None:
     wide = {"tolerance": 0.25, "p_value": 0.9}
     assert _decide_t(1.0, 0.0, 2.0, 1.0, p_equivalence=0.01, **wide).outcome == PASS
     assert _decide_t(1.0, 0.0, 2.0, 1.0, p_equivalence=0.05, **wide).outcome == INCONCLUSIVE
-    assert "the whole 90% interval lies within" in _decide_t(
-        1.0, 0.0, 2.0, 1.0, p_equivalence=0.01, **wide).reason  # fmt: skip
+    assert (
+        "the whole 90% interval lies within"
+        in _decide_t(1.0, 0.0, 2.0, 1.0, p_equivalence=0.01, **wide).reason
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,8 +195,16 @@ def test_interval_straddling_the_band_with_the_estimate_inside_never_fails(
     the band, and the point claim's p-value (1e-9) says "excluded" — yet it is inconclusive, with
     the products that would bring the interval inside: room to the nearest edge 0.125,
     1000 · ((0.25/0.125)² − 1) = 3000."""
-    d = _decide_t(estimate, estimate - 0.25, estimate + 0.25, 1.0, p_value=1e-9,
-                  tolerance=0.25, p_equivalence=0.3, p_outside=1.0)  # fmt: skip
+    d = _decide_t(
+        estimate,
+        estimate - 0.25,
+        estimate + 0.25,
+        1.0,
+        p_value=1e-9,
+        tolerance=0.25,
+        p_equivalence=0.3,
+        p_outside=1.0,
+    )
     assert d.outcome == INCONCLUSIVE
     assert d.more_samples == 3000
     assert d.reason.startswith("the estimate lies within the claim ± 0.25")

@@ -107,8 +107,9 @@ def test_cli_assert(run_cli) -> None:
     api = verify(64, claim="dk", seed=1)
     assert doc["claim_value"] == doc["theory_value"] == 64.0  # standard normal: Var(q·k) = d_k
     assert (doc["estimate"], doc["ci_low"], doc["ci_high"]) == (
-        api.estimate, *api.confidence_interval,
-    )  # fmt: skip
+        api.estimate,
+        *api.confidence_interval,
+    )
     assert (doc["p_value"], doc["samples"]) == (api.p_value, api.samples)
     assert doc["ci_low"] <= 64.0 <= doc["ci_high"] and doc["p_value"] >= 0.05  # hence "pass"
     assert (doc["ci_high"] - doc["ci_low"]) / 2 <= 0.01 * doc["estimate"]  # default precision
@@ -119,9 +120,18 @@ def test_cli_assert(run_cli) -> None:
     assert more is not None and f"about {more:,} more products" in res.output, res.output
     # Var(q·k) = 64 ((1 + 0.25)² - 0.25²) = 96 for mean 0.5: the claim 64 is 33 % low
     res = run_cli(
-        "assert", "--dk", "64", "--claim", "dk", "--dist", "normal:mean=0.5", "--seed", "1",
-        "--format", "json",
-    )  # fmt: skip
+        "assert",
+        "--dk",
+        "64",
+        "--claim",
+        "dk",
+        "--dist",
+        "normal:mean=0.5",
+        "--seed",
+        "1",
+        "--format",
+        "json",
+    )
     assert res.exit_code == 1, res.output
     doc = json.loads(res.output)
     assert doc["outcome"] == "fail" and doc["theory_value"] == pytest.approx(96.0)
@@ -186,8 +196,14 @@ def test_interrupted_verify_keeps_its_partial_estimate(
     doc = res.to_dict()
     assert doc["interrupted"] is True and doc["exit_code"] == 130 and doc["ci_low"] == lo
     assert list(doc)[:7] == [
-        "command", "version", "seed", "confidence", "time_limited", "interrupted", "dk"
-    ]  # fmt: skip
+        "command",
+        "version",
+        "seed",
+        "confidence",
+        "time_limited",
+        "interrupted",
+        "dk",
+    ]
 
 
 @pytest.mark.parametrize("dist", LAWS)

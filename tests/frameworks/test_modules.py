@@ -37,8 +37,7 @@ def _probe(kernel, **kw):  # noqa: ANN001, ANN202
 
 
 def _llama(impl: str) -> LlamaAttention:
-    config = LlamaConfig(hidden_size=256, num_attention_heads=4, num_key_value_heads=2,
-                         head_dim=64)  # fmt: skip
+    config = LlamaConfig(hidden_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=64)
     config._attn_implementation = impl
     return LlamaAttention(config, layer_idx=0)
 

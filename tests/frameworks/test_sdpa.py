@@ -18,8 +18,9 @@ from varcheck.core.estimation import MIN_BLOCKS  # noqa: E402
 SMALL = {"layout": "bhnd", "heads": 2, "samples": MIN_BLOCKS, "seed": 1}
 
 
-def sdpa(q, k, v, scale=None, is_causal=False, dtype="float64", bottom_right=False,
-         enable_gqa=False):  # noqa: ANN001, ANN201  # fmt: skip
+def sdpa(
+    q, k, v, scale=None, is_causal=False, dtype="float64", bottom_right=False, enable_gqa=False
+):  # noqa: ANN001, ANN201
     """torch's SDPA on (batch, heads, n, d) inputs in ``dtype``; the output as torch returns it."""
     tq, tk, tv = tensors(q, k, v, dtype=dtype)
     mask = None
@@ -69,8 +70,7 @@ def test_16_bit_formats(dtype: str) -> None:
     r = varcheck.probe(sdpa, 64, dtype=dtype, args={"dtype": dtype}, **SMALL)
     assert (r.outcome, r.computes_in, r.returned) == ("pass", dtype, dtype), r.reason
     assert not r.diagnostics.nonlinear and r.diagnostics.bias == "none"
-    wrong = varcheck.probe(sdpa, 64, dtype=dtype, args={"dtype": dtype, "scale": 1.05 / 8},
-                           **SMALL)  # fmt: skip
+    wrong = varcheck.probe(sdpa, 64, dtype=dtype, args={"dtype": dtype, "scale": 1.05 / 8}, **SMALL)
     assert wrong.outcome == "fail"
 
 

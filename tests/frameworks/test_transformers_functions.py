@@ -32,8 +32,9 @@ HF = {"layout": "bhnd", "out_layout": "bnhd", "heads": 2, "samples": MIN_BLOCKS,
 FUNCTIONS = {"llama-eager": llama_eager, "gpt2-eager": gpt2_eager, "sdpa": sdpa_attention_forward}
 
 
-def hf_kernel(q, k, v, function="llama-eager", dtype="float64", mask="none", scaling=None,
-              softcap=None):  # noqa: ANN001, ANN201  # fmt: skip
+def hf_kernel(
+    q, k, v, function="llama-eager", dtype="float64", mask="none", scaling=None, softcap=None
+):  # noqa: ANN001, ANN201
     """One of transformers' attention functions on the probe's inputs: the output only."""
     tq, tk, tv = tensors(q, k, v, dtype=dtype)
     n, m = tq.shape[-2], tk.shape[-2]
@@ -46,8 +47,16 @@ def hf_kernel(q, k, v, function="llama-eager", dtype="float64", mask="none", sca
         scaling = q.shape[-1] ** -0.5  # what LlamaAttention passes (its self.scaling)
     kwargs = {"scaling": scaling} if scaling is not None else {}
     with torch.no_grad():
-        out, _ = fn(HFModule(q.shape[-1], is_causal=mask == "is_causal"), tq, tk, tv,
-                    attention_mask, dropout=0.0, **kwargs, **extra)  # fmt: skip
+        out, _ = fn(
+            HFModule(q.shape[-1], is_causal=mask == "is_causal"),
+            tq,
+            tk,
+            tv,
+            attention_mask,
+            dropout=0.0,
+            **kwargs,
+            **extra,
+        )
     return out
 
 
@@ -66,7 +75,11 @@ def test_llama_eager_with_float64_inputs_computes_its_softmax_in_float32() -> No
     kernel = functools.partial(hf_kernel, function="llama-eager", dtype="float64")
     r = varcheck.probe(kernel, 64, **HF)
     assert (r.outcome, r.computes_in, r.returned, r.format_source) == (
-        "pass", "float32", "float64", "values")  # fmt: skip
+        "pass",
+        "float32",
+        "float64",
+        "values",
+    )
     declared = varcheck.probe(kernel, 64, dtype="float32", **HF)
     assert (declared.outcome, declared.format_source) == ("pass", "declared")
 
@@ -80,8 +93,9 @@ def test_sdpa_without_a_mask_is_causal_and_crops_the_keys_top_left() -> None:
 
 
 def test_gemma2_soft_capping_is_named_and_the_scale_read_at_zero() -> None:
-    kernel = functools.partial(hf_kernel, function="gemma2-eager", dtype="float32", softcap=50.0,
-                               scaling=64**-0.5)  # fmt: skip
+    kernel = functools.partial(
+        hf_kernel, function="gemma2-eager", dtype="float32", softcap=50.0, scaling=64**-0.5
+    )
     r = varcheck.probe(kernel, 64, **HF)
     assert r.outcome == "pass" and r.diagnostics.nonlinear and abs(r.ratio - 1) < 1e-3
     assert any("soft-capping" in n for n in r.diagnostics.notes)
@@ -89,8 +103,9 @@ def test_gemma2_soft_capping_is_named_and_the_scale_read_at_zero() -> None:
 
 def test_gemma2_27b_query_pre_attn_scalar_is_not_one_over_sqrt_dk() -> None:
     """Gemma 2 27B scales by query_pre_attn_scalar^-1/2 = 144^-1/2 at d_k = 128."""
-    kernel = functools.partial(hf_kernel, function="gemma2-eager", dtype="float32", softcap=50.0,
-                               scaling=144**-0.5)  # fmt: skip
+    kernel = functools.partial(
+        hf_kernel, function="gemma2-eager", dtype="float32", softcap=50.0, scaling=144**-0.5
+    )
     r = varcheck.probe(kernel, 128, **HF)
     assert r.outcome == "fail" and r.law.law == "1/sqrt(dk)"
     assert r.ratio == pytest.approx(math.sqrt(128 / 144), rel=1e-3)
