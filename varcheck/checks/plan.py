@@ -260,9 +260,14 @@ def _sampler_row(user: UserSampler, dk: int, seed: int, target: dict[str, Any]) 
 
     start = time.perf_counter()
     pilot = estimate_sampler(
-        user, dk, seed=seed, stream=(PLAN_STREAM, dk), name=user.target,
-        samples=estimation.MIN_BLOCKS, precision=None,
-    )  # fmt: skip
+        user,
+        dk,
+        seed=seed,
+        stream=(PLAN_STREAM, dk),
+        name=user.target,
+        samples=estimation.MIN_BLOCKS,
+        precision=None,
+    )
     seconds = time.perf_counter() - start
     per_call = pilot.samples / pilot.blocks
     floors = {
