@@ -69,3 +69,23 @@ def test_heads_on_the_encoder_audit_is_refused(run_cli, tmp_path: Path) -> None:
     folder = write_checkpoint(tmp_path / "bert", "bert")
     out = run_cli("audit", str(folder), "--heads", "0")
     assert out.exit_code == 2 and "--heads and --max-seconds apply to" in out.output
+
+
+def test_the_tables_fit_80_columns(run_dir: Path) -> None:
+    """A checkpoint's head table and a run's trend tables at 80 columns keep every row."""
+    import io
+
+    from rich.console import Console
+
+    from varcheck.audit.hf_audit import audit_hf
+    from varcheck.audit.hf_render import render_checkpoint, render_trend
+    from varcheck.audit.trend import audit_run
+
+    text = run_dir / "text.txt"
+    one = audit_hf(run_dir / "a", text_file=text, layers="1")
+    run = audit_run([run_dir / "a", run_dir / "b"], text_file=text)
+    for render, result in ((render_checkpoint, one), (render_trend, run)):
+        buf = io.StringIO()
+        render(result, "table", Console(file=buf, width=80, color_system=None))
+        lines = buf.getvalue().splitlines()
+        assert lines and max(len(line) for line in lines) <= 80, buf.getvalue()
