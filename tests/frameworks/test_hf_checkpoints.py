@@ -31,6 +31,15 @@ DECODER = dict(COMMON, num_key_value_heads=2, vocab_size=256, max_position_embed
 ENCODER = dict(COMMON, vocab_size=256, max_position_embeddings=66)
 #: relative tolerance of every comparison (float32 throughout)
 RTOL = 1e-5
+GPT2 = dict(
+    vocab_size=256,
+    n_positions=64,
+    n_embd=64,
+    n_layer=2,
+    n_head=4,
+    bos_token_id=255,
+    eos_token_id=255,
+)
 
 RECORDS: list[dict] = []
 
@@ -69,33 +78,11 @@ def _cases() -> dict[str, tuple]:
             dict(ENCODER, type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2),
             {},
         ),
-        "gpt2": (
-            "GPT2LMHeadModel",
-            "GPT2Config",
-            dict(
-                vocab_size=256,
-                n_positions=64,
-                n_embd=64,
-                n_layer=2,
-                n_head=4,
-                bos_token_id=255,
-                eos_token_id=255,
-            ),
-            {},
-        ),
+        "gpt2": ("GPT2LMHeadModel", "GPT2Config", GPT2, {}),
         "gpt2-layer-scaled": (
             "GPT2LMHeadModel",
             "GPT2Config",
-            dict(
-                vocab_size=256,
-                n_positions=64,
-                n_embd=64,
-                n_layer=2,
-                n_head=4,
-                bos_token_id=255,
-                eos_token_id=255,
-                scale_attn_by_inverse_layer_idx=True,
-            ),
+            dict(GPT2, scale_attn_by_inverse_layer_idx=True),
             {},
         ),
         "llama": ("LlamaForCausalLM", "LlamaConfig", dict(DECODER, rms_norm_eps=1e-5), {}),
