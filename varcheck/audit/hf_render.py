@@ -140,13 +140,16 @@ def checkpoint_title(result: CheckpointAudit) -> str:
     )
 
 
-def render_checkpoint_table(result: CheckpointAudit, console: Any) -> None:
-    console.print(checkpoint_title(result), markup=False, highlight=False)
-    table, dropped = formats.fit_rows(
-        console, "", None, _COLUMNS, [_cells(h) for h in result.heads]
-    )
+def _print_rows(console: Any, columns: list[Column], rows: list[list[str]]) -> None:
+    """A table of these columns at the console's width, and what was left out to fit it."""
+    table, dropped = formats.fit_rows(console, "", None, columns, rows)
     console.print(table)
     formats.print_dropped(console, dropped)
+
+
+def render_checkpoint_table(result: CheckpointAudit, console: Any) -> None:
+    console.print(checkpoint_title(result), markup=False, highlight=False)
+    _print_rows(console, _COLUMNS, [_cells(h) for h in result.heads])
     for line in notes(result):
         console.print(line, markup=False, highlight=False)
 
@@ -241,9 +244,7 @@ def render_trend_table(result: TrendResult, console: Any) -> None:
         ]
         for t in result.layers
     ]
-    table, dropped = formats.fit_rows(console, "", None, columns, rows)
-    console.print(table)
-    formats.print_dropped(console, dropped)
+    _print_rows(console, columns, rows)
     _fastest_table(result, console)
 
 
@@ -268,9 +269,7 @@ def _fastest_table(result: TrendResult, console: Any) -> None:
         for g in result.fastest
     ]
     console.print("fastest-growing heads (largest |logit| per checkpoint step):", markup=False)
-    table, dropped = formats.fit_rows(console, "", None, columns, rows)
-    console.print(table)
-    formats.print_dropped(console, dropped)
+    _print_rows(console, columns, rows)
     if any(not g.factor_ci.low > 1 for g in result.fastest):
         console.print(
             "a head whose interval holds 1 shows no growth distinguishable on this text; more "
