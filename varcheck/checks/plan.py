@@ -40,6 +40,7 @@ from .verify import claim_source
 __all__ = [
     "plan",
     "row_from_pilot",
+    "Pilot",
     "PilotClock",
     "PLAN_STREAM",
     "MAX_PILOT_WORK",
@@ -76,7 +77,7 @@ def _in_range(name: str, value: Any, bounds: tuple[float, float]) -> float:
 
 
 @dataclass(frozen=True)
-class _Pilot:
+class Pilot:
     """What :func:`row_from_pilot` reads of a pilot: a kernel head's scale as an estimate."""
 
     var: float
@@ -324,7 +325,7 @@ def make_target(
 
 
 def row_from_pilot(
-    pilot: estimation.VarianceEstimate | _Pilot,
+    pilot: estimation.VarianceEstimate | Pilot,
     dk: int,
     seconds: float,
     floors: dict[str, int],
@@ -517,7 +518,7 @@ def kernel_row(
     floors = {f"{estimation.MIN_BLOCKS} calls": estimation.MIN_BLOCKS}
     rows = [
         row_from_pilot(
-            _Pilot(h.scale, h.se, h.skewness, h.blocks, h.blocks),
+            Pilot(h.scale, h.se, h.skewness, h.blocks, h.blocks),
             dk,
             seconds,
             floors,
