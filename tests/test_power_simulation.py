@@ -52,6 +52,8 @@ from varcheck.core.theory import dot_product_theory
 ALPHA = 0.05
 PILOT = 200
 KERNELS = str(Path(__file__).resolve().parents[1] / "examples" / "attention_kernels.py")
+#: Most products one draw of a built-in law holds (its arrays are products × d_k).
+CHUNK_PRODUCTS = 500_000
 #: Most heads one probe call is given (probe's --heads allows 1024).
 MAX_HEADS = 1000
 assert PILOT >= MIN_PILOT_BLOCKS
@@ -68,6 +70,7 @@ class Source:
     truth: float
     per_block: int
     detect: float
+    run_blocks: int = 200
 
 
 def _summary(m: np.ndarray, a: np.ndarray, per_block: int, shift: float = 0.0):
@@ -92,19 +95,25 @@ def _split(m: np.ndarray, a: np.ndarray, counts: list[int], per_block: int, shif
     ]
 
 
-def _builtin(name: str, spec: str, dk: int, side_budget: int, detect: float) -> Source:
+def _builtin(
+    name: str, spec: str, dk: int, side_budget: int, detect: float, run_blocks: int = 200
+) -> Source:
     """Built-in laws at the block side a run of ``side_budget`` products uses."""
     q = parse_distribution(spec)
     th = dot_product_theory(dk, q, q)
     plan = _default_plan(q, q, th, side_budget, None)
 
     def draw(seed: int, counts: list[int]) -> list:
-        m, a = draw_chunk(
-            q, q, dk, plan, np.random.default_rng(seed), blocks=sum(counts), shift=th.mean
-        )
+        rng, total = np.random.default_rng(seed), sum(counts)
+        step = max(CHUNK_PRODUCTS // plan.products_per_block, 1)  # bounded memory
+        parts = [
+            draw_chunk(q, q, dk, plan, rng, blocks=min(step, total - i), shift=th.mean)
+            for i in range(0, total, step)
+        ]
+        m, a = (np.concatenate(x) for x in zip(*parts, strict=True))
         return _split(m, a, counts, plan.products_per_block, th.mean)
 
-    return Source(name, draw, th.var, plan.products_per_block, detect)
+    return Source(name, draw, th.var, plan.products_per_block, detect, run_blocks)
 
 
 def _qk_block(rng: np.random.Generator, dk: int, calls: int) -> np.ndarray:
@@ -166,21 +175,27 @@ def _kernel(detect: float) -> Source:
 SOURCES = {
     "normal": lambda: _builtin("normal", "normal", 16, 12_800, 0.05),
     "lognormal": lambda: _builtin("lognormal", "scipy.lognorm:s=0.3", 8, 12_800, 0.15),
+    # the skewed law's detection at 5000 products (blocks of one): 200 blocks of four are
+    # where its figure is flagged approximate (γ/√blocks > 0.07; docs/power.md)
+    "lognormal-5000": lambda: _builtin(
+        "lognormal-5000", "scipy.lognorm:s=0.3", 8, 5000, 0.15, run_blocks=5000
+    ),
     "sampler": lambda: _sampler(0.045),
     "kernel": lambda: _kernel(0.005),
 }
 
 
 @functools.lru_cache(maxsize=8)
-def _runs(name: str, runs: int, seed: int) -> list:
-    """``runs`` runs of 200 blocks (the detection's runs are also the plans' pilots)."""
-    return _source(name).draw(seed, [PILOT] * runs)
+def _runs(name: str, runs: int, seed: int, blocks: int = PILOT) -> list:
+    """``runs`` runs of ``blocks`` blocks (the detection's runs of 200 are also the plans'
+    pilots)."""
+    return _source(name).draw(seed, [blocks] * runs)
 
 
 def _detection(src: Source, runs: int, seed: int) -> dict[str, int]:
-    """Rejections, out of ``runs`` runs of 200 blocks, of a truth off by the median stated
-    error each way, by half of it, and of a true claim."""
-    estimates = _runs(src.name, runs, seed)
+    """Rejections, out of ``runs`` runs of the source's size, of a truth off by the median
+    stated error each way, by half of it, and of a true claim."""
+    estimates = _runs(src.name, runs, seed, src.run_blocks)
     found = [detectable_of(e, alpha=ALPHA) for e in estimates]
     above = float(np.median([f.above for f in found]))
     below = float(np.median([f.below for f in found]))
@@ -265,7 +280,7 @@ LONG_RUNS = 2000
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("name", list(SOURCES))
+@pytest.mark.parametrize("name", ["normal", "lognormal-5000", "sampler", "kernel"])
 def test_long_detection_at_2000_runs(name: str) -> None:
     runs = LONG_RUNS
     counts = _detection(_source(name), runs, seed=51)
@@ -274,7 +289,7 @@ def test_long_detection_at_2000_runs(name: str) -> None:
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("name", list(SOURCES))
+@pytest.mark.parametrize("name", ["normal", "lognormal", "sampler", "kernel"])
 def test_long_plan_then_run_at_2000_pilots(name: str) -> None:
     runs = LONG_RUNS
     counts = _planned(_source(name), runs, seed=61)
