@@ -20,7 +20,7 @@ from .options import (
     seed_option,
     stack,
 )
-from .plan import plan_file_command, planning_options
+from .planning import plan_file_command, planning_options
 from .run import run
 
 
