@@ -132,19 +132,19 @@ def test_a_kernel_is_planned_in_calls_with_each_head_a_test(run_cli) -> None:
 
 
 def _slow(rng: np.random.Generator, dk: int) -> np.ndarray:
-    """A sampler that takes 20 ms a call."""
-    time.sleep(0.02)
+    """A sampler that takes 10 ms a call."""
+    time.sleep(0.01)
     return rng.standard_normal(16)
 
 
 def test_a_slow_samplers_pilot_stops_at_the_time_cap() -> None:
-    """200 calls would take 4 s: under a 1 s cap the pilot plans from the calls it made
-    (at least 20, with the larger factor their spread needs); under 0.2 s it is refused."""
-    res = varcheck.plan(16, sampler=_slow, claim=1, detect=0.2, seed=1, max_seconds=1.0)
+    """200 calls would take 2 s: under a 0.5 s cap the pilot plans from the calls it made
+    (at least 20, with the larger factor their spread needs); under 0.1 s it is refused."""
+    res = varcheck.plan(16, sampler=_slow, claim=1, detect=0.2, seed=1, max_seconds=0.5)
     row = res.rows[0]
     assert 20 <= row.pilot_blocks < 200 and row.inflation > 1.02
     with pytest.raises(VarcheckError, match="raise max_seconds"):
-        varcheck.plan(16, sampler=_slow, claim=1, detect=0.2, seed=1, max_seconds=0.2)
+        varcheck.plan(16, sampler=_slow, claim=1, detect=0.2, seed=1, max_seconds=0.1)
 
 
 def test_a_file_plan_names_the_claim_a_refusal_is_about(tmp_path: Path) -> None:
@@ -152,3 +152,22 @@ def test_a_file_plan_names_the_claim_a_refusal_is_about(tmp_path: Path) -> None:
     path.write_text('[[claim]]\nname = "heavy"\ndk = 8\ndist = "t:df=3"\nclaim = "dk"\n')
     with pytest.raises(VarcheckError, match="claim 'heavy' at d_k=8: no valid interval"):
         varcheck.plan(file=path, detect=0.05)
+
+
+def test_a_signal_during_a_file_plan_keeps_the_rows_planned(monkeypatch, claims: Path) -> None:
+    """Ctrl-C during the second test's pilot: the first row stays, exit 130."""
+    from varcheck.checks import plan_file as planning
+
+    made = planning._row
+    calls: list[int] = []
+
+    def second_interrupted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(planning, "_row", second_interrupted)
+    res = varcheck.plan(file=claims, detect=0.05)
+    assert res.interrupted and [(r.name, r.dk) for r in res.rows] == [("textbook", 16)]
+    assert res.to_dict()["exit_code"] == 130 and "Interrupted" in str(res)
