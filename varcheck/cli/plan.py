@@ -37,10 +37,10 @@ EXIT_CODES = exit_codes_help(
 def _kernel(**values: Any) -> dict[str, Any]:
     """The kernel and the probe options given (named as a claim file's probe claim)."""
     args = values.pop("kernel_args")
-    given = {key: value for key, value in values.items() if value not in (None, False)}
+    chosen = {key: value for key, value in values.items() if value not in (None, False)}
     if args:
-        given["args"] = distinct_keys("--arg", args)
-    return {"kernel": values["kernel"], **given}
+        chosen["args"] = distinct_keys("--arg", args)
+    return {"kernel": values["kernel"], **chosen}
 
 
 #: --kernel and the options of ``varcheck probe`` that shape its calls, handed over as ``probe``
