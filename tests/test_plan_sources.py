@@ -171,3 +171,15 @@ def test_a_signal_during_a_file_plan_keeps_the_rows_planned(monkeypatch, claims:
     res = varcheck.plan(file=claims, detect=0.05)
     assert res.interrupted and [(r.name, r.dk) for r in res.rows] == [("textbook", 16)]
     assert res.to_dict()["exit_code"] == 130 and "Interrupted" in str(res)
+
+
+def test_a_files_own_time_cap_that_would_cut_a_planned_test_is_named(tmp_path: Path) -> None:
+    """The file's max_seconds (per test) below a planned test's predicted time: a caution
+    naming the test, in the table and the JSON."""
+    path = tmp_path / "claims.toml"
+    path.write_text(
+        '[defaults]\nmax_seconds = 1e-6\n[[claim]]\nname = "gate"\ndk = 16\nclaim = "dk"\n'
+    )
+    res = varcheck.plan(file=path, detect=0.05, seed=1)
+    assert len(res.notes) == 1 and "gate at d_k=16" in res.notes[0]
+    assert res.to_dict()["notes"] == list(res.notes) and "Caution: the file's" in str(res)

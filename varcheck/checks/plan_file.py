@@ -84,7 +84,7 @@ def plan_file(
         return replace(row, name=spec.name)
 
     rows, interrupted = collect(make, tests)
-    return PlanResult(
+    result = PlanResult(
         rows=tuple(rows),
         interrupted=interrupted,
         claim="each claim of the file",
@@ -93,6 +93,28 @@ def plan_file(
         seed=seed,
         file=spec_file.path,
         **target,
+    )
+    return replace(result, notes=_cut_short(result, spec_file.max_seconds))
+
+
+def _cut_short(result: PlanResult, max_seconds: float | None) -> tuple[str, ...]:
+    """A note when the file's own ``max_seconds`` (per test) would stop planned tests short of
+    their size, and so of their power (from the pilots' pace: an estimate)."""
+    if max_seconds is None:
+        return ()
+    late = [
+        row
+        for row in result.rows
+        if row.seconds * (result.samples / row.samples if result.shares_budget(row) else 1.0)
+        > max_seconds
+    ]
+    if not late:
+        return ()
+    names = ", ".join(f"{row.name} at d_k={row.dk}" for row in late[:3])
+    more = f" and {len(late) - 3} more" if len(late) > 3 else ""
+    return (
+        f"the file's max_seconds ({max_seconds:g} s a test) would stop {len(late)} planned "
+        f"test(s) short of their size, and of their power ({names}{more}): raise it",
     )
 
 

@@ -38,7 +38,7 @@ def _meta(result: PlanResult) -> dict[str, Any]:
         family=result.family,
         row_alpha=result.alpha / result.family,
     )
-    return {**head, "interrupted": result.interrupted}
+    return {**head, "notes": list(result.notes), "interrupted": result.interrupted}
 
 
 def plan_records(result: PlanResult) -> list[dict[str, Any]]:
@@ -169,6 +169,8 @@ def _table(result: PlanResult, console: Console) -> None:
     console.print(table)
     formats.print_dropped(console, dropped)
     console.print(markup(_summary(result)))
+    for note in result.notes:
+        console.print(markup(f"Caution: {note}."))
     console.print(markup(f"Run: {_next_step(result)}"))
     if result.interrupted:
         console.print(f"Interrupted: the rows planned before the signal ({len(result.rows)}).")

@@ -102,6 +102,9 @@ class PlanResult(Displayable):
     run_command : str
         A kernel plan's run: ``varcheck probe`` with the kernel's options and the planned
         ``--samples`` (empty otherwise).
+    notes : tuple of str
+        What stands between the plan and its run (a claim file's ``max_seconds`` that would
+        stop a planned test short).
     file : str or None
         The claim file planned (``None`` otherwise): its rows share one ``samples``, and its
         probe rows keep their own calls.
@@ -123,6 +126,7 @@ class PlanResult(Displayable):
     kernel: bool = False
     run_command: str = ""
     file: str | None = None
+    notes: tuple[str, ...] = ()
     interrupted: bool = False
     version: str = __version__
 
