@@ -130,9 +130,9 @@ def _shown(result: PlanResult, column: Column) -> bool:
 
 def _title(result: PlanResult) -> str:
     if result.file is not None:
-        return f"Plan: each claim of {result.source}"
+        return f"each claim of {result.source}"
     quantity = "scale" if result.kernel else "Var"
-    return f"Plan: {quantity} = {result.claim} ({result.source})"
+    return f"{quantity} = {result.claim} ({result.source})"
 
 
 def _probe_precision(result: PlanResult) -> str:
@@ -164,7 +164,8 @@ def _table(result: PlanResult, console: Console) -> None:
     columns = [c for c in _COLUMNS if _shown(result, c)]
     keep = [i for i, c in enumerate(_COLUMNS) if c in columns]
     rows = [[_cells(row, result)[i] for i in keep] for row in result.rows]
-    table, dropped = formats.fit_rows(console, markup(_title(result)), None, columns, rows)
+    title = markup(f"Plan: {_title(result)}")
+    table, dropped = formats.fit_rows(console, title, None, columns, rows)
     console.print(markup(f"Target: {_target(result)}."))
     console.print(table)
     formats.print_dropped(console, dropped)
@@ -181,5 +182,5 @@ render_plan = formats.renderer(
     plan_dict,
     plan_records,
     _meta,
-    title=lambda r: f"varcheck plan: Var = {r.claim}",
+    title=lambda r: f"varcheck plan: {_title(r)}",
 )
