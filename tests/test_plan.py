@@ -133,7 +133,7 @@ def test_a_signal_after_the_first_row_keeps_the_rows_planned(monkeypatch) -> Non
     """Ctrl-C during the second row's pilot: the first row stays, exit 130."""
     from varcheck.checks import plan as planning
 
-    made = planning._builtin_row
+    made = planning.builtin_row
     calls: list[int] = []
 
     def second_interrupted(*args, **kwargs):
@@ -142,7 +142,7 @@ def test_a_signal_after_the_first_row_keeps_the_rows_planned(monkeypatch) -> Non
             raise KeyboardInterrupt
         return made(*args, **kwargs)
 
-    monkeypatch.setattr(planning, "_builtin_row", second_interrupted)
+    monkeypatch.setattr(planning, "builtin_row", second_interrupted)
     res = varcheck.plan("16,64", claim="dk", detect=0.05, seed=1)
     assert res.interrupted and [r.dk for r in res.rows] == [16]
     assert res.to_dict()["exit_code"] == 130 and "Interrupted" in str(res)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .._version import __version__
@@ -42,6 +43,13 @@ class PlanRow:
         The pilot's size (drawn from its own stream, not shared with a run of the same seed).
     inflation : float
         The factor for the pilot's own uncertainty (power right on average over pilots).
+    precision : float
+        The relative half-width (at the run's confidence) of the blocks the target needs,
+        floors aside: a run sized by ``--precision`` no larger meets the target too.
+    unit : str
+        What ``samples`` counts: ``products``, a sampler's ``values`` or a kernel's ``calls``.
+    name : str
+        The claim's name in a claim file (empty otherwise).
     """
 
     dk: int
@@ -56,6 +64,9 @@ class PlanRow:
     pilot_samples: int
     pilot_blocks: int
     inflation: float
+    precision: float = math.nan
+    unit: str = "products"
+    name: str = ""
 
 
 @dataclass(frozen=True, repr=False)
@@ -85,6 +96,18 @@ class PlanResult(Displayable):
         Rows in the Holm family: each row is planned at alpha / family.
     seed : int
         Root seed of the pilots.
+    kernel : bool
+        Whether the rows plan ``varcheck probe`` of a kernel (``samples`` then counts calls,
+        ``detect`` is an error of its scale, and each head is one test of the family).
+    run_command : str
+        A kernel plan's run: ``varcheck probe`` with the kernel's options and the planned
+        ``--samples`` (empty otherwise).
+    notes : tuple of str
+        What stands between the plan and its run (a claim file's ``max_seconds`` that would
+        stop a planned test short).
+    file : str or None
+        The claim file planned (``None`` otherwise): its rows share one ``samples``, and its
+        probe rows keep their own calls.
     interrupted : bool
         Ctrl-C or SIGTERM stopped the plan: ``rows`` holds the rows planned by then (exit 130,
         or 143 after SIGTERM).
@@ -100,18 +123,32 @@ class PlanResult(Displayable):
     alpha: float
     family: int
     seed: int
+    kernel: bool = False
+    run_command: str = ""
+    file: str | None = None
+    notes: tuple[str, ...] = ()
     interrupted: bool = False
     version: str = __version__
+
+    def shares_budget(self, row: PlanRow) -> bool:
+        """Whether ``row`` runs at the plan's ``samples``: every row but a claim file's probe
+        rows (a file's ``samples`` counts products; its probes run to a precision)."""
+        return self.file is None or row.unit != "calls"
 
     @property
     def samples(self) -> int:
         """The value to pass to ``--samples``: the largest row's need (one budget for all)."""
-        return max(row.samples for row in self.rows)
+        shared = [row.samples for row in self.rows if self.shares_budget(row)]
+        return max(shared or [row.samples for row in self.rows])
 
     @property
     def seconds(self) -> float:
-        """Predicted seconds of the whole run at ``samples`` per row."""
-        return sum(row.seconds * self.samples / row.samples for row in self.rows)
+        """Predicted seconds of the whole run at ``samples`` per row (a file's probe rows at
+        their own calls)."""
+        return sum(
+            row.seconds * (self.samples / row.samples if self.shares_budget(row) else 1.0)
+            for row in self.rows
+        )
 
     @property
     def outcome(self) -> str:

@@ -20,6 +20,7 @@ from .options import (
     seed_option,
     stack,
 )
+from .planning import plan_file_command, planning_options
 from .run import run
 
 
@@ -52,6 +53,7 @@ Examples:
   varcheck check examples/claims.toml
   varcheck check examples/claims.toml --junit-xml reports/varcheck.xml
   varcheck check examples/claims.toml --format json --seed 7
+  varcheck check examples/claims.toml --plan --detect 0.03
 
 \b
 File format (TOML):
@@ -88,14 +90,18 @@ otherwise inconclusive. The exit code is the worst outcome.
     "junit",
     text="Also write a JUnit XML report (one test case per claim) to this path.",
 )
+@planning_options
 def command(
     file: str,
     overrides: dict[str, Any],
     parallel: dict[str, Any],
     output: dict[str, Any],
     junit: str | None,
+    planning: dict[str, Any],
 ) -> int:
     """Check every claim of a TOML claim file, as a CI gate."""
+    if planning["plan"]:
+        return plan_file_command(file, planning, overrides, output["fmt"], junit)
     from ..checks.claim_file import check, load_check_file
     from ..checks.render import check_to_junit
     from ..errors import VarcheckError
