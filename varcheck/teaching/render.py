@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from ..core.estimation import normal_quantile
 from ..core.verdicts import CONSISTENT, REJECTED, UNRELIABLE
 from ..output import formats
 from ..output.formats import (
@@ -485,7 +486,8 @@ def _method_note(result: ExplainResult) -> str:
     if result.method == "monte-carlo":
         return (
             "simulation check of the exact values: simulated mean "
-            f"{_pm(result.mc_mean, result.mc_mean_se)} (± 1 se; exact "
+            f"{_pm(result.mc_mean, normal_quantile(0.95) * result.mc_mean_se)} (95% interval; "
+            "exact "
             f"{fmt(result.moments.expected)}), simulated sd {fmt(result.mc_sd)} (exact "
             f"{fmt(result.moments.sd)}), from "
             f"{result.replicates:,} simulated experiments"
@@ -506,8 +508,8 @@ def _readings_table(result: ExplainResult, split: bool = False) -> Table:
     alpha = f"{1 - result.confidence:.3g}"
     table = Table(
         caption=(
-            "quantiles with their 95% Monte-Carlo interval (order statistics); percentile ± 1 "
-            f"se; two-sided p-value; rejected when p < {alpha}"
+            "quantiles with their 95% Monte-Carlo interval (order statistics); percentile ± the "
+            f"half-width of its 95% interval; two-sided p-value; rejected when p < {alpha}"
             if result.method == "monte-carlo"
             else "gamma approximation (exact mean and sd), no Monte-Carlo error; rejected "
             f"when p < {alpha}"
@@ -537,7 +539,9 @@ def _readings_table(result: ExplainResult, split: bool = False) -> Table:
             f"percentile of {result.observed:g}",
             *both(
                 lambda r: (
-                    "—" if math.isnan(r.percentile) else _pm(r.percentile, r.percentile_se, 3) + "%"
+                    "—"
+                    if math.isnan(r.percentile)
+                    else _pm(r.percentile, normal_quantile(0.95) * r.percentile_se, 3) + "%"
                 )
             ),
         )
@@ -724,6 +728,14 @@ def softmax_summary(result: SoftmaxResult) -> str:
     )
 
 
+def _half_width(blocks: int) -> str:
+    """What every ± of the softmax study is (the figure's error bars are the same intervals)."""
+    return (
+        f"the half-width of its 95% interval (1.96 standard errors, between {blocks} "
+        "independent blocks)"
+    )
+
+
 #: The study's columns; a narrow terminal drops the entropy in nats first, then the logits' sd.
 _SOFTMAX_COLUMNS = (
     Column("d_k"),
@@ -746,8 +758,8 @@ def _softmax_table(result: SoftmaxResult, keep: list[int] | None = None) -> Tabl
     table = Table(
         title=f"softmax over L = {result.keys} keys ({dists}), with and without 1/√d_k",
         caption=(
-            f"mean over {result.queries:,} queries ± 1 standard error (between {result.blocks} "
-            f"independent blocks) · uniform weights: entropy log L = {math.log(result.keys):.4f}, "
+            f"mean over {result.queries:,} queries ± {_half_width(result.blocks)} · uniform "
+            f"weights: entropy log L = {math.log(result.keys):.4f}, "
             f"max weight 1/L = {1 / result.keys:.4g} · ‖J‖ = Frobenius norm of diag(p) − ppᵀ · "
             f"seed {result.seed} · varcheck {result.version}"
         ),
@@ -766,10 +778,7 @@ def _softmax_table(result: SoftmaxResult, keep: list[int] | None = None) -> Tabl
                 "d_k": str(r.dk) if not last else ("[bold yellow]partial[/]" if partial else ""),
                 "logits": label,
                 "sd": fmt(sd),
-                "entropy (nats)": _pm(s.entropy, s.entropy_se),
-                "entropy / log L": _pm(s.entropy_fraction, s.entropy_fraction_se),
-                "max weight": _pm(s.max_weight, s.max_weight_se),
-                "‖J‖": _pm(s.jacobian_norm, s.jacobian_norm_se),
+                **_softmax_cells(s),
             }
             table.add_row(*(cells[c.name] for c in columns), end_section=last)
     return table
@@ -801,12 +810,43 @@ def _render_softmax_table(result: SoftmaxResult, console: Console) -> None:
         console.print("[bold yellow]interrupted[/]" + note[len("interrupted") :], highlight=False)
 
 
+def _softmax_cells(s: SoftmaxStats) -> dict[str, str]:
+    """The four statistics of one row, each ± the half-width of its 95% interval."""
+    z = normal_quantile(0.95)
+    return {
+        "entropy (nats)": _pm(s.entropy, z * s.entropy_se),
+        "entropy / log L": _pm(s.entropy_fraction, z * s.entropy_fraction_se),
+        "max weight": _pm(s.max_weight, z * s.max_weight_se),
+        "‖J‖": _pm(s.jacobian_norm, z * s.jacobian_norm_se),
+    }
+
+
 def _softmax_markdown(result: SoftmaxResult) -> str:
-    text = records_to_markdown(
-        softmax_records(result),
-        _softmax_meta(result),
-        f"softmax over {result.keys} keys, raw and scaled",
-    )
+    """The study as a table a person reads (the lesson's columns, raw and scaled rows), under a
+    line giving the settings; the CSV and JSON forms keep every field by its name."""
+    q, k = result.q_dist.spec, result.k_dist.spec
+    dists = f"q, k ~ `{q}`" if q == k else f"q ~ `{q}`, k ~ `{k}`"
+    lines = [
+        f"**softmax over L = {result.keys} keys** ({dists}), with and without 1/√d_k: mean "
+        f"over {result.queries:,} queries per d_k ± {_half_width(result.blocks)}; uniform "
+        "weights give entropy log L = "
+        f"{math.log(result.keys):.4f}; seed `{result.seed}`, varcheck `{result.version}`.",
+        "",
+        "| d_k | logits | sd | entropy (nats) | entropy / log L | max weight | ‖J‖_F |",
+        "|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in result.rows:
+        partial = " (partial)" if r.blocks < result.blocks else ""
+        for label, sd, st in (
+            ("q·k", r.logit_sd_raw, r.raw),
+            ("q·k/√d_k", r.logit_sd_scaled, r.scaled),
+        ):
+            cells = _softmax_cells(st)
+            lines.append(
+                f"| {r.dk}{partial} | {label} | {fmt(sd)} | {cells['entropy (nats)']} | "
+                f"{cells['entropy / log L']} | {cells['max weight']} | {cells['‖J‖']} |"
+            )
+    text = "\n".join(lines) + "\n"
     summary = softmax_summary(result)
     text = text + "\n" + summary + "\n" if summary else text
     note = softmax_interrupted_note(result)
