@@ -1009,8 +1009,9 @@ def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
 def _derive_caption(result: DeriveResult) -> str:
     conf = confidence_label(result.confidence)
     return (
-        "textbook: the textbook's step holds, breaks (an assumption fails) or inherits (sound "
-        "reasoning, wrong input); exact: the formula for these distributions; simulated: "
+        "textbook: the textbook's step holds, breaks (an assumption behind it is false) or "
+        "inherits (sound reasoning, wrong input); exact: the formula for these "
+        "distributions; simulated: "
         f"Monte-Carlo estimate and {conf} interval, and whether the exact value is consistent "
         "with it (p Holm-adjusted over steps 1–3; step 4 reuses step 3's draws) · seed "
         f"{result.seed} · varcheck {result.version}"
