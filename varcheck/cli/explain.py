@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     epilog="""\b
 Examples:
   varcheck explain                         # the seed's 2x2 case, observed 1.6
-  varcheck explain --long                  # the full account: quantiles, shapes, why
+  varcheck explain --long                  # the full account: quantiles, why
   varcheck explain --observed 40           # far in the tail: rejected
   varcheck explain --shape 1111x111x1111 --observed 110.56
   varcheck explain --shape 4x8x4 --ddof 1 --dist uniform --format json
