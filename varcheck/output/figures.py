@@ -71,6 +71,9 @@ def save_figure(fig: Any, path: str) -> None:
         ext = os.path.splitext(path)[1].lstrip(".").lower()
         fmt = ext or "png"
         extra = {"metadata": {"Software": None}} if fmt == "png" else {}
+        # one layout pass before the saved one: constrained layout makes room for a legend
+        # below its axes only once it has been sized, and would otherwise cut it off
+        fig.draw_without_rendering()
         fig.savefig(path, dpi=DPI, format=None if ext else fmt, **extra)
     except OSError as exc:
         raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc.strerror})") from None
