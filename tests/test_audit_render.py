@@ -169,7 +169,8 @@ def test_figure_title_legend_and_marked_heads(full, monkeypatch):
 
 def test_figure_without_intervals_says_so(few, monkeypatch):
     fig = _figure(few, monkeypatch)
-    assert "no intervals (too few sequences: 3 < 30)" in fig._suptitle.get_text()
+    title = " ".join(fig._suptitle.get_text().split())  # wrapped to the figure's width
+    assert "no intervals (too few sequences: 3 < 30)" in title
     legend = fig.axes[0].get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ["no intervals: too few sequences"]
 

@@ -44,13 +44,12 @@ def test_every_check_agrees_with_its_formula(kwargs: dict, broken: int | None) -
         assert abs(step.estimate - step.value) < 4 * step.se, step
     if broken is not None:
         assert res.steps[broken - 1].status == "breaks"
-        assert res.exit_code == 1
         # the textbook value is far outside the interval for these settings: rejected
         assert res.steps[broken - 1].textbook_p_value < 1e-6
-    else:
-        # 0 unless a check rejected its (true) formula, which Holm allows in 5% of tables
-        rejected = any(step.verdict == "rejected" for step in res.steps)
-        assert res.exit_code == (1 if rejected else 0)
+    # 0 unless a check rejected its (true) formula, which Holm allows in 5% of tables: a
+    # breaking textbook step is derive's answer, not a failure
+    rejected = any(step.verdict == "rejected" for step in res.steps)
+    assert res.exit_code == (1 if rejected else 0)
 
 
 def test_non_zero_mean_names_the_variance_step() -> None:
@@ -137,11 +136,11 @@ def test_cli_json_and_reproducible(run_cli) -> None:
     assert doc["broken_step"] is None
 
 
-def test_cli_broken_step_exit_one(run_cli) -> None:
+def test_cli_broken_step_is_explained_not_failed(run_cli) -> None:
     res = run_cli(
         "derive", "--dk", "8", "--dist", "normal:mean=0.5", "--seed", "1", "--precision", "0.05"
     )
-    assert res.exit_code == 1, res.output
+    assert res.exit_code == 0, res.output
     assert "Step 2 breaks" in res.output
 
 
@@ -184,19 +183,19 @@ def test_cli_formats_show_the_seed_and_the_same_numbers(run_cli, fmt: str) -> No
             assert got == pytest.approx([*want, step["p_adjusted"]], rel=MARKDOWN_REL)
             assert cells[9].strip() == step["verdict"] and cells[10].strip() == step["status"]
     else:
-        assert re.search(r"· seed 6 · varcheck ", res.output), res.output
+        assert re.search(r"· seed 6 · varcheck ", " ".join(res.output.split())), res.output
         for step in steps:
-            i = next(i for i, line in enumerate(lines) if line.startswith(f"  {step['step']} "))
-            first = lines[i][2:].split(None, 1)[1].split()[1:]
-            # step | status | formula | value | textbook | estimate over [low, high] | p | check:
-            # formula and textbook hold spaces, so the numbers are read from the right
-            assert lines[i].split()[2] == step["status"]
-            assert first[-1] == step["verdict"]
-            assert float(first[-2]) == pytest.approx(step["p_adjusted"], abs=5e-5)
-            assert float(first[-3]) == pytest.approx(step["estimate"], rel=TABLE_REL)
-            assert f" {fmt_value(step['value'])} " in lines[i]
-            interval = [step["ci_low"], step["ci_high"]]
-            assert _numbers(lines[i + 1]) == pytest.approx(interval, rel=TABLE_REL)
+            # each step as lines: its name; textbook and status; exact formula = value;
+            # simulated estimate [low, high]; exact value: p, then the check's verdict
+            i = next(i for i, line in enumerate(lines) if f"step {step['step']}: " in line)
+            textbook, exact, simulated = lines[i + 1], lines[i + 2], lines[i + 3]
+            assert textbook.split()[-1] == step["status"]
+            assert exact.rstrip().endswith(f"= {fmt_value(step['value'])}")
+            assert simulated.split()[-1] == step["verdict"]
+            numbers = _numbers(simulated.split("simulated", 1)[1])
+            assert numbers[0] == pytest.approx(step["estimate"], rel=TABLE_REL)
+            assert numbers[1:3] == pytest.approx([step["ci_low"], step["ci_high"]], rel=TABLE_REL)
+            assert numbers[3] == pytest.approx(step["p_adjusted"], abs=5e-5)
 
 
 def test_cli_usage_error(run_cli) -> None:

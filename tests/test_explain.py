@@ -185,7 +185,7 @@ def test_cli_default_is_the_seed_case(run_cli) -> None:
     res = run_cli("explain", "--seed", "5")
     assert res.exit_code == 0, res.output
     assert "seed 5" in res.output and "observed 1.6" in res.output
-    assert "1111x111x1111" in res.output
+    assert "1111x111x1111" in run_cli("explain", "--seed", "5", "--long").output
 
 
 def test_cli_json_fields_and_reproducible(run_cli) -> None:
@@ -219,7 +219,8 @@ def test_cli_rejects_forty(run_cli) -> None:
         assert reading["p_value"] < 1e-3
     # 40 / 2 = 20 is still beyond every scaled replicate: the smallest p-value R can give
     assert doc["scaled"]["p_value"] == pytest.approx(2 / (r + 1), rel=1e-12)
-    assert "(two-sided p < 1e-4: rejected)" in " ".join(res.output.split())
+    # the answer on the first screen says it at once
+    assert "(two-sided p < 1e-4: rejected at level 95%)" in " ".join(res.output.split())
 
 
 @pytest.mark.parametrize(

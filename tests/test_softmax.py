@@ -12,6 +12,7 @@ import re
 import numpy as np
 import pytest
 
+from varcheck.core.estimation import normal_quantile
 from varcheck.errors import VarcheckError
 from varcheck.teaching.softmax import softmax_metrics, softmax_study
 
@@ -161,25 +162,32 @@ def test_cli_formats_show_the_seed_and_the_same_numbers(run_cli, fmt: str) -> No
         rows = list(csv.DictReader(lines[1:]))
         assert [{k: float(v) for k, v in row.items()} for row in rows] == flat  # repr: exact
     elif fmt == "markdown":
-        assert "seed: `8`" in lines[0] and "keys: `64`" in lines[0]
+        assert "seed `8`" in lines[0] and "L = 64 keys" in lines[0] and "960 queries" in lines[0]
         table = [[c.strip() for c in line.split("|")[1:-1]] for line in lines if line[:1] == "|"]
         header, body = table[0], table[2:]
-        assert set(header) == set(flat[0])
-        for cells, want in zip(body, flat, strict=True):
-            got = {key: float(cell) for key, cell in zip(header, cells, strict=True)}
-            assert got == pytest.approx(want, rel=5e-6)  # 6 significant digits
+        assert header[:3] == ["d_k", "logits", "sd"]
+        _check_cells(body, flat)
     else:
         assert re.search(r"seed\s+8\s+·", res.output), res.output
+        rows = []
         for want in flat:
             i = next(i for i, line in enumerate(lines) if re.match(rf"│\s+{want['dk']} │", line))
-            for tag, line in (("raw", lines[i]), ("scaled", lines[i + 1])):
-                cells = [c.strip() for c in line.split("│")[1:-1]][2:]
-                assert float(cells[0]) == pytest.approx(want[f"logit_sd_{tag}"], rel=5e-4)
-                for cell, key in zip(cells[1:], TABLE_COLUMNS[1:], strict=True):
-                    value, se = (float(x) for x in cell.split(" ± "))
-                    # 4 significant digits for the value, 2 for its standard error
-                    assert value == pytest.approx(want[f"{key}_{tag}"], rel=5e-4), key
-                    assert se == pytest.approx(want[f"{key}_se_{tag}"], rel=5e-2), key
+            rows += [[c.strip() for c in line.split("│")[1:-1]] for line in lines[i : i + 2]]
+        _check_cells(rows, flat)
+
+
+def _check_cells(rows: list[list[str]], flat: list[dict]) -> None:
+    """Each d_k's raw and scaled rows: the logits' sd, then each statistic ± the half-width of
+    its 95% interval, 1.96 standard errors (4 significant digits for the value, 2 for it)."""
+    z = normal_quantile(0.95)
+    for k, want in enumerate(flat):
+        for tag, cells in (("raw", rows[2 * k]), ("scaled", rows[2 * k + 1])):
+            cells = cells[2:]  # after d_k and the logits' name
+            assert float(cells[0]) == pytest.approx(want[f"logit_sd_{tag}"], rel=5e-4)
+            for cell, key in zip(cells[1:], TABLE_COLUMNS[1:], strict=True):
+                value, half = (float(x) for x in cell.split(" ± "))
+                assert value == pytest.approx(want[f"{key}_{tag}"], rel=5e-4), key
+                assert half == pytest.approx(z * want[f"{key}_se_{tag}"], rel=5e-2), key
 
 
 def test_cli_bad_keys(run_cli) -> None:

@@ -27,12 +27,12 @@ def drawn(monkeypatch, tmp_path: Path):
     def keep(fig, path: str) -> None:
         seen.append(
             {
-                "title": fig._suptitle.get_text() if fig._suptitle else "",
+                # a long title is wrapped to the figure's width: read it as one line
+                "title": " ".join(fig._suptitle.get_text().split()) if fig._suptitle else "",
                 "legends": [
-                    [t.get_text() for t in ax.get_legend().get_texts()]
-                    + [ax.get_legend().get_title().get_text()]
-                    for ax in fig.axes
-                    if ax.get_legend() is not None
+                    [t.get_text() for t in legend.get_texts()] + [legend.get_title().get_text()]
+                    for legend in [ax.get_legend() for ax in fig.axes] + fig.legends
+                    if legend is not None
                 ],
                 "axes": [ax for ax in fig.axes if ax.axison],
             }
@@ -54,7 +54,7 @@ def test_explain_figure(drawn) -> None:
     assert "simulated experiments" in hist and "observed 1.6" in hist
     # the histogram stops at the 99.5% quantile: the figure says what it left out
     assert "not shown:" in hist and "values (0.5%) above" in hist
-    assert len(fig["legends"]) == 2  # the spread panel has its own
+    assert len(fig["legends"]) == 1  # the spread panel's one line is named by its axis label
 
 
 def test_explain_figure_without_simulation(drawn) -> None:
@@ -70,15 +70,18 @@ def test_softmax_figure_says_what_its_error_bars_are(drawn) -> None:
     figures.plot_softmax(result, str(tmp / "s.png"))
     fig = seen[0]
     assert "q ~ laplace, k ~ normal" in fig["title"] and "seed 4" in fig["title"]
-    assert "±1.96 se" in fig["title"] and "table shows ±1 se" in fig["title"]
-    assert len(fig["legends"]) == 3
-    for legend in fig["legends"]:
-        assert {"q·k (unscaled)", "q·k / √d_k", "error bars: 95% (±1.96 se)"} <= set(legend)
+    # one legend for the three panels, saying what the bars are (as the table does)
+    (legend,) = fig["legends"]
+    bars = "error bars: 95% intervals (±1.96 se between blocks)"
+    assert {"q·k (unscaled)", "q·k / √d_k", bars} <= set(legend)
 
 
 @pytest.mark.parametrize(
     ("law", "claim"),
-    [("normal", "(holds)"), ("normal:mean=0.5", "(fails from step 2 on: Var(q·k) = 12)")],
+    [
+        ("normal", "(every textbook step holds)"),
+        ("normal:mean=0.5", "(textbook steps 1 and 2 break; Var(q·k) = 12)"),
+    ],
 )
 def test_derive_figure(drawn, law: str, claim: str) -> None:
     seen, tmp = drawn
@@ -87,11 +90,11 @@ def test_derive_figure(drawn, law: str, claim: str) -> None:
     assert f"claim Var(q·k) = d_k = 8 {claim}" in fig["title"]
     assert f"q_i, k_i ~ {law}" in fig["title"] and "level 95%" in fig["title"]
     assert "seed 5" in fig["title"]
-    assert len(fig["legends"]) == 4
-    for legend in fig["legends"]:
-        assert {"textbook value", "exact value", "Monte-Carlo, 95% interval"} <= set(legend)
+    (legend,) = fig["legends"]  # one for the four panels
+    assert {"textbook value", "exact value", "Monte-Carlo, 95% interval"} <= set(legend)
     titles = [ax.get_title() for ax in fig["axes"]]
-    assert titles[1].startswith("2. Var(XY): ") and "check: " in titles[1]
+    # the table's words: the textbook's step holds or breaks, the exact value is consistent
+    assert titles[1].startswith("2. Var(XY)\ntextbook: ") and "\nexact value: " in titles[1]
 
 
 def test_derive_plot_on_the_command_line(run_cli, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from varcheck.teaching.derive import derive
 from varcheck.teaching.explain import explain
-from varcheck.teaching.render import render_derive, render_explain, render_softmax
+from varcheck.teaching.render import full_account, render_derive, render_explain, render_softmax
 from varcheck.teaching.softmax import softmax_study
 
 WIDTHS = (80, 100)
@@ -48,8 +48,10 @@ def results() -> dict[str, tuple[object, object]]:
 
 
 def _render(result: object, render: object, width: int) -> str:
+    """The table form; explain's full account (``--long``), which holds the growing shapes."""
     console = Console(file=io.StringIO(), width=width, soft_wrap=False)
-    render(result, "table", console)  # type: ignore[operator]
+    with full_account():
+        render(result, "table", console)  # type: ignore[operator]
     return console.file.getvalue()
 
 
@@ -80,9 +82,11 @@ def test_tables_fit_the_terminal_and_keep_every_word(results, case: str, width: 
     words = re.findall(r"[\w.·/√()\[\]]+", text)
     if case.startswith("derive"):
         for step in result.steps:  # type: ignore[attr-defined]
-            row = next(line for line in lines if line.startswith(f"  {step.number} "))
-            assert step.verdict in row.split() and step.status in row.split(), row
-            assert step.quantity in row
+            # a step's name, then its textbook line (status) and, two lines on, its check
+            i = next(i for i, line in enumerate(lines) if f"step {step.number}: " in line)
+            assert step.quantity in lines[i]
+            block = " ".join(lines[i + 1 : i + 6]).split()
+            assert step.status in block and step.verdict in block, lines[i : i + 6]
         assert f"d_k = {result.dk}" in text  # type: ignore[attr-defined]
     elif case.startswith("softmax"):
         for row in result.rows:  # type: ignore[attr-defined]

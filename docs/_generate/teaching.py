@@ -41,32 +41,6 @@ def _render(fn: Callable[[Any, str, Any], None], result: Any, fmt_name: str) -> 
     return console.file.getvalue().rstrip() + "\n"
 
 
-def _pm(value: float, se: float) -> str:
-    return f"{fmt(value)} ± {fmt(se, 2)}"
-
-
-def _softmax_table(result: Any) -> str:
-    lines = [
-        f"L = {result.keys} keys, {result.queries:,} queries per d_k (± one standard error), "
-        f"entries ~ `{result.q_dist.spec}`, seed `{result.seed}`, varcheck `{result.version}`.",
-        "",
-        "| d_k | logits | sd | entropy (nats) | entropy / log L | max weight | ‖J‖_F |",
-        "|---:|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in result.rows:
-        for label, sd, s in (
-            ("q·k", r.logit_sd_raw, r.raw),
-            ("q·k/√d_k", r.logit_sd_scaled, r.scaled),
-        ):
-            lines.append(
-                f"| {r.dk} | {label} | {fmt(sd)} | {_pm(s.entropy, s.entropy_se)} | "
-                f"{_pm(s.entropy_fraction, s.entropy_fraction_se)}"
-                f" | {_pm(s.max_weight, s.max_weight_se)} | "
-                f"{_pm(s.jacobian_norm, s.jacobian_norm_se)} |"
-            )
-    return "\n".join(lines) + "\n"
-
-
 def _projection_table(result: Any) -> str:
     """theory.md's counter-example: Var q_i · Var k_i (the σ-based value over d_k) against the
     exact variance of the scaled score for the fixed heads of ``varcheck project``."""
@@ -100,7 +74,7 @@ def build(write_figures: bool) -> dict[str, dict[str, str]]:
     from varcheck.checks.sweep import sweep
     from varcheck.teaching.derive import derive
     from varcheck.teaching.explain import explain
-    from varcheck.teaching.render import render_derive, render_explain, softmax_summary
+    from varcheck.teaching.render import render_derive, render_explain, render_softmax
     from varcheck.teaching.softmax import softmax_study
 
     blocks: dict[str, dict[str, str]] = {"theory.md": {}, "anomaly.md": {}, "softmax.md": {}}
@@ -154,7 +128,7 @@ def build(write_figures: bool) -> dict[str, dict[str, str]]:
 
     # softmax.md
     sm = softmax_study("2..512", keys=64, queries=8192, seed=SEED)
-    blocks["softmax.md"]["softmax-table"] = _softmax_table(sm) + "\n" + softmax_summary(sm) + "\n"
+    blocks["softmax.md"]["softmax-table"] = _render(render_softmax, sm, "markdown")
     if write_figures:
         from varcheck.teaching.figures import plot_softmax
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..output.figure_style import TEXT_PT, figure_size, projected, tick_step
 from ..output.figures import require_matplotlib, save_figure, title_figure
 from ..output.formats import confidence_label
 
@@ -72,6 +73,7 @@ def _outline_holds(ax: Any, result: AuditResult) -> Any:
     return Rectangle((0, 0), 1, 1, fill=False, edgecolor="black", linewidth=2.2)
 
 
+@projected
 def plot_audit(result: AuditResult, path: str) -> None:
     """Two heatmaps: log2 of the scaled logit variance, and attention entropy over its maximum.
 
@@ -79,31 +81,32 @@ def plot_audit(result: AuditResult, path: str) -> None:
     1 are outlined, with a legend.
     """
     plt = require_matplotlib()
-    height = 2.2 + 0.45 * len(result.layers)
-    fig, axes = plt.subplots(1, 2, figsize=(13, height), constrained_layout=True)
+    fig, axes = plt.subplots(1, 2, figsize=figure_size(height=_heatmap_height(result) + 0.8))
     _heatmaps(fig, axes, result)
     title_figure(fig, audit_figure_title(result), result)
     save_figure(fig, path)
 
 
+@projected
 def plot_decoder_audit(result: DecoderAuditResult, path: str) -> None:
     """A decoder's heatmaps (as :func:`plot_audit`), and its logit scale by distance below."""
     plt = require_matplotlib()
-    height = 2.2 + 0.45 * len(result.layers)
-    fig = plt.figure(figsize=(13, height + 5.0), constrained_layout=True)
-    grid = fig.add_gridspec(2, 2, height_ratios=[height, 5.0])
+    height = _heatmap_height(result)
+    fig = plt.figure(figsize=figure_size(height=height + 4.0))
+    grid = fig.add_gridspec(2, 2, height_ratios=[height, 4.0])
     _heatmaps(fig, [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])], result)
     _distance_panel(fig.add_subplot(grid[1, :]), result)
     title_figure(fig, audit_figure_title(result), result)
     save_figure(fig, path)
 
 
+@projected
 def plot_distance(result: DecoderAuditResult, path: str) -> None:
     """The logit scale by distance i − j alone."""
     plt = require_matplotlib()
-    fig, ax = plt.subplots(figsize=(10, 5), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=figure_size(12.8, 6.4))
     _distance_panel(ax, result)
-    title_figure(fig, audit_figure_title(result), result, fontsize=9)
+    title_figure(fig, audit_figure_title(result), result)
     save_figure(fig, path)
 
 
@@ -135,14 +138,21 @@ def _distance_panel(ax: Any, result: DecoderAuditResult) -> None:
     )
     ax.axhline(1.0, color="grey", lw=1, ls=":", label="1: 1/√d_k gives unit variance")
     ax.set_yscale("log", base=2)
-    ax.set_xticks(x, [str(b.low) if b.low == b.high else f"{b.low}–{b.high}" for b in bands])
+    names = [str(b.low) if b.low == b.high else f"{b.low}–{b.high}" for b in bands]
+    step = tick_step(len(names), 9.0, max(map(len, names)))
+    ax.set_xticks(x[::step], names[::step])
     pairs = ", ".join(str(b.pairs) for b in bands)
-    ax.set_xlabel(f"distance i − j between query and key (causal pairs per band: {pairs})")
+    ax.set_xlabel(f"distance i − j between query and key\n(causal pairs per band: {pairs})")
     ax.set_ylabel("Var(q·k/√d_k)")
     mappable = mpl.cm.ScalarMappable(cmap=cmap, norm=norm)
     ax.figure.colorbar(mappable, ax=ax, label="layer (median over its heads)")
-    ax.legend(fontsize=8, loc="best")
-    ax.set_title("logit scale by distance (RoPE rotates q and k by position)", fontsize=9)
+    ax.legend(loc="best")
+    ax.set_title("logit scale by distance (RoPE rotates q and k by position)")
+
+
+def _heatmap_height(result: AuditResult | DecoderAuditResult) -> float:
+    """Inches for a layer × head heatmap: a row a layer, within the projector frame."""
+    return min(2.4 + 0.4 * len(result.layers), 6.0)
 
 
 def _heatmaps(fig: Any, axes: Any, result: AuditResult | DecoderAuditResult) -> None:
@@ -163,28 +173,33 @@ def _heatmaps(fig: Any, axes: Any, result: AuditResult | DecoderAuditResult) -> 
             axes[0],
             log_scaled,
             dict(cmap="PuOr_r", norm=TwoSlopeNorm(0.0, -span, span)),
-            "log₂ Var(q·k/√d_k)  (0: 1/√d_k is right; +1: twice too large)",
+            "log₂ Var(q·k/√d_k)\n(0: 1/√d_k is right; +1: twice too large)",
             lambda v: abs(v) > 0.6 * span,
         ),
         (
             axes[1],
             entropy,
             dict(cmap="cividis", vmin=0.0, vmax=1.0),
-            "attention entropy / entropy of uniform attention",
+            "attention entropy /\nentropy of uniform attention",
             lambda v: v < 0.45,
         ),
     ]
+    layers, heads = len(result.layers), result.num_heads
+    # the value in each cell only where a cell holds it at the projector's text size
+    labelled = 5.0 / heads >= 4 * 0.62 * TEXT_PT / 72 and _heatmap_height(result) / layers >= 0.3
     for ax, grid, style, title, dark in panels:
         image = ax.imshow(grid, aspect="auto", **style)
-        ax.set_xticks(range(result.num_heads))
-        ax.set_yticks(range(len(result.layers)), [str(layer) for layer in result.layers])
+        step = tick_step(heads, 5.0, len(str(heads - 1)))
+        ax.set_xticks(range(0, heads, step))
+        every = tick_step(layers, _heatmap_height(result) - 1.0, across=False)
+        ax.set_yticks(range(0, layers, every), [str(layer) for layer in result.layers][::every])
         ax.set_xlabel("head")
         ax.set_ylabel("layer")
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title)
         for (i, h), value in np.ndenumerate(grid):
-            if np.isfinite(value):
+            if labelled and np.isfinite(value):
                 colour = "white" if dark(value) else "black"
-                ax.text(h, i, f"{value:.1f}", ha="center", va="center", fontsize=7, color=colour)
+                ax.text(h, i, f"{value:.1f}", ha="center", va="center", color=colour)
         fig.colorbar(image, ax=ax, shrink=0.9, extend="both" if grid is log_scaled else "neither")
     handle = _outline_holds(axes[0], result)
     label = HOLDS_LABEL if result.has_intervals else "no intervals: too few sequences"
@@ -192,7 +207,6 @@ def _heatmaps(fig: Any, axes: Any, result: AuditResult | DecoderAuditResult) -> 
         [handle],
         [label],
         loc="upper center",
-        bbox_to_anchor=(0.5, -0.1 - 0.3 / len(result.layers)),
-        fontsize=8,
+        bbox_to_anchor=(0.5, -0.12 - 0.4 / len(result.layers)),
         frameon=False,
     )

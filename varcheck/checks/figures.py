@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..output.figures import require_matplotlib, save_figure
+from ..output.figure_style import TITLE_PT, figure_size, projected
+from ..output.figures import require_matplotlib, save_figure, wrap_to_width
 from ..output.formats import confidence_label
 from ..output.text import visible
 
@@ -87,6 +88,7 @@ def _scaled_panel_adds(result: SweepResult, rows: list[SweepRow]) -> bool:
     return False
 
 
+@projected
 def plot_sweep(result: SweepResult, path: str) -> None:
     """Left: estimate / reference with its interval (1 is the claim holding); right, where it
     adds anything: the scaled variance Var/d_k with the theory and the claim; verdicts marked."""
@@ -97,11 +99,7 @@ def plot_sweep(result: SweepResult, path: str) -> None:
     rows = [r for r in result.rows if r.estimate is not None and math.isfinite(_reference(r))]
     two = _scaled_panel_adds(result, rows)
     fig, axes = plt.subplots(
-        1,
-        2 if two else 1,
-        figsize=(11 if two else 6.5, 4.4),
-        squeeze=False,
-        constrained_layout=True,
+        1, 2 if two else 1, figsize=figure_size(12.8 if two else 8.0, 6.0), squeeze=False
     )
     ax_ratio = axes[0][0]
     against = "theory" if result.claim == "theory" else "claim"
@@ -113,18 +111,23 @@ def plot_sweep(result: SweepResult, path: str) -> None:
     ax_ratio.set_title(f"Var estimate over the {against} ({level} CI)")
     if two:
         _scaled_panel(axes[0][1], result, rows, alpha)
+    dks = sorted({r.dk for r in rows})
     for ax in axes[0]:
         ax.set_xscale("log", base=2)
+        if dks:
+            ax.set_xticks(dks, [str(d) for d in dks])  # 64, not 2⁶
+            ax.minorticks_off()
         ax.set_xlabel("d_k")
-        ax.legend(fontsize=8)
+        ax.legend(loc="best")
     left_out = len(result.rows) - len(rows)
     note = f" · {left_out} rows without an estimate not drawn" if left_out else ""
-    fig.suptitle(
+    title = (
         visible(sweep_title(result))  # a user's claim and sampler: text, not mathtext
-        + f"\n{confidence_label(result.confidence)} intervals · verdicts "
-        f"Holm-adjusted · seed {result.seed}{note}",
-        fontsize=10,
-        parse_math=False,
+        + f"\nerror bars: {confidence_label(result.confidence)} intervals · verdicts "
+        f"Holm-adjusted · seed {result.seed}{note}"
+    )
+    fig.suptitle(
+        wrap_to_width(title, fig.get_figwidth(), TITLE_PT), fontsize=TITLE_PT, parse_math=False
     )
     save_figure(fig, path)
 

@@ -16,15 +16,18 @@ from .run import run
     "derive",
     epilog="""\b
 Examples:
-  varcheck derive                          # every step holds: exit 0
+  varcheck derive                          # every step holds
   varcheck derive --dist normal:mean=0.5   # step 2 breaks: means add terms
   varcheck derive --rho 0.5 --dk 16        # correlated q_i, k_i
   varcheck derive --dist t:df=2            # infinite variance: exit 4
   varcheck derive --q-dist uniform:sd=2 --format json
   varcheck derive --dist normal:mean=0.5 --plot derive.png
 
-Exit 1 here means the textbook result Var(q·k) = d_k does not hold for these
-distributions (a step breaks), or a check rejected its own formula.
+derive explains: a textbook step that breaks is its answer, not a failure, so it
+exits 0 whenever every check is consistent with the exact values it shows.
+Exit 1 means a check rejected an exact value (at most 1 - confidence of the
+time by chance; rerun with another --seed). To fail a script when
+Var(q·k) = d_k does not hold, use varcheck assert --claim dk.
 
 --max-seconds caps each of the three Monte-Carlo checks (step 4 reuses step 3's
 draws); a check it stops is marked time-limited: its interval then depends on

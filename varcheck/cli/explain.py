@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     epilog="""\b
 Examples:
   varcheck explain                         # the seed's 2x2 case, observed 1.6
+  varcheck explain --long                  # the full account: quantiles, why
   varcheck explain --observed 40           # far in the tail: rejected
   varcheck explain --shape 1111x111x1111 --observed 110.56
   varcheck explain --shape 4x8x4 --ddof 1 --dist uniform --format json
@@ -67,6 +69,13 @@ reject it.
     help="Simulated experiments for quantiles and p-values (default up to 100000; large "
     "shapes use a gamma law with the exact mean and sd).",
 )
+@click.option(
+    "--long",
+    "long_",
+    is_flag=True,
+    help="The full account in the table form: the simulation check, every quantile with its "
+    "interval, larger shapes and why (without it, one screen).",
+)
 @confidence_option(0.95, "A reading is rejected when its p-value is below 1 - confidence.")
 @seed_option()
 @output_options("the distribution of np.var")
@@ -78,6 +87,7 @@ def command(
     a_dist: Distribution | None,
     b_dist: Distribution | None,
     replicates: int | None,
+    long_: bool,
     confidence: float,
     seed: int | None,
     output: dict[str, Any],
@@ -90,23 +100,26 @@ def command(
     as the shape grows up to the seed thread's 1111×111×1111 experiment.
     """
     from ..teaching.explain import SEED_OBSERVED, SEED_SHAPE, explain
+    from ..teaching.render import full_account
 
     if observed is None:
         obs = SEED_OBSERVED if shape is None else None
     else:
         obs = None if observed == "none" else float(observed)
-    result = run(
-        lambda: explain(
-            SEED_SHAPE if shape is None else shape,
-            obs,
-            ddof=int(ddof),
-            dist=dist,
-            a_dist=a_dist,
-            b_dist=b_dist,
-            replicates=replicates,
-            confidence=confidence,
-            seed=seed,
-        ),
-        **output,
-    )
+    # --long: the table form is the whole account (the other formats always are)
+    with full_account() if long_ else nullcontext():
+        result = run(
+            lambda: explain(
+                SEED_SHAPE if shape is None else shape,
+                obs,
+                ddof=int(ddof),
+                dist=dist,
+                a_dist=a_dist,
+                b_dist=b_dist,
+                replicates=replicates,
+                confidence=confidence,
+                seed=seed,
+            ),
+            **output,
+        )
     return result.exit_code

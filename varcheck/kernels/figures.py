@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..output.figure_style import error_bars, figure_size, projected
 from ..output.figures import require_matplotlib, save_figure
 
 if TYPE_CHECKING:
@@ -12,11 +13,12 @@ if TYPE_CHECKING:
 __all__ = ["plot_probe"]
 
 
+@projected
 def plot_probe(result: ProbeSweepResult, path: str) -> None:
     """Each d_k's effective scale with its interval, and the expected law drawn through them."""
     plt = require_matplotlib()
     rows = result.rows
-    fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=figure_size(9.0, 6.0))
     dks = [r.dk for r in rows]
     est = [r.scale for r in rows]
     shown = [r for r in rows if r.has_interval]
@@ -31,7 +33,7 @@ def plot_probe(result: ProbeSweepResult, path: str) -> None:
             yerr=err,
             fmt="o",
             capsize=3,
-            label="effective scale ± CI",
+            label=f"effective scale ({error_bars(result.confidence)})",
         )
     if len(shown) < len(rows):
         bare = [r for r in rows if not r.has_interval]
@@ -52,6 +54,6 @@ def plot_probe(result: ProbeSweepResult, path: str) -> None:
     title = f"varcheck probe {rows[0].kernel.label}, seed {result.seed}"
     if fit is not None:
         title += f"\ns ∝ d_k^b, b = {fit.slope:.4g} (expected {fit.expected:.4g})"
-    ax.set_title(title, fontsize=9, parse_math=False)  # a kernel's path: text, not mathtext
-    ax.legend()
+    ax.set_title(title, parse_math=False)  # a kernel's path: text, not mathtext
+    ax.legend(loc="best")
     save_figure(fig, path)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
 from ..errors import VarcheckError
+from .figure_style import DPI, TITLE_PT
 from .text import visible
 
 __all__ = [
@@ -17,6 +19,7 @@ __all__ = [
     "save_figure",
     "require_matplotlib",
     "title_figure",
+    "wrap_to_width",
     "in_session",
 ]
 
@@ -68,7 +71,10 @@ def save_figure(fig: Any, path: str) -> None:
         ext = os.path.splitext(path)[1].lstrip(".").lower()
         fmt = ext or "png"
         extra = {"metadata": {"Software": None}} if fmt == "png" else {}
-        fig.savefig(path, dpi=110, format=None if ext else fmt, **extra)
+        # one layout pass before the saved one: constrained layout makes room for a legend
+        # below its axes only once it has been sized, and would otherwise cut it off
+        fig.draw_without_rendering()
+        fig.savefig(path, dpi=DPI, format=None if ext else fmt, **extra)
     except OSError as exc:
         raise VarcheckError(f"--plot {path!r}: cannot write the figure ({exc.strerror})") from None
     except ValueError as exc:  # an unknown format (ensure_plot_path refuses it first)
@@ -84,8 +90,8 @@ def title_figure(
     and whether it was cut short; shown as text (a ``$`` is not mathtext, an escape is shown).
 
     ``stopped`` replaces the usual :data:`PARTIAL` when the figure can say more (where a run
-    stopped, or that a time limit stopped it); ``style``: matplotlib text keywords (font size
-    10 unless given).
+    stopped, or that a time limit stopped it); ``style``: matplotlib text keywords. The title
+    is wrapped to the figure's width.
     """
     seed = getattr(result, "seed", None)
     said = "no seed (deterministic)" if seed is None else f"seed {seed}"
@@ -93,7 +99,19 @@ def title_figure(
         stopped = PARTIAL if result.interrupted else ""
     # the title names a model or a file as it is called: text, not mathtext ($…$) or escapes
     title = visible(f"{text}; {said}{stopped}", keep="\n")
-    fig.suptitle(title, **{"fontsize": 10, "parse_math": False, **style})
+    size = style.pop("fontsize", TITLE_PT)
+    fig.suptitle(
+        wrap_to_width(title, fig.get_figwidth(), size),
+        **{"fontsize": size, "parse_math": False, **style},
+    )
+
+
+def wrap_to_width(text: str, inches: float, points: float) -> str:
+    """``text`` wrapped at spaces to lines that fit ``inches`` at a font of ``points`` (each
+    line of it on its own); a character is taken as 0.62 em wide, a little more than the
+    average of DejaVu Sans."""
+    chars = max(20, int(inches * 72 / (0.62 * points)))
+    return "\n".join(textwrap.fill(line, chars) or line for line in text.split("\n"))
 
 
 #: True while a result's ``plot()`` draws (see :func:`in_session`).

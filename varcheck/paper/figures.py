@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from ..output.figure_style import figure_size, projected
 from ..output.figures import require_matplotlib, save_figure, title_figure
 from ..output.formats import confidence_label
 
@@ -35,12 +36,13 @@ _LABELS = {
 }
 
 
+@projected
 def plot_train(result: TrainResult, path: str) -> None:
     """Four titled panels over steps: σ_W, logit variance (measured with its interval band, and
     predicted), entropy, accuracy; reference lines labelled in the legends."""
     plt = require_matplotlib()
     cfg = result.config
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), constrained_layout=True)
+    fig, axes = plt.subplots(2, 2, figsize=figure_size(12.8, 7.2))
     ax_sigma, ax_var, ax_ent, ax_acc = axes.ravel()
     for run in result.runs:
         steps = [s.step for s in run.steps]
@@ -54,7 +56,7 @@ def plot_train(result: TrainResult, path: str) -> None:
         ax_ent.plot(steps, [s.entropy for s in run.steps], "-", color=color, label=label)
         ax_acc.plot(steps, [s.accuracy for s in run.steps], "-", color=color, label=label)
     kind = "RMS" if result.sigma_w_kind == "rms" else result.sigma_w_kind
-    ax_sigma.set_title(f"σ_W (entries' {kind}): W_q solid, W_k dotted", fontsize=9)
+    ax_sigma.set_title(f"σ_W (entries' {kind}): W_q solid, W_k dotted")
     ax_sigma.set_ylabel("σ_W")
     level = confidence_label(cfg.confidence)
     refs = [ax_var.axhline(1.0, color=PALETTE["grey"], lw=0.8, label="target: 1")]
@@ -62,27 +64,26 @@ def plot_train(result: TrainResult, path: str) -> None:
     _readable_log_ticks(ax_var.yaxis)
     ax_var.set_ylabel("Var(β q·k)")
     ax_var.set_title(
-        f"logit variance: measured, {level} band (solid);\npaper's prediction (dashed)",
-        fontsize=9,
+        f"logit variance: measured, {level} interval band\n(solid); paper's prediction (dashed)"
     )
     refs.append(
         ax_ent.axhline(
             math.log(cfg.memory), color=PALETTE["grey"], lw=0.8, label="uniform attention: log M"
         )
     )
-    ax_ent.set_title("attention entropy", fontsize=9)
+    ax_ent.set_title("attention entropy")
     ax_ent.set_ylabel("nats")
     refs.append(
         ax_acc.axhline(1.0 / cfg.values, color=PALETTE["grey"], lw=0.8, label="chance: 1/values")
     )
-    ax_acc.set_title("accuracy on fresh evaluation sequences", fontsize=9)
+    ax_acc.set_title("accuracy on fresh evaluation sequences")
     ax_acc.set_ylabel("accuracy")
     for ax in axes.ravel():
         ax.set_xlabel("step")
     if result.runs:
-        ax_sigma.legend(fontsize=7)
+        ax_sigma.legend(loc="best")
     for ax, ref in zip((ax_var, ax_ent, ax_acc), refs, strict=True):
-        ax.legend(handles=[ref], fontsize=7)
+        ax.legend(handles=[ref], loc="best")
     stopped = ""
     last = max((run.final.step for run in result.runs), default=0)
     if result.interrupted:
@@ -115,6 +116,7 @@ _VERDICT_STYLE = {
 }
 
 
+@projected
 def plot_project(result: ProjectionResult, path: str) -> None:
     """Monte Carlo over prediction for every row, with its interval, on a log scale: colour
     and marker give the verdict, a hollow marker a finding (the paper's formula where it is
@@ -123,7 +125,7 @@ def plot_project(result: ProjectionResult, path: str) -> None:
     from matplotlib.lines import Line2D
 
     rows = [r for r in result.rows if r.estimate is not None and r.predicted_var > 0]
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 2.2), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=figure_size(12.8, 0.4 * len(rows) + 2.6))
     for i, row in enumerate(rows):
         est = row.estimate
         assert est is not None
@@ -136,7 +138,7 @@ def plot_project(result: ProjectionResult, path: str) -> None:
         ax.errorbar([ratio], [i], xerr=err, fmt=marker, color=color, mfc=face, mec=color, capsize=3)
     ax.axvline(1.0, color=PALETTE["grey"], lw=0.8)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{r.section} · {r.case} · {r.claim}" for r in rows], fontsize=8)
+    ax.set_yticklabels([f"{r.section} · {r.case} · {r.claim}" for r in rows])
     ax.invert_yaxis()
     ax.set_xscale("log")
     _readable_log_ticks(ax.xaxis)
@@ -152,14 +154,12 @@ def plot_project(result: ProjectionResult, path: str) -> None:
         Line2D([], [], ls="", marker="o", color="black", label="filled: check (sets exit)"),
         Line2D([], [], ls="", marker="o", color="black", mfc="white", label="hollow: finding"),
     ]
-    ax.legend(handles=handles, fontsize=7, loc="best")
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     title_figure(
         fig,
         f"varcheck project: d_x = {result.dx}, d_k = {result.dk}, init {result.init}, "
         f"x ~ {result.x.spec} (σ_X = {result.x.sigma:.3g}), {level} intervals, "
         f"Holm over {len(result.rows)} rows",
         result,
-        fontsize=9,
-        wrap=True,
     )
     save_figure(fig, path)

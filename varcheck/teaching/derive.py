@@ -46,7 +46,7 @@ from ..core.estimation import (
 from ..core.options import entry_laws, resolve_seed, sampling_effort, valid_count, valid_rho
 from ..core.ranges import MAX_DK
 from ..core.theory import DotProductTheory, dot_product_theory
-from ..core.verdicts import CONSISTENT, REJECTED, exit_code, judge, marginal_only, outcome_of
+from ..core.verdicts import CONSISTENT, exit_code, judge, marginal_only, outcome_of
 from ..output.display import Displayable
 from .limits import approx, refuse
 
@@ -197,25 +197,25 @@ class DeriveResult(Displayable):
         return any(s.stop_reason == "max-seconds" for s in self.steps)
 
     def _verdicts(self) -> list[str]:
-        """The steps' verdicts, and ``rejected`` when the textbook value breaks with a finite
-        correct value: what the exit code and the outcome are judged from."""
-        verdicts = [s.verdict for s in self.steps]
-        if self.broken_step is not None and math.isfinite(self.correct_var):
-            verdicts.append(REJECTED)  # the textbook's value is wrong, whatever the checks say
-        return verdicts
+        """The steps' verdicts: what the exit code and the outcome are judged from.
+
+        A step that breaks is the lesson derive teaches, not a failure: the exact value it
+        shows instead is what the checks test. (A gate on Var(q·k) = d_k is ``assert`` or
+        ``sweep --claim dk``.)"""
+        return [s.verdict for s in self.steps]
 
     @property
     def exit_code(self) -> int:
-        """1 a check rejects its formula or the textbook value breaks (with a finite correct
-        value), 4 a check without a valid test, 0 the textbook derivation holds and is confirmed;
-        130 interrupted."""
+        """0 every check is consistent with its exact value (whether the textbook's steps hold
+        or break), 1 a check rejects its exact value, 4 a check without a valid test; 130
+        interrupted."""
         return exit_code(self._verdicts(), interrupted=self.interrupted)
 
     @property
     def outcome(self) -> str:
-        """What the exit code says, in a word: ``rejected`` (a check rejects its formula, or the
-        textbook value breaks), ``unreliable``/``infinite`` (a check without a valid test),
-        ``consistent``, or ``interrupted``."""
+        """What the exit code says, in a word: ``rejected`` (a check rejects its exact value),
+        ``unreliable``/``infinite`` (a check without a valid test), ``consistent``, or
+        ``interrupted``; whether the textbook holds is ``broken_step``."""
         return outcome_of(self._verdicts(), interrupted=self.interrupted, best=CONSISTENT)
 
 

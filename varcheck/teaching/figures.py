@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.estimation import normal_quantile
+from ..output.figure_style import error_bars, figure_size, projected
 from ..output.figures import require_matplotlib, save_figure, title_figure
 from ..output.formats import confidence_label
 
@@ -91,20 +92,20 @@ def _explain_marks(ax: Any, result: ExplainResult) -> None:
     if math.isfinite(lo) and math.isfinite(hi):
         ax.axvspan(lo, hi, color=PALETTE["grey"], alpha=0.2, label="central 95% of np.var")
     if math.isfinite(mean):
-        ax.axvline(mean, color=PALETTE["black"], ls="--", lw=1, label=f"E[np.var] = {mean:,.6g}")
+        ax.axvline(mean, color=PALETTE["black"], ls="--", lw=2, label=f"E[np.var] = {mean:,.6g}")
     if math.isfinite(raw.theory_var):
         ax.axvline(
             raw.theory_var,
             color=PALETTE["orange"],
             ls=":",
-            lw=1.5,
+            lw=3,
             label=f"variance of one entry = {raw.theory_var:,.6g}",
         )
     if raw.observed is not None:
         ax.axvline(
             raw.observed,
             color=PALETTE["vermillion"],
-            lw=2,
+            lw=2.5,
             label=f"observed {raw.observed:,.6g} (p = {raw.p_value:.3g}, {raw.verdict})",
         )
 
@@ -116,19 +117,33 @@ def _explain_growth(ax: Any, result: ExplainResult) -> None:
         return
     x = [r.shape.entries for r in rows]
     y = [r.relative_sd for r in rows]
-    ax.loglog(x, y, "o-", color=PALETTE["blue"], label="sd / E of np.var (exact)")
-    for r, xi, yi in zip(rows, x, y, strict=True):
-        ax.annotate(str(r.shape), (xi, yi), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    ax.loglog(x, y, "o-", color=PALETTE["blue"])
+    # each shape named above its point, the last one to its left (the curve falls to the
+    # right, so labels one step apart are a row apart); margins keep them inside the axes
+    for i, (r, xi, yi) in enumerate(zip(rows, x, y, strict=True)):
+        last = i == len(rows) - 1 and len(rows) > 1
+        ax.annotate(
+            str(r.shape),
+            (xi, yi),
+            xytext=(-6 if last else 6, 6),
+            textcoords="offset points",
+            ha="right" if last else "left",
+        )
+    ax.margins(x=0.25, y=0.3)
     ax.set_xlabel("entries of A @ B (N·M)")
     ax.set_ylabel("sd / E of np.var (exact)")
     ax.set_title("the spread shrinks as the shape grows")
-    ax.legend(fontsize=8)
 
 
+@projected
 def plot_explain(result: ExplainResult, path: str) -> None:
-    """The distribution of np.var with the observed value marked; the spread over shapes."""
+    """The distribution of np.var with the observed value marked; the spread over shapes.
+
+    E[np.var], the observed value and the entry variance can lie a few pixels apart (1.5, 1.6
+    and 2 in the seed's case): each has a line style of its own and is named in the legend,
+    never beside its line."""
     plt = require_matplotlib()
-    fig, (ax, ax_grow) = plt.subplots(1, 2, figsize=(11, 4.4), constrained_layout=True)
+    fig, (ax, ax_grow) = plt.subplots(1, 2, figsize=figure_size(height=6.0), width_ratios=(3, 2))
     raw = result.raw
     mean, sd = raw.expected, raw.sd
     if result.samples is not None:
@@ -139,7 +154,7 @@ def plot_explain(result: ExplainResult, path: str) -> None:
     ax.set_xlabel("np.var(A @ B)")
     ax.set_ylabel("density")
     ax.set_title(f"np.var of a {result.shape} product (ddof={result.ddof})")
-    ax.legend(fontsize=7)
+    ax.legend(loc="upper right")
     _explain_growth(ax_grow, result)
     observed = "nothing observed" if raw.observed is None else f"observed {raw.observed:g}"
     laws = _laws(result.a_dist.spec, result.b_dist.spec, ("A", "B"))
@@ -152,15 +167,17 @@ def plot_explain(result: ExplainResult, path: str) -> None:
     save_figure(fig, path)
 
 
+@projected
 def plot_softmax(result: SoftmaxResult, path: str) -> None:
-    """Entropy fraction, largest weight and Jacobian norm against d_k, raw and scaled."""
+    """Entropy fraction, largest weight and Jacobian norm against d_k, raw and scaled, with
+    95% intervals (as the table); one legend for the three panels, below them."""
     plt = require_matplotlib()
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), constrained_layout=True)
+    fig, axes = plt.subplots(1, 3, figsize=figure_size(height=5.4))
     dks = [r.dk for r in result.rows]
     panels = [
         ("entropy_fraction", "entropy / log L", "attention entropy"),
         ("max_weight", "mean largest weight", "largest weight"),
-        ("jacobian_norm", "‖diag(p) − ppᵀ‖_F", "softmax Jacobian (gradient size)"),
+        ("jacobian_norm", "‖diag(p) − ppᵀ‖_F", "softmax Jacobian"),
     ]
     series = (
         ("raw", "q·k (unscaled)", PALETTE["vermillion"], "o-"),
@@ -174,59 +191,90 @@ def plot_softmax(result: SoftmaxResult, path: str) -> None:
             es = [z * getattr(s, key + "_se") for s in stats]
             ax.errorbar(dks, ys, yerr=es, fmt=style, capsize=3, color=color, label=label)
         ax.set_xscale("log", base=2)
+        ax.set_xticks(dks, [str(d) for d in dks])  # 64, not 2⁶, for a lecture
+        ax.minorticks_off()
         ax.set_xlabel("d_k")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize=8, title=f"error bars: 95% (±{z:.2f} se)", title_fontsize=7)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(
+        handles,
+        labels,
+        loc="outside lower center",
+        ncols=2,
+        title=f"{error_bars(0.95)} (±{z:.2f} se between blocks)",
+    )
     q, k = result.q_dist.spec, result.k_dist.spec
     title_figure(
         fig,
         f"varcheck softmax: {_laws(q, k, ('q', 'k'))}, L = {result.keys} keys, "
-        f"{result.queries:,} queries per d_k; bars ±{z:.2f} se (the table shows ±1 se)",
+        f"{result.queries:,} queries per d_k",
         result,
     )
     save_figure(fig, path)
 
 
+def _derive_panel(ax: Any, s: Any, conf: str) -> None:
+    """One step: the textbook's value, the exact value and the Monte-Carlo estimate with its
+    interval; titled with the textbook's status and the check of the exact value."""
+    lo, hi = s.confidence_interval
+    ax.axhline(s.textbook_value, color=PALETTE["grey"], ls="--", lw=2, label="textbook value")
+    if math.isfinite(s.value):
+        ax.axhline(s.value, color=PALETTE["orange"], lw=2.5, label="exact value")
+    if math.isfinite(s.estimate):
+        yerr = None
+        if math.isfinite(lo) and math.isfinite(hi):
+            yerr = [[s.estimate - lo], [hi - s.estimate]]
+        ax.errorbar(
+            [0],
+            [s.estimate],
+            yerr=yerr,
+            fmt="o",
+            capsize=6,
+            color=PALETTE["blue"],
+            label=f"Monte-Carlo, {conf} interval",
+        )
+    ax.set_xlim(-1, 1)
+    ax.set_xticks([])
+    ax.set_title(f"{s.number}. {s.quantity}\ntextbook: {s.status}\nexact value: {s.verdict}")
+    ax.set_xlabel(f"textbook: {s.textbook}")
+
+
+def _derive_verdict(result: DeriveResult) -> str:
+    """What the panels say, in their words: which textbook steps break, and the right value."""
+    broken = [str(s.number) for s in result.steps if s.status == "breaks"]
+    if not broken:
+        return "every textbook step holds"
+    said = (
+        f"textbook step {broken[0]} breaks"
+        if len(broken) == 1
+        else (f"textbook steps {', '.join(broken[:-1])} and {broken[-1]} break")
+    )
+    if result.broken_step is not None:
+        said += f"; Var(q·k) = {result.correct_var:.4g}"
+    return said
+
+
+@projected
 def plot_derive(result: DeriveResult, path: str) -> None:
-    """One panel per step: the textbook's value, the exact value, and the Monte-Carlo estimate
-    with its interval, the panel titled with whether the step holds and the check's verdict."""
+    """One panel per step, in the table's words: whether the textbook's step holds, breaks or
+    inherits, and whether the exact value is consistent with the Monte-Carlo interval."""
     plt = require_matplotlib()
-    fig, axes = plt.subplots(1, 4, figsize=(14, 4.2), constrained_layout=True)
+    fig, axes = plt.subplots(1, 4, figsize=figure_size(height=6.0))
     conf = confidence_label(result.confidence)
     for ax, s in zip(axes, result.steps, strict=True):
-        lo, hi = s.confidence_interval
-        ax.axhline(s.textbook_value, color=PALETTE["grey"], ls="--", lw=1.5, label="textbook value")
-        if math.isfinite(s.value):
-            ax.axhline(s.value, color=PALETTE["orange"], lw=2, label="exact value")
-        if math.isfinite(s.estimate):
-            yerr = None
-            if math.isfinite(lo) and math.isfinite(hi):
-                yerr = [[s.estimate - lo], [hi - s.estimate]]
-            ax.errorbar(
-                [0],
-                [s.estimate],
-                yerr=yerr,
-                fmt="o",
-                capsize=6,
-                color=PALETTE["blue"],
-                label=f"Monte-Carlo, {conf} interval",
-            )
-        ax.set_xlim(-1, 1)
-        ax.set_xticks([])
-        ax.set_title(f"{s.number}. {s.quantity}: {s.status}\ncheck: {s.verdict}", fontsize=9)
-        ax.set_xlabel(s.textbook, fontsize=8)
-        ax.legend(fontsize=7, loc="best")
+        _derive_panel(ax, s, conf)
+    labels: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            labels.setdefault(label, handle)
+    fig.legend(list(labels.values()), list(labels), loc="outside lower center", ncols=len(labels))
     q, k = result.q_dist.spec, result.k_dist.spec
     laws = f"q_i, k_i ~ {q}" if q == k else f"q_i ~ {q}, k_i ~ {k}"
     if result.rho:
         laws += f", ρ = {result.rho:g}"
-    verdict = (
-        "holds"
-        if result.broken_step is None
-        else f"fails from step {result.broken_step} on: Var(q·k) = {result.correct_var:.4g}"
-    )
+    verdict = _derive_verdict(result)
     title_figure(
         fig,
         f"varcheck derive: claim Var(q·k) = d_k = {result.dk} ({verdict}); {laws}; level {conf}",

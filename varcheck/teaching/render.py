@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from ..core.verdicts import REJECTED, UNRELIABLE
+from ..core.estimation import normal_quantile
+from ..core.verdicts import CONSISTENT, REJECTED, UNRELIABLE
 from ..output import formats
 from ..output.formats import (
     Column,
@@ -29,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = [
     "explain_dict",
     "explain_account",
+    "explain_answer",
+    "full_account",
     "render_explain",
     "softmax_dict",
     "softmax_records",
@@ -102,6 +108,7 @@ def explain_dict(result: ExplainResult) -> dict[str, Any]:
     out.update(_reading_dict(result.raw))
     out["scaled"] = _reading_dict(result.scaled)
     out["growing"] = _growing_records(result)
+    out["answer"] = explain_answer(result)
     out["interrupted"] = result.interrupted
     out["planned_replicates"] = result.planned_replicates
     return out
@@ -267,7 +274,150 @@ def _quantile_cell(q: Any, split: bool = False) -> str:
     return f"{fmt(q.value)}{chr(10) if split else ' '}{interval(q.low, q.high)}".strip()
 
 
+#: Set by :func:`full_account`: the table form of explain prints its whole account.
+_FULL_ACCOUNT: ContextVar[bool] = ContextVar("varcheck_explain_full_account", default=False)
+
+
+@contextmanager
+def full_account() -> Iterator[None]:
+    """Within this block the table form of explain is the full account (``explain --long``):
+    the simulation check, every quantile, the growing shapes and why; outside it, one screen."""
+    token = _FULL_ACCOUNT.set(True)
+    try:
+        yield
+    finally:
+        _FULL_ACCOUNT.reset(token)
+
+
+def _percentile(value: float) -> str:
+    """A percentile to one decimal, without rounding a tail value to 0 or 100."""
+    if value > 99.95:
+        return "above 99.9"
+    if value < 0.05:
+        return "below 0.1"
+    return f"{value:.1f}"
+
+
+#: What the answer calls an observed value by the verdict of its reading.
+_ANSWER_WORD = {CONSISTENT: "unremarkable", REJECTED: "unusual"}
+
+
+def _observed_at(reading: Reading, confidence: float) -> str:
+    """``percentile 71.2 (two-sided p = 0.5765: consistent at level 95%)``."""
+    return (
+        f"percentile {_percentile(reading.percentile)} (two-sided {_p_eq(reading.p_value)}: "
+        f"{reading.verdict} at level {confidence_label(confidence)})"
+    )
+
+
+def explain_answer(result: ExplainResult) -> str:
+    """The answer in one sentence: how unusual the observed value is, from the exact mean and sd
+    of np.var at this size and the value's percentile (the middle 95% when nothing was
+    observed)."""
+    raw, sc, shp = result.raw, result.scaled, result.shape
+    size = f"for A {shp.n}×{shp.d} and B {shp.d}×{shp.m}"
+    if not math.isfinite(result.moments.entry_var):
+        where = (
+            ""
+            if raw.observed is None or math.isnan(raw.percentile)
+            else f"; {raw.observed:g} sits at {_observed_at(raw, result.confidence)}"
+        )
+        return (
+            f"F{size[1:]}, np.var(A @ B) has no expected value: the entries of A @ B have "
+            f"infinite variance, so only its percentiles mean something{where}."
+        )
+    spread = f"exact sd {fmt(raw.sd)}" if math.isfinite(raw.sd) else "an infinite sd"
+    moments = f"{size}, np.var(A @ B) has exact mean {fmt(raw.expected)} and {spread}"
+    if raw.observed is None or math.isnan(raw.percentile):
+        lo, hi = raw.central_range
+        middle = (
+            f"; the middle 95% of outcomes run from {fmt(lo)} to {fmt(hi)}"
+            if math.isfinite(lo) and math.isfinite(hi)
+            else ""
+        )
+        return f"F{moments[1:]}{middle}."
+    obs = f"{raw.observed:g}"
+    word = _ANSWER_WORD.get(raw.verdict, "not testable")
+    text = f"{obs} is {word}: {moments}; {obs} sits at {_observed_at(raw, result.confidence)}"
+    if sc.verdict != raw.verdict and not math.isnan(sc.percentile):
+        text += (
+            f"; read as np.var(A @ B / √{shp.d}) it sits at {_observed_at(sc, result.confidence)}"
+        )
+    return text + "."
+
+
 def _render_explain_table(result: ExplainResult, console: Console) -> None:
+    """One screen: the answer, the exact moments and the observed value's test under both
+    readings, and how to get the full account (the full account itself inside
+    :func:`full_account`)."""
+    if _FULL_ACCOUNT.get():
+        _render_explain_long(result, console)
+        return
+    from rich.markup import escape
+
+    console.print(f"[bold]{escape(_explain_title(result))}[/]")
+    console.print(escape(explain_answer(result)), highlight=False)
+    if result.interrupted:
+        console.print(_interrupted_line(result), highlight=False)
+    console.print(_short_table(result))
+    console.print(escape(_short_source(result)), highlight=False)
+    console.print(
+        f"seed {result.seed} · varcheck {result.version} · quantiles, larger shapes and why: "
+        "--long",
+        highlight=False,
+    )
+
+
+def _short_source(result: ExplainResult) -> str:
+    """Which numbers are exact and where the others come from (no simulated sd beside the
+    exact one: students took one for the other)."""
+    rest = "middle 95%" + (", percentile and p-value" if result.observed is not None else "")
+    if result.method == "monte-carlo":
+        return (
+            f"exact: computed from the laws, not simulated; {rest}: from "
+            f"{result.replicates:,} simulated experiments"
+        )
+    return f"exact: computed from the laws; {rest}: a gamma law with the exact mean and sd"
+
+
+def _short_table(result: ExplainResult) -> Table:
+    """Both readings: exact moments, the middle 95%, and the observed value's test."""
+    from rich.box import SIMPLE_HEAD
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(box=SIMPLE_HEAD)
+    table.add_column("")
+    table.add_column("np.var(A @ B)", justify="right")
+    table.add_column(escape(f"np.var(A @ B / √{result.shape.d})"), justify="right")
+    raw, sc = result.raw, result.scaled
+
+    def both(fn: Any) -> tuple[str, str]:
+        return fn(raw), fn(sc)
+
+    def middle(r: Reading) -> str:
+        lo, hi = r.central_range
+        return "—" if not (math.isfinite(lo) and math.isfinite(hi)) else f"{fmt(lo)} to {fmt(hi)}"
+
+    table.add_row("variance of one entry", *both(lambda r: fmt(r.theory_var)))
+    table.add_row(escape("E[np.var] (exact)"), *both(lambda r: fmt(r.expected)))
+    table.add_row("sd of np.var (exact)", *both(lambda r: fmt(r.sd)))
+    table.add_row("middle 95% of np.var", *both(middle))
+    if result.observed is not None:
+        table.add_row(
+            f"percentile of {result.observed:g}",
+            *both(lambda r: "—" if math.isnan(r.percentile) else _percentile(r.percentile) + "%"),
+        )
+        table.add_row("p-value (two-sided)", *both(lambda r: fmt_p(r.p_value)))
+        table.add_row(
+            f"verdict (level {confidence_label(result.confidence)})",
+            *both(lambda r: styled(r.verdict)),
+        )
+    return table
+
+
+def _render_explain_long(result: ExplainResult, console: Console) -> None:
+    """The full account: answer, simulation check, quantiles, growing shapes and why."""
     from rich.markup import escape
 
     _print_explain_header(result, console)
@@ -301,18 +451,21 @@ def _interrupted_line(result: ExplainResult) -> str:
     return f"[bold yellow]interrupted[/]: partial result; quantiles and p-values {done}"
 
 
-def _print_explain_header(result: ExplainResult, console: Console) -> None:
-    """The experiment, the seed, and where the quantiles and p-values come from."""
-    from rich.markup import escape
-
+def _explain_title(result: ExplainResult) -> str:
     shp = result.shape
     title = (
         f"np.var(A @ B, ddof={result.ddof}) for A {shp.n}×{shp.d}, B {shp.d}×{shp.m} "
         f"({_dists(result.a_dist.spec, result.b_dist.spec)})"
     )
-    if result.observed is not None:
-        title += f"; observed {result.observed:g}"
-    console.print(f"[bold]{escape(title)}[/]")
+    return title if result.observed is None else title + f"; observed {result.observed:g}"
+
+
+def _print_explain_header(result: ExplainResult, console: Console) -> None:
+    """The experiment, the seed, and where the quantiles and p-values come from."""
+    from rich.markup import escape
+
+    console.print(f"[bold]{escape(_explain_title(result))}[/]")
+    console.print(escape(explain_answer(result)), highlight=False)
     console.print(f"seed {result.seed} · varcheck {result.version}")
     console.print(escape(_method_note(result)))
     if result.interrupted:
@@ -332,8 +485,12 @@ def _method_note(result: ExplainResult) -> str:
         )
     if result.method == "monte-carlo":
         return (
-            f"simulation check of the exact values: mean {_pm(result.mc_mean, result.mc_mean_se)}"
-            f" (± 1 se), sd {fmt(result.mc_sd)}, from {result.replicates:,} simulated experiments"
+            "simulation check of the exact values: simulated mean "
+            f"{_pm(result.mc_mean, normal_quantile(0.95) * result.mc_mean_se)} (95% interval; "
+            "exact "
+            f"{fmt(result.moments.expected)}), simulated sd {fmt(result.mc_sd)} (exact "
+            f"{fmt(result.moments.sd)}), from "
+            f"{result.replicates:,} simulated experiments"
         )
     return (
         "quantiles and p-values: a gamma law with the exact mean and sd (the shape is too "
@@ -351,8 +508,8 @@ def _readings_table(result: ExplainResult, split: bool = False) -> Table:
     alpha = f"{1 - result.confidence:.3g}"
     table = Table(
         caption=(
-            "quantiles with their 95% Monte-Carlo interval (order statistics); percentile ± 1 "
-            f"se; two-sided p-value; rejected when p < {alpha}"
+            "quantiles with their 95% Monte-Carlo interval (order statistics); percentile ± the "
+            f"half-width of its 95% interval; two-sided p-value; rejected when p < {alpha}"
             if result.method == "monte-carlo"
             else "gamma approximation (exact mean and sd), no Monte-Carlo error; rejected "
             f"when p < {alpha}"
@@ -382,7 +539,9 @@ def _readings_table(result: ExplainResult, split: bool = False) -> Table:
             f"percentile of {result.observed:g}",
             *both(
                 lambda r: (
-                    "—" if math.isnan(r.percentile) else _pm(r.percentile, r.percentile_se, 3) + "%"
+                    "—"
+                    if math.isnan(r.percentile)
+                    else _pm(r.percentile, normal_quantile(0.95) * r.percentile_se, 3) + "%"
                 )
             ),
         )
@@ -460,6 +619,8 @@ def _explain_markdown(result: ExplainResult) -> str:
         f"**explain** — shape `{result.shape}`, ddof `{result.ddof}`, "
         f"{_dists(result.a_dist.spec, result.b_dist.spec)}, seed `{result.seed}`, "
         f"varcheck `{result.version}`",
+        "",
+        explain_answer(result),
         "",
         "| reading | entry var | E[np.var] | sd | median | central 95% | percentile | p "
         "| verdict |",
@@ -567,6 +728,14 @@ def softmax_summary(result: SoftmaxResult) -> str:
     )
 
 
+def _half_width(blocks: int) -> str:
+    """What every ± of the softmax study is (the figure's error bars are the same intervals)."""
+    return (
+        f"the half-width of its 95% interval (1.96 standard errors, between {blocks} "
+        "independent blocks)"
+    )
+
+
 #: The study's columns; a narrow terminal drops the entropy in nats first, then the logits' sd.
 _SOFTMAX_COLUMNS = (
     Column("d_k"),
@@ -589,8 +758,8 @@ def _softmax_table(result: SoftmaxResult, keep: list[int] | None = None) -> Tabl
     table = Table(
         title=f"softmax over L = {result.keys} keys ({dists}), with and without 1/√d_k",
         caption=(
-            f"mean over {result.queries:,} queries ± 1 standard error (between {result.blocks} "
-            f"independent blocks) · uniform weights: entropy log L = {math.log(result.keys):.4f}, "
+            f"mean over {result.queries:,} queries ± {_half_width(result.blocks)} · uniform "
+            f"weights: entropy log L = {math.log(result.keys):.4f}, "
             f"max weight 1/L = {1 / result.keys:.4g} · ‖J‖ = Frobenius norm of diag(p) − ppᵀ · "
             f"seed {result.seed} · varcheck {result.version}"
         ),
@@ -609,10 +778,7 @@ def _softmax_table(result: SoftmaxResult, keep: list[int] | None = None) -> Tabl
                 "d_k": str(r.dk) if not last else ("[bold yellow]partial[/]" if partial else ""),
                 "logits": label,
                 "sd": fmt(sd),
-                "entropy (nats)": _pm(s.entropy, s.entropy_se),
-                "entropy / log L": _pm(s.entropy_fraction, s.entropy_fraction_se),
-                "max weight": _pm(s.max_weight, s.max_weight_se),
-                "‖J‖": _pm(s.jacobian_norm, s.jacobian_norm_se),
+                **_softmax_cells(s),
             }
             table.add_row(*(cells[c.name] for c in columns), end_section=last)
     return table
@@ -644,12 +810,43 @@ def _render_softmax_table(result: SoftmaxResult, console: Console) -> None:
         console.print("[bold yellow]interrupted[/]" + note[len("interrupted") :], highlight=False)
 
 
+def _softmax_cells(s: SoftmaxStats) -> dict[str, str]:
+    """The four statistics of one row, each ± the half-width of its 95% interval."""
+    z = normal_quantile(0.95)
+    return {
+        "entropy (nats)": _pm(s.entropy, z * s.entropy_se),
+        "entropy / log L": _pm(s.entropy_fraction, z * s.entropy_fraction_se),
+        "max weight": _pm(s.max_weight, z * s.max_weight_se),
+        "‖J‖": _pm(s.jacobian_norm, z * s.jacobian_norm_se),
+    }
+
+
 def _softmax_markdown(result: SoftmaxResult) -> str:
-    text = records_to_markdown(
-        softmax_records(result),
-        _softmax_meta(result),
-        f"softmax over {result.keys} keys, raw and scaled",
-    )
+    """The study as a table a person reads (the lesson's columns, raw and scaled rows), under a
+    line giving the settings; the CSV and JSON forms keep every field by its name."""
+    q, k = result.q_dist.spec, result.k_dist.spec
+    dists = f"q, k ~ `{q}`" if q == k else f"q ~ `{q}`, k ~ `{k}`"
+    lines = [
+        f"**softmax over L = {result.keys} keys** ({dists}), with and without 1/√d_k: mean "
+        f"over {result.queries:,} queries per d_k ± {_half_width(result.blocks)}; uniform "
+        "weights give entropy log L = "
+        f"{math.log(result.keys):.4f}; seed `{result.seed}`, varcheck `{result.version}`.",
+        "",
+        "| d_k | logits | sd | entropy (nats) | entropy / log L | max weight | ‖J‖_F |",
+        "|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in result.rows:
+        partial = " (partial)" if r.blocks < result.blocks else ""
+        for label, sd, st in (
+            ("q·k", r.logit_sd_raw, r.raw),
+            ("q·k/√d_k", r.logit_sd_scaled, r.scaled),
+        ):
+            cells = _softmax_cells(st)
+            lines.append(
+                f"| {r.dk}{partial} | {label} | {fmt(sd)} | {cells['entropy (nats)']} | "
+                f"{cells['entropy / log L']} | {cells['max weight']} | {cells['‖J‖']} |"
+            )
+    text = "\n".join(lines) + "\n"
     summary = softmax_summary(result)
     text = text + "\n" + summary + "\n" if summary else text
     note = softmax_interrupted_note(result)
@@ -809,22 +1006,34 @@ def derive_notes(result: DeriveResult, *, markup: bool = True) -> list[str]:
     return notes
 
 
-#: The derivation table's columns; a narrow terminal drops the formula first, then the
-#: textbook's step, then p (step, status, value, Monte-Carlo and check are never dropped).
-_DERIVE_COLUMNS = (
-    Column("step", "left"),
-    Column("status", "left"),
-    Column("formula", "left", priority=1),
-    Column("value"),
-    Column("textbook", "left", priority=2),
-    Column("Monte-Carlo"),
-    Column("p", priority=3),
-    Column("check", "left"),
-)
+def _derive_caption(result: DeriveResult) -> str:
+    conf = confidence_label(result.confidence)
+    return (
+        "textbook: the textbook's step holds, breaks (an assumption behind it is false) or "
+        "inherits (sound reasoning, wrong input); exact: the formula for these "
+        "distributions; simulated: "
+        f"Monte-Carlo estimate and {conf} interval, and whether the exact value is consistent "
+        "with it (p Holm-adjusted over steps 1–3; step 4 reuses step 3's draws) · seed "
+        f"{result.seed} · varcheck {result.version}"
+    )
 
 
-def _derive_table(result: DeriveResult, keep: list[int] | None = None) -> Table:
-    """The steps, with the ``keep`` columns (all by default)."""
+def _simulated(s: DeriveStep, alpha: float) -> str:
+    """``0.2498 [0.2444, 0.2551]; exact value: p = 1.0000`` (the estimate alone without an
+    interval or a test)."""
+    lo, hi = s.confidence_interval
+    text = fmt(s.estimate) if math.isnan(lo) else f"{fmt(s.estimate)} {interval(lo, hi)}"
+    text += " †" if s.marginal_only(alpha) else ""
+    if s.stop_reason == "interrupted" and s.verdict != "interrupted":
+        text += " (partial)"
+    return text if math.isnan(s.p_adjusted) else f"{text}; exact value: p = {fmt_p(s.p_adjusted)}"
+
+
+def _derive_table(result: DeriveResult) -> Table:
+    """Each step as four lines: its name; the textbook's form and whether it holds; the exact
+    formula and value; the simulation and whether the exact value is consistent with it. The
+    formula and the textbook's form are the derivation itself: they are never dropped, and a
+    narrow terminal wraps the formula rather than cut it."""
     from rich.box import SIMPLE_HEAD
     from rich.markup import escape
     from rich.table import Table
@@ -833,45 +1042,26 @@ def _derive_table(result: DeriveResult, keep: list[int] | None = None) -> Table:
     dists = f"X = q_i ~ {q}, Y = k_i ~ {k}"
     if result.rho:
         dists += f", corr(X, Y) = {result.rho:g}"
-    conf = confidence_label(result.confidence)
-    columns = _kept(_DERIVE_COLUMNS, keep)
-    names = [c.name for c in columns]
     table = Table(
         box=SIMPLE_HEAD,
         title=escape(f"Var(q·k) = d_k, step by step, for d_k = {result.dk} ({dists})"),
-        caption=(
-            "status: whether the textbook's step holds for these distributions; value: exact; "
-            f"Monte-Carlo: estimate and {conf} interval"
-            + (
-                "; p: of the value, Holm-adjusted over steps 1–3 (step 4 reuses step 3's draws)"
-                if "p" in names
-                else ""
-            )
-            + f" · seed {result.seed} · varcheck {result.version}"
-        ),
+        caption=escape(_derive_caption(result)),
         caption_justify="left",
     )
-    for col in columns:
-        head = f"Monte-Carlo [{conf}]" if col.name == "Monte-Carlo" else col.name
-        table.add_column(head, justify=col.justify, no_wrap=True)  # type: ignore[arg-type]
+    table.add_column("", no_wrap=True)
+    table.add_column("formula = value")
+    table.add_column("verdict", no_wrap=True)
     alpha = 1.0 - result.confidence
     for s in result.steps:
-        lo, hi = s.confidence_interval
-        mc = fmt(s.estimate) if math.isnan(lo) else f"{fmt(s.estimate)}\n{interval(lo, hi)}"
-        mc += " †" if s.marginal_only(alpha) else ""
-        if s.stop_reason == "interrupted" and s.verdict != "interrupted":
-            mc += "\n(partial)"
-        cells = {
-            "step": f"{s.number} {escape(s.quantity)}",
-            "status": styled(s.status, STATUS_STYLE),
-            "formula": escape(s.formula),
-            "value": fmt(s.value),
-            "textbook": escape(s.textbook),
-            "Monte-Carlo": escape(mc),
-            "p": fmt_p(s.p_adjusted),
-            "check": styled(s.verdict),
-        }
-        table.add_row(*(cells[n] for n in names), end_section=True)
+        table.add_row("", f"[bold]step {s.number}: {escape(s.quantity)}[/]", "")
+        table.add_row("textbook", escape(s.textbook), styled(s.status, STATUS_STYLE))
+        table.add_row("exact", escape(f"{s.formula} = {fmt(s.value)}"), "")
+        table.add_row(
+            "simulated",
+            escape(_simulated(s, alpha)),
+            styled(s.verdict),
+            end_section=True,
+        )
     return table
 
 
@@ -907,7 +1097,7 @@ def derive_footer(result: DeriveResult) -> list[str]:
 
 
 def _render_derive_table(result: DeriveResult, console: Console) -> None:
-    _print_fitted(console, lambda keep: _derive_table(result, keep), _DERIVE_COLUMNS)
+    console.print(_derive_table(result))
     for note in derive_notes(result):
         console.print(note)
     if any(s.marginal_only(1.0 - result.confidence) for s in result.steps):
