@@ -107,8 +107,7 @@ def resolve_dks(dk: int | str | Iterable[int]) -> list[int]:
     """d_k values from a spec string (see :func:`parse_dk`), one int, or an iterable of ints."""
     if isinstance(dk, str):
         return parse_dk(dk)
-    one = isinstance(dk, numbers.Integral) and not isinstance(dk, bool)
-    values = [dk] if one else list(dk)
+    values = list(dk) if isinstance(dk, Iterable) else [dk]
     if not values:
         raise VarcheckError("dk must name at least one value")
     if len(values) > MAX_VALUES:
