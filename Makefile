@@ -5,8 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 
-.PHONY: setup run test test-fast test-long test-frameworks bench bench-docs docs lint format clean mutate \
-	mutate-report dist dist-check
+.PHONY: setup run test test-fast test-long test-frameworks bench bench-docs docs lint typecheck format \
+	clean mutate mutate-report dist dist-check
 
 $(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit("varcheck needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -28,13 +28,15 @@ setup: $(STAMP)
 run: $(STAMP)
 	@$(BIN)/varcheck sweep --dk 2..512; code=$$?; [ $$code -le 1 ] || exit $$code
 
-## lint + the whole test suite (this is what .ci/run calls), on two processes (pytest-xdist), in
+## lint, the type check (mypy, configured in pyproject.toml: docs/testing.md, "Types") and the
+## whole test suite (this is what .ci/run calls), the suite on two processes (pytest-xdist), in
 ## a random order (pytest-randomly: the seed is printed at the top; --randomly-seed=N repeats
 ## it). Its budget is 4 min on 2 quiet cores (docs/testing.md): the 20 slowest tests are listed
 ## at the end, and a warning follows when the run took longer than the budget. --dist loadgroup
 ## keeps each module with costly module-scoped fixtures on one worker (tests/conftest.py)
 test: $(STAMP)
 	$(BIN)/ruff check varcheck tests bench docs/_generate tools examples
+	$(BIN)/mypy
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=20
 
 ## the longer calibration runs (tests marked long: more seeds and laws of checks that
@@ -111,8 +113,13 @@ docs: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check varcheck tests bench docs/_generate tools examples
 
+## mypy on varcheck/ (its settings: [tool.mypy] in pyproject.toml); part of `make test`
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
 format: $(STAMP)
 	$(BIN)/ruff format varcheck tests bench docs/_generate tools
 
 clean:
-	rm -rf $(VENV) $(FVENV) build dist *.egg-info .pytest_cache .ruff_cache .hypothesis mutants
+	rm -rf $(VENV) $(FVENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis \
+		mutants

@@ -13,7 +13,7 @@ The Python API is what the command line uses:
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 
@@ -69,6 +69,86 @@ _LAZY = {
 }
 
 __all__ = ["__version__", *_LAZY]
+
+# `varcheck.audit` is left out: the package is the function (varcheck/audit/__init__.py)
+if TYPE_CHECKING:  # the names below, as type checkers see them (a test keeps the two lists equal)
+    from .audit.decoder import (
+        DecoderAuditResult as DecoderAuditResult,
+    )
+    from .audit.decoder import (
+        audit_decoder as audit_decoder,
+    )
+    from .audit.encoder import AuditResult as AuditResult
+    from .checks.claim_file import CheckResult as CheckResult
+    from .checks.claim_file import check as check
+    from .checks.claims import Claim as Claim
+    from .checks.claims import parse_claim as parse_claim
+    from .checks.plan import plan as plan
+    from .checks.plan_result import PlanResult as PlanResult
+    from .checks.sweep import SweepResult as SweepResult
+    from .checks.sweep import SweepRow as SweepRow
+    from .checks.sweep import sweep as sweep
+    from .checks.verify import VerifyResult as VerifyResult
+    from .checks.verify import verify as verify
+    from .core.distributions import (
+        Distribution as Distribution,
+    )
+    from .core.distributions import (
+        parse_distribution as parse_distribution,
+    )
+    from .core.estimation import (
+        ConfidenceInterval as ConfidenceInterval,
+    )
+    from .core.estimation import (
+        VarianceEstimate as VarianceEstimate,
+    )
+    from .core.estimation import (
+        estimate_variance as estimate_variance,
+    )
+    from .core.logit_variance import beta_exact as beta_exact
+    from .core.logit_variance import beta_paper as beta_paper
+    from .core.probe.target import ArgExpression as ArgExpression
+    from .core.ranges import parse_dk as parse_dk
+    from .core.theory import (
+        DotProductTheory as DotProductTheory,
+    )
+    from .core.theory import (
+        dot_product_theory as dot_product_theory,
+    )
+    from .core.verdicts import GrowthFit as GrowthFit
+    from .core.verdicts import holm_adjust as holm_adjust
+    from .errors import VarcheckError as VarcheckError
+    from .kernels.modules import ModuleKernel as ModuleKernel
+    from .kernels.modules import module_kernel as module_kernel
+    from .kernels.probe import (
+        ProbeResult as ProbeResult,
+    )
+    from .kernels.probe import (
+        ProbeSweepResult as ProbeSweepResult,
+    )
+    from .kernels.probe import (
+        probe as probe,
+    )
+    from .kernels.probe import (
+        probe_sweep as probe_sweep,
+    )
+    from .paper.projection import ProjectionResult as ProjectionResult
+    from .paper.projection import project as project
+    from .paper.training import (
+        TrainConfig as TrainConfig,
+    )
+    from .paper.training import (
+        TrainResult as TrainResult,
+    )
+    from .paper.training import (
+        train as train,
+    )
+    from .teaching.derive import DeriveResult as DeriveResult
+    from .teaching.derive import derive as derive
+    from .teaching.explain import ExplainResult as ExplainResult
+    from .teaching.explain import explain as explain
+    from .teaching.softmax import SoftmaxResult as SoftmaxResult
+    from .teaching.softmax import softmax_study as softmax_study
 
 
 def __getattr__(name: str) -> Any:

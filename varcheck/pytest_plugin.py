@@ -297,7 +297,9 @@ class VarcheckFixture:
 
         return self._call(with_confidence, **kwargs)
 
-    def assert_scale(self, fn: Any, dk: int, expect: str | float = "1/sqrt(dk)", **kwargs: Any):  # noqa: ANN201
+    def assert_scale(
+        self, fn: Any, dk: int, expect: str | float = "1/sqrt(dk)", **kwargs: Any
+    ) -> ProbeResult:
         """Raise ``AssertionError`` unless the kernel's effective scale passes; see :meth:`probe`.
 
         Returns

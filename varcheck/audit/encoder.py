@@ -43,7 +43,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -58,6 +58,9 @@ from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import bert
 from .tokenizing import CHARS_PER_TOKEN
+
+if TYPE_CHECKING:
+    from .decoder import DecoderHeadAudit
 
 __all__ = [
     "HeadAudit",
@@ -346,7 +349,9 @@ def _geo_ratio(pred: Sequence[float], meas: Sequence[float]) -> float:
     return float(np.exp(np.mean([math.log(p / m) for p, m in pairs])))
 
 
-def summarise_layers(rows: Sequence[HeadAudit], layers: Sequence[int]) -> list[LayerSummary]:
+def summarise_layers(
+    rows: Sequence[HeadAudit] | Sequence[DecoderHeadAudit], layers: Sequence[int]
+) -> list[LayerSummary]:
     """Each layer's heads in a :class:`LayerSummary` (an encoder's or a decoder's heads)."""
     out = []
     for layer in layers:
@@ -401,6 +406,8 @@ def parse_layers(spec: str | int | Sequence[int], num_layers: int) -> tuple[int,
             items.extend(_layer_part(raw_part.strip(), given, last, accepted))
     else:
         try:
+            if isinstance(spec, bool):  # True is an int, but not a layer
+                raise TypeError(spec)
             items = [int(i) for i in spec]
         except (TypeError, ValueError, OverflowError):
             raise VarcheckError(f"layers {given} is not a list of integers; {accepted}") from None

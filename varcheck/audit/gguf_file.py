@@ -406,9 +406,11 @@ class GGUFFile:
         if info.type_code in _PLAIN:
             out = data.astype(np.float32)
         else:
+            from gguf import GGMLQuantizationType
             from gguf.quants import dequantize
 
-            out = np.asarray(dequantize(data, info.type_code), dtype=np.float32)
+            kind = GGMLQuantizationType(info.type_code)
+            out = np.asarray(dequantize(data, kind), dtype=np.float32)
         shape = info.shape if rows is None else (data.shape[0], *info.shape[1:])
         out = out.reshape(shape)
         if not np.isfinite(out).all():

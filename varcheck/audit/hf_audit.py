@@ -67,7 +67,9 @@ def open_model(path: str | os.PathLike[str]) -> HFCheckpoint | GGUFCheckpoint:
     return open_checkpoint(path)
 
 
-def encode(ckpt: HFCheckpoint, lines: Sequence[str], max_length: int) -> list[list[int]]:
+def encode(
+    ckpt: HFCheckpoint | GGUFCheckpoint, lines: Sequence[str], max_length: int
+) -> list[list[int]]:
     """Token ids of each non-empty line, cut to ``max_length`` tokens, by the checkpoint's own
     tokenizer (its template decides token 0)."""
     if ckpt.tokenizer is None:
@@ -103,7 +105,9 @@ def select(count: int, chosen: str | Sequence[int] | None, what: str) -> list[in
         raise
 
 
-def plan(ckpt: HFCheckpoint, ids: Sequence[Sequence[int]], layers: Sequence[int]) -> AuditPlan:
+def plan(
+    ckpt: HFCheckpoint | GGUFCheckpoint, ids: Sequence[Sequence[int]], layers: Sequence[int]
+) -> AuditPlan:
     """Memory and time of the audit, from the header and the token counts."""
     spec = ckpt.spec
     tokens = sum(len(s) for s in ids)
@@ -120,7 +124,7 @@ def plan(ckpt: HFCheckpoint, ids: Sequence[Sequence[int]], layers: Sequence[int]
     return AuditPlan(int(memory), flops / _FLOPS_PER_SECOND)
 
 
-def _check_plan(ckpt: HFCheckpoint, p: AuditPlan, max_seconds: float) -> None:
+def _check_plan(ckpt: HFCheckpoint | GGUFCheckpoint, p: AuditPlan, max_seconds: float) -> None:
     if p.memory_bytes > MAX_MEMORY_BYTES:
         raise VarcheckError(
             f"{cut(str(ckpt.path))}: the audit needs about {size_text(p.memory_bytes)} "
@@ -134,7 +138,7 @@ def _check_plan(ckpt: HFCheckpoint, p: AuditPlan, max_seconds: float) -> None:
 
 
 def audit_hf(
-    model: str | os.PathLike[str] | HFCheckpoint,
+    model: str | os.PathLike[str] | HFCheckpoint | GGUFCheckpoint,
     *,
     text_file: str | os.PathLike[str] | None = None,
     sentences: Sequence[str] | None = None,
@@ -149,7 +153,7 @@ def audit_hf(
 
     Parameters
     ----------
-    model : path or HFCheckpoint
+    model : path, HFCheckpoint or GGUFCheckpoint
     text_file, sentences : optional
         The text, one sequence a line (default: the built-in text).
     ids : optional
@@ -194,7 +198,7 @@ def audit_hf(
 
 
 def _walk(
-    ckpt: HFCheckpoint,
+    ckpt: HFCheckpoint | GGUFCheckpoint,
     ids: Sequence[Sequence[int]],
     layers: Sequence[int],
     heads: Sequence[int],
@@ -223,7 +227,9 @@ def _walk(
     return rows, maxima, False
 
 
-def _first_tokens(ckpt: HFCheckpoint, ids: Sequence[Sequence[int]]) -> tuple[str, ...]:
+def _first_tokens(
+    ckpt: HFCheckpoint | GGUFCheckpoint, ids: Sequence[Sequence[int]]
+) -> tuple[str, ...]:
     """The distinct texts of token 0 (at most five), for the sink column's note."""
     firsts = sorted({s[0] for s in ids})
     if ckpt.tokenizer is None:

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..errors import VarcheckError
 from .checkpoint import HFCheckpoint
-from .families import ENCODERS, ModelSpec
+from .families import ENCODERS, ModelSpec, Rope
+from .gguf_checkpoint import GGUFCheckpoint
 
 __all__ = ["LayerQK", "embed", "layer_weights", "block", "visible", "final_logits", "run"]
 
@@ -85,7 +86,7 @@ def _heads(x: np.ndarray, n: int) -> np.ndarray:
     return x.reshape(b, t, n, d // n).transpose(0, 2, 1, 3)
 
 
-def layer_weights(ckpt: HFCheckpoint, layer: int) -> dict[str, np.ndarray]:
+def layer_weights(ckpt: HFCheckpoint | GGUFCheckpoint, layer: int) -> dict[str, np.ndarray]:
     """Layer ``layer``'s tensors, read now, named without the layer's prefix."""
     from .families import expected_tensors
 
@@ -106,7 +107,7 @@ def _positions(spec: ModelSpec, ids: np.ndarray, mask: np.ndarray) -> np.ndarray
     return np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
 
 
-def embed(ckpt: HFCheckpoint, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def embed(ckpt: HFCheckpoint | GGUFCheckpoint, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """The input of layer 0 for a right-padded batch of ids, float32."""
     spec = ckpt.spec
     rows = ckpt.embedding_rows()
@@ -123,7 +124,9 @@ def embed(ckpt: HFCheckpoint, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return x * np.float32(spec.embed_scale) if spec.embed_scale is not None else x
 
 
-def _embed_encoder(ckpt: HFCheckpoint, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def _embed_encoder(
+    ckpt: HFCheckpoint | GGUFCheckpoint, ids: np.ndarray, mask: np.ndarray
+) -> np.ndarray:
     spec = ckpt.spec
     pos = _positions(spec, ids, mask)
     table = ckpt.tensor("embeddings.position_embeddings.weight")
@@ -160,15 +163,15 @@ def _model_mask(spec: ModelSpec, layer: int, mask: np.ndarray) -> np.ndarray:
     n = mask.shape[1]
     i, j = np.arange(n)[:, None], np.arange(n)[None, :]
     allowed = j <= i
-    if spec.windows[layer] is not None:
-        allowed = allowed & (j > i - spec.windows[layer])
+    if (window := spec.windows[layer]) is not None:
+        allowed = allowed & (j > i - window)
     return allowed[None, None]
 
 
-def _rope(x: np.ndarray, spec: ModelSpec) -> np.ndarray:
+def _rope(x: np.ndarray, rope: Rope) -> np.ndarray:
     """Rotate-half RoPE at positions 0..tokens−1, angles in float32."""
     n = x.shape[-2]
-    inv = np.asarray(spec.rope.inv_freq, np.float32)
+    inv = np.asarray(rope.inv_freq, np.float32)
     angles = np.arange(n, dtype=np.float32)[:, None] * inv[None, :]
     emb = np.concatenate([angles, angles], axis=-1)
     cos, sin = np.cos(emb), np.sin(emb)
@@ -211,7 +214,7 @@ def _attention(
         q = _rms_norm(q, w["self_attn.q_norm.weight"], spec.eps, 0.0)
         k = _rms_norm(k, w["self_attn.k_norm.weight"], spec.eps, 0.0)
     if spec.rope is not None:
-        q, k = _rope(q, spec), _rope(k, spec)
+        q, k = _rope(q, spec.rope), _rope(k, spec.rope)
     group = spec.heads // spec.kv_heads
     kk, vv = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     logits = (q @ kk.transpose(0, 1, 3, 2)) * np.float32(spec.scales[layer])
@@ -277,7 +280,9 @@ def _encoder_block(
     return att, _layer_norm(out, w["output.LayerNorm.weight"], w["output.LayerNorm.bias"], spec.eps)
 
 
-def final_logits(ckpt: HFCheckpoint, h: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+def final_logits(
+    ckpt: HFCheckpoint | GGUFCheckpoint, h: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None]:
     """The final normalised states (the last hidden state a decoder reports) and the output
     logits (None for an encoder or a checkpoint without an output matrix)."""
     spec = ckpt.spec
@@ -298,7 +303,10 @@ def final_logits(ckpt: HFCheckpoint, h: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def run(
-    ckpt: HFCheckpoint, ids: np.ndarray, mask: np.ndarray, layers: int | None = None
+    ckpt: HFCheckpoint | GGUFCheckpoint,
+    ids: np.ndarray,
+    mask: np.ndarray,
+    layers: int | None = None,
 ) -> tuple[list[LayerQK], list[np.ndarray]]:
     """Every layer's attention and every hidden state of one batch (layers read one at a time).
 

@@ -124,7 +124,7 @@ class LayerAccumulator:
         self.seq_max[idx] = np.where(vis, logits, -np.inf).max(axis=(2, 3))
         self.seq_abs_max[idx] = np.abs(shown).max(axis=(2, 3))
         self.pooled.append(logits.transpose(1, 0, 2, 3)[:, vis[:, 0]].astype(np.float32))
-        real = vis[:, 0].any(axis=-1)  # (batch, n): real queries
+        real = np.any(vis[:, 0], axis=-1)  # (batch, n): real queries
         counted = real.copy()
         if self.spec.causal:
             counted[:, 0] = False  # query 0 has one key: entropy 0, all weight on token 0

@@ -136,7 +136,7 @@ def _text_read(result: AnyResult) -> str:
     return f"{result.sequences} {seqs} ({result.tokens} tokens{cut})"
 
 
-def audit_title(result: AuditResult) -> str:
+def audit_title(result: AnyResult) -> str:
     return (
         f"Attention logit scale of {result.model_name}: {result.num_heads} heads of d_k = "
         f"{result.dk}, {_text_read(result)}"

@@ -99,9 +99,12 @@ def _entry(name: str, key: str, raw: Any, data_size: int) -> TensorEntry:
     dtype, shape, offsets = raw.get("dtype"), raw.get("shape"), raw.get("data_offsets")
     if dtype not in DTYPES:
         raise VarcheckError(f"{where} has dtype {str(dtype)[:20]!r}; accepted: {', '.join(DTYPES)}")
-    counts = [shape, offsets]
-    if not all(isinstance(c, list) and all(_whole(v) for v in c) for c in counts) or (
-        len(shape) > _MAX_DIMS or len(offsets) != 2
+    if (
+        not isinstance(shape, list)
+        or not isinstance(offsets, list)
+        or not all(_whole(v) for v in [*shape, *offsets])
+        or len(shape) > _MAX_DIMS
+        or len(offsets) != 2
     ):
         raise VarcheckError(f"{where}: shape and data_offsets must be lists of whole numbers")
     start, end = offsets

@@ -25,6 +25,7 @@ from ..core.options import valid_confidence
 from ..errors import VarcheckError
 from .checkpoint import HFCheckpoint
 from .encoder import MAX_SECONDS, default_sentences, read_text_file
+from .gguf_checkpoint import GGUFCheckpoint
 from .hf_audit import audit_hf, encode, open_model, plan, select
 from .metrics import mean_intervals
 from .results import CheckpointAudit, HeadGrowth, LayerTrend, TrendResult
@@ -35,7 +36,7 @@ __all__ = ["FASTEST", "audit_run", "trend"]
 FASTEST = 5
 
 
-def _same_shape(ckpts: Sequence[HFCheckpoint]) -> None:
+def _same_shape(ckpts: Sequence[HFCheckpoint | GGUFCheckpoint]) -> None:
     first = ckpts[0].spec
     for ckpt in ckpts[1:]:
         s = ckpt.spec
@@ -52,7 +53,9 @@ def _same_shape(ckpts: Sequence[HFCheckpoint]) -> None:
             )
 
 
-def _common_ids(ckpts: Sequence[HFCheckpoint], lines: Sequence[str], max_length: int) -> list:
+def _common_ids(
+    ckpts: Sequence[HFCheckpoint | GGUFCheckpoint], lines: Sequence[str], max_length: int
+) -> list:
     ids = encode(ckpts[0], lines, max_length)
     for ckpt in ckpts[1:]:
         if ckpt.tokenizer is not None and encode(ckpt, lines, max_length) != ids:

@@ -299,7 +299,7 @@ def _claim_spec(
     tolerance, description = _tolerance_and_description(table, where)
     user = _claim_sampler(table, folder)
     _exclusive_laws(table, user)
-    laws = tuple(table.get(key) for key in ("dist", "q_dist", "k_dist"))
+    laws = (table.get("dist"), table.get("q_dist"), table.get("k_dist"))
     rho = _number(table.get("rho", 0.0), "rho", where)
     test = ClaimTest(0, None, None, 0.0, parse_claim(claim_value), scaled, tolerance, ())
     if user is None:
@@ -399,9 +399,9 @@ def _parse_toml(text: str, path: str) -> dict[str, Any]:
         raise VarcheckError(f"{cut(path)}: malformed TOML: nested too deeply") from None
     except ValueError:  # int() refuses more than 4300 decimal digits
         digits = re.search(r"\d{100,}", blanked)
-        line = blanked.count("\n", 0, digits.start()) + 1 if digits else None
+        at = blanked.count("\n", 0, digits.start()) + 1 if digits else None
         raise VarcheckError(
-            f"{_where(path, line, None)}: malformed TOML: an integer of "
+            f"{_where(path, at, None)}: malformed TOML: an integer of "
             f"{len(digits.group()) if digits else 'too many'} digits; accepted: TOML's 64-bit "
             "integers"
         ) from None
@@ -562,7 +562,7 @@ def check(
     spec_file = source if isinstance(source, CheckFile) else load_check_file(source)
     conf, prec, samp, max_s = _file_effort(spec_file, confidence, precision, samples, max_seconds)
     seed = options.resolve_seed(spec_file.seed if seed is None else seed)
-    effort = {"seed": seed, "confidence": conf, "precision": prec}
+    effort: dict[str, Any] = {"seed": seed, "confidence": conf, "precision": prec}
     variance = [(ci, s) for ci, s in enumerate(spec_file.claims) if s.probe is None]
     dks = tuple(dk for _, s in variance for dk in s.dks)
     if dks:
@@ -572,7 +572,8 @@ def check(
     # the probe claims first: a kernel refused at its pilot (a bad input, exit 2) then throws
     # away no finished variance test
     planned = [(ci, s, dk) for ci, s in enumerate(spec_file.claims) if s.probe for dk in s.dks]
-    check_probe_time(spec_file.path, [(s.probe, dk) for _, s, dk in planned], max_s)  # calls
+    probes = [(s.probe, dk) for _, s, dk in planned if s.probe]  # every one (planned has probes)
+    check_probe_time(spec_file.path, probes, max_s)  # calls
     runs = _run_probes(spec_file.path, planned, effort, max_s)
     cut = len(runs) < len(planned) or any(r.interrupted for _, _, r in runs)
     results = (
@@ -613,12 +614,13 @@ def _run_probes(
     """Each (probe claim, d_k) measured in file order; after Ctrl-C, those finished."""
     runs = []
     for ci, spec, dk in planned:
+        assert spec.probe is not None  # planned holds the probe claims
         try:
             run = run_probe(
                 spec.probe,
                 dk,
                 tolerance=spec.tolerance,
-                seed=effort["seed"],  # type: ignore[arg-type]
+                seed=effort["seed"],
                 confidence=effort["confidence"],
                 precision=effort["precision"],
                 max_seconds=max_seconds,
@@ -653,11 +655,12 @@ def _judge_file(
     done = [(ci, with_detectable(_rejudge(r, next(adjusted), alpha), family)) for ci, r in rows]
     for ci, spec, run in runs:
         ps = [next(adjusted) for _ in run.p_values]
+        assert spec.probe is not None  # runs hold the probe claims
         row = probe_row(
             spec.probe,
             run,
             ps,
-            tolerance=spec.tolerance,  # type: ignore[arg-type]
+            tolerance=spec.tolerance,
             confidence=confidence,
             seed=seed,
             precision=precision,

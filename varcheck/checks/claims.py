@@ -15,7 +15,7 @@ import ast
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.expressions import BINARY_OPERATORS, UNARY_OPERATORS, apply_binary
 from ..core.messages import cut
@@ -119,10 +119,11 @@ def _eval(node: ast.AST, ctx: Mapping[str, float]) -> float:
         return _real(ctx[node.id], f"{node.id} here")
     if isinstance(node, ast.UnaryOp):
         return UNARY_OPERATORS[type(node.op)](_eval(node.operand, ctx))
+    args: tuple[Any, ...]  # an operator and two numbers, or a function's numbers
     if isinstance(node, ast.BinOp):
         fn, args = apply_binary, (node.op, _eval(node.left, ctx), _eval(node.right, ctx))
-    elif isinstance(node, ast.Call):
-        fn, args = _FUNCS[node.func.id], tuple(_eval(a, ctx) for a in node.args)  # type: ignore[union-attr]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):  # as _check made it
+        fn, args = _FUNCS[node.func.id], tuple(_eval(a, ctx) for a in node.args)
     else:
         raise TypeError(f"unsupported expression {type(node).__name__}")
     try:
@@ -219,8 +220,10 @@ def parse_claim(text: str | float | int) -> Claim:
     return Claim(text=text, names=frozenset(names), _tree=tree)
 
 
-def claim_context(dk: int, rho: float, theory: float, q, k) -> dict[str, float]:  # noqa: ANN001
-    """The variables a claim may use, for one setting (q, k are Distributions)."""
+def claim_context(
+    dk: int, rho: float, theory: float, q: Distribution, k: Distribution
+) -> dict[str, float]:
+    """The variables a claim may use, for one setting."""
     ctx = {"dk": float(dk), "rho": float(rho), "theory": float(theory)}
     for suffix, dist in (("q", q), ("k", k)):
         ctx[f"mean_{suffix}"] = dist.mean

@@ -323,7 +323,7 @@ def _row(
         precision=precision or _PRECISION,
         sampler=pc.kernel,
         equivalence_interval=inner,
-        p_equivalence=p.p_equivalence,  # type: ignore[arg-type]
+        p_equivalence=p.p_equivalence,
         p_outside=p.p_outside,
         raw=_raw(m, confidence),
         interrupted=run.interrupted,
@@ -357,6 +357,7 @@ def probe_reading(pc: ProbeClaim, row: VerifyResult) -> str:
     lo, hi = row.confidence_interval
     if math.isnan(lo):
         lo = hi = row.estimate
+    assert row.claim_value is not None  # a probe row's expected scale
     return law_sentence(row.estimate, lo, hi, row.claim_value, row.dk, pc.law_heads)
 
 

@@ -650,7 +650,7 @@ def _print_verify(result: VerifyResult, console: Console) -> None:
     if result.interrupted:
         console.print("  " + VERIFY_INTERRUPTED_NOTE)
     if result.caution:
-        console.print("  " + _tails_note(result.caution))
+        console.print(f"  {_tails_note(result.caution)}")
     console.print(f"  seed {result.seed} · varcheck {result.version}", highlight=False)
 
 

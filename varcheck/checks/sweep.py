@@ -268,10 +268,10 @@ def sweep(
         workers=workers,
         scheduler=scheduler,
     )
-    laws = (fields["q_dist"], fields["k_dist"])
+    qk_laws = (fields["q_dist"], fields["k_dist"])
     rows = [
         replace(r, tails_caution=_tails(fields, r))
-        for r in _judge(dks, theories, claims, estimates, fields["confidence"], laws)
+        for r in _judge(dks, theories, claims, estimates, fields["confidence"], qk_laws)
     ]
     fit = _growth_fit(rows, cov, fields["confidence"], claims if fields["sampler"] else None)
     return SweepResult(rows=tuple(rows), fit=fit, interrupted=interrupted, **fields)
@@ -322,8 +322,8 @@ def _settings(
     """Each d_k's exact theory (``None`` with a sampler), claimed value and setting."""
     user = fields["sampler"]
     if user is not None:
-        claims = [sampler_claimed_value(claim, d) for d in dks]
-        return [None] * len(dks), claims, [SamplerSetting(user, d, (d,)) for d in dks]  # type: ignore[return-value]
+        claims: list[float | None] = [sampler_claimed_value(claim, d) for d in dks]
+        return [None] * len(dks), claims, [SamplerSetting(user, d, (d,)) for d in dks]
     q, k = fields["q_dist"], fields["k_dist"]
     theories = [dot_product_theory(d, q, k, fields["rho"]) for d in dks]
     claims = [claimed_value(claim, th, q, k) for th in theories]
@@ -392,7 +392,7 @@ def _judge(
     family = max(sum(not math.isnan(p) for p in p_values), 1)
     caught = [
         None
-        if math.isnan(p) or not est.var > 0  # type: ignore[union-attr]
+        if est is None or math.isnan(p) or not est.var > 0
         else detectable_of(est, alpha=1.0 - confidence, family=family)
         for p, est in zip(p_values, estimates, strict=True)
     ]

@@ -124,8 +124,9 @@ class VerifyResult(Displayable):
         Products used (values, with a sampler).
     confidence : float
     seed : int
-    sampler : UserSampler or None
-        The user's sampler whose values were tested, with its bound arguments.
+    sampler : UserSampler, KernelTarget or None
+        The user's sampler whose values were tested, with its bound arguments (a probe
+        claim's row: its kernel, see ``kernel``).
     equivalence_interval : ConfidenceInterval or None
         With a tolerance, the ``1 - 2 alpha`` interval that must lie within the band for a pass
         (``confidence_interval`` stays the ``1 - alpha`` one); ``None`` otherwise.
@@ -175,7 +176,7 @@ class VerifyResult(Displayable):
     raw: VarianceEstimate | None = None
     precision: float | None = None
     requested_samples: int | None = None
-    sampler: UserSampler | None = None
+    sampler: UserSampler | KernelTarget | None = None
     equivalence_interval: ConfidenceInterval | None = None
     min_samples: int | None = None
     p_equivalence: float | None = None
@@ -298,7 +299,7 @@ def run_claim_tests(
         estimates = estimates[: len(finished) + 1] if keep_partial else finished
     prepared = prepared[: len(estimates)]
     p_used = _claim_p_values(prepared, estimates, adjust)
-    effort = {"confidence": confidence, "seed": seed, "precision": precision}
+    effort: dict[str, Any] = {"confidence": confidence, "seed": seed, "precision": precision}
     family = sum(not math.isnan(p.p_fail) for p in p_used) if adjust else 1
     results = [
         with_detectable(

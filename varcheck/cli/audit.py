@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -125,7 +126,7 @@ def command(
     if is_decoder_model(model):
         from ..audit.decoder import audit_decoder
 
-        compute = audit_decoder
+        compute: Callable[..., Any] = audit_decoder
         label = "audit (block)"
     else:
         from ..audit.encoder import audit_encoder
@@ -147,14 +148,22 @@ def command(
     return result.exit_code
 
 
-def _hf_compute(models, text_file, layers, heads, max_seconds, max_length, confidence):  # noqa: ANN001, ANN202
+def _hf_compute(
+    models: tuple[str, ...],
+    text_file: str | None,
+    layers: str,
+    heads: str,
+    max_seconds: float | None,
+    max_length: int,
+    confidence: float,
+) -> Callable[[], Any] | None:
     """The audit of a Hugging Face directory not of BERT (or of several checkpoints); None for
     the audits above."""
     from ..audit.hf_audit import family_of
 
     if len(models) == 1 and family_of(models[0]) in (None, "bert"):
         return None
-    options = {
+    options: dict[str, Any] = {
         "text_file": text_file,
         "layers": layers,
         "heads": heads,

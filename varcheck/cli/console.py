@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["ProgressReporter", "stderr_console", "stdout_console"]
 
 
-def stdout_console():  # noqa: ANN201
+def stdout_console() -> Console:
     """A rich console on stdout: wide when piped, and a closed pipe reported to ``main``."""
     from rich.console import Console
 
@@ -24,7 +27,7 @@ def stdout_console():  # noqa: ANN201
     return _Console(soft_wrap=False, width=width)
 
 
-def stderr_console():  # noqa: ANN201
+def stderr_console() -> Console:
     """A rich console on stderr (progress bars)."""
     from rich.console import Console
 

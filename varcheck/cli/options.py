@@ -85,7 +85,8 @@ def grouped(
 
     def probe() -> None: ...
 
-    fields = tuple(param.name for param in options(probe).__click_params__)
+    # click's decorators add __click_params__ to the function, which its type hints do not say
+    fields = tuple(param.name for param in options(probe).__click_params__)  # type: ignore[attr-defined]
 
     def decorator(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)

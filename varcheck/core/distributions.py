@@ -177,7 +177,7 @@ class Distribution:
         self, rng: np.random.Generator, shape: tuple[int, ...], dtype: DTypeLike
     ) -> np.ndarray:
         fam = self.family
-        dt = np.dtype(dtype)
+        dt: np.dtype[Any] = np.dtype(dtype)
         if fam == "normal":
             if dt == np.float32:
                 return standard_normal_float32(rng, np.empty(shape, dtype=dt))
@@ -954,7 +954,7 @@ def _tail_index(short: str, shapes: tuple[tuple[str, float], ...], table: bool) 
         ]
     if any(index is None for index in sides):
         return None
-    index = min(sides, default=math.inf)
+    index = min((side for side in sides if side is not None), default=math.inf)
     nearest = round(index) if math.isfinite(index) else index
     return float(nearest) if abs(index - nearest) <= TAIL_TOL else float(index)
 

@@ -822,7 +822,8 @@ def _draw_until_stop(
         if stop != "precision" or (rule.max_blocks is not None and drawn >= rule.max_blocks):
             return Rounds(drawn, stop)
         worst = widest()
-        reached = worst <= rule.precision  # type: ignore[operator]
+        assert rule.precision is not None  # None only with a fixed budget, which stopped above
+        reached = worst <= rule.precision
         if reached and drawn >= rule.min_blocks:
             return Rounds(drawn, stop)
         grow = (worst / rule.precision) ** 2 * _OVERSHOOT if math.isfinite(worst) else math.inf

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..errors import VarcheckError
 from .messages import duration_text, shown
@@ -61,7 +61,7 @@ _SECONDS_PER_PRODUCT = 2e-9
 _SECONDS_AT_UNIT_PRECISION = 1e-7
 
 
-def _real(value: object) -> bool:
+def _real(value: object) -> TypeGuard[float]:
     """A real number (any numeric type, numpy's included), not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
@@ -144,8 +144,8 @@ def valid_count(
     if (
         not isinstance(value, numbers.Integral)
         or isinstance(value, bool)
-        or value < least
-        or (most is not None and value > most)
+        or int(value) < least
+        or (most is not None and int(value) > most)
     ):
         raise VarcheckError(f"{name} must be a whole number {bound}, got {shown(value)}")
     return int(value)

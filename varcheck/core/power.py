@@ -56,11 +56,17 @@ LOW_POWER_AT_CLAIM = 0.8
 
 
 class _Estimate(Protocol):
-    var: float
-    se: float
-    skewness: float
-    blocks: int
-    interval_method: str
+    # read-only: the estimates are frozen dataclasses
+    @property
+    def var(self) -> float: ...
+    @property
+    def se(self) -> float: ...
+    @property
+    def skewness(self) -> float: ...
+    @property
+    def blocks(self) -> int: ...
+    @property
+    def interval_method(self) -> str: ...
 
 
 @dataclass(frozen=True)

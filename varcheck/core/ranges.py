@@ -107,8 +107,12 @@ def resolve_dks(dk: int | str | Iterable[int]) -> list[int]:
     """d_k values from a spec string (see :func:`parse_dk`), one int, or an iterable of ints."""
     if isinstance(dk, str):
         return parse_dk(dk)
-    one = isinstance(dk, numbers.Integral) and not isinstance(dk, bool)
-    values = [dk] if one else list(dk)
+    if isinstance(dk, Iterable):
+        values = list(dk)
+    elif isinstance(dk, numbers.Integral) and not isinstance(dk, bool):
+        values = [dk]
+    else:  # None, a float, a bool: a TypeError, as list(dk) gave (probe_sweep words it)
+        raise TypeError(f"dk must be a d_k, a range or a list of d_k, got {shown(dk)}")
     if not values:
         raise VarcheckError("dk must name at least one value")
     if len(values) > MAX_VALUES:

@@ -212,7 +212,8 @@ def sampler_chunk(
                 _check_finite(values, name, dk)  # else finite values whose squares overflow
     except (KeyboardInterrupt, DrawDeadline) as exc:
         if i:  # the calls finished before Ctrl-C, SIGTERM or the watchdog count
-            exc.finished_blocks = (m[:i].copy(), a[:i].copy())  # type: ignore[attr-defined]
+            # an attribute no exception class declares (draw_rounds reads it with getattr)
+            exc.finished_blocks = (m[:i].copy(), a[:i].copy())  # type: ignore[union-attr]
         raise
     return m, a
 

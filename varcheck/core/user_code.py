@@ -257,7 +257,7 @@ class UserSampler(UserFunction):
     """A sampler ``fn(rng, dk, **args)``: the values of one independent run of the user's code;
     a vectorised one, ``fn(rng, dk, calls, **args)``, returns ``calls`` runs at once."""
 
-    def __call__(self, rng: Any, dk: int, calls: int | None = None) -> Any:  # type: ignore[override]
+    def __call__(self, rng: Any, dk: int, calls: int | None = None) -> Any:
         if calls is None:
             return self.fn(rng, dk, **dict(self.args))
         return self.fn(rng, dk, calls=calls, **dict(self.args))

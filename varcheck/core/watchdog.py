@@ -78,12 +78,11 @@ def watchdog(seconds: float | None) -> Iterator[Callable[[], None]]:
     ``seconds`` from now (``None``: never); ``arm()`` again restarts the count. A no-op off
     the main thread, without SIGALRM, or inside another watchdog."""
     usable = (
-        seconds is not None
-        and hasattr(signal, "setitimer")
+        hasattr(signal, "setitimer")
         and _state.main is None
         and threading.current_thread() is threading.main_thread()
     )
-    if not usable:
+    if seconds is None or not usable:
         yield lambda: None
         return
     started = time.monotonic()

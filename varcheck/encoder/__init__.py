@@ -8,6 +8,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 #: old module name -> its name in varcheck.audit
 MOVED = {
@@ -36,20 +42,23 @@ class _Alias:
     """Finds ``varcheck.encoder.X`` as the module ``varcheck.audit.MOVED[X]``."""
 
     @staticmethod
-    def find_spec(fullname: str, path: object = None, target: object = None) -> object:
+    def find_spec(
+        fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
         package, _, name = fullname.rpartition(".")
         if package != __name__ or name not in MOVED:
             return None
         import importlib.util
 
-        return importlib.util.spec_from_loader(fullname, _Alias)
+        # typeshed's LoaderProtocol asks for load_module, which a PEP 451 loader need not have
+        return importlib.util.spec_from_loader(fullname, _Alias)  # type: ignore[arg-type]
 
     @staticmethod
-    def create_module(spec: object) -> object:
+    def create_module(spec: ModuleSpec) -> ModuleType:
         return importlib.import_module(f"varcheck.audit.{MOVED[spec.name.rpartition('.')[2]]}")
 
     @staticmethod
-    def exec_module(module: object) -> None:
+    def exec_module(module: ModuleType) -> None:
         """The module was imported under its new name already."""
 
 

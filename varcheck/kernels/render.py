@@ -173,11 +173,11 @@ def _equivalence_lines(result: ProbeResult) -> list[str]:
     one."""
     if result.equivalence_interval is None or result.tolerance is None:
         return []
-    band = sorted(result.expected * (1 + s * result.tolerance) for s in (-1, 1))
+    low, high = sorted(result.expected * (1 + s * result.tolerance) for s in (-1, 1))
     level = confidence_label(max(2 * result.confidence - 1, 0.0))
     return _wrap(
         f"pass needs the whole {level} interval {interval(*result.equivalence_interval, 6)} "
-        f"inside the band {interval(*band, 6)}: "
+        f"inside the band {interval(low, high, 6)}: "
         f"p_equivalence = {fmt_p(result.p_equivalence)}"  # type: ignore[arg-type]
     ) + _wrap(
         f"fail needs the whole {confidence_label(result.confidence)} interval outside it: "

@@ -279,7 +279,7 @@ def plain_table(
     caption: str | None,
     columns: Sequence[tuple[str, str]],
     *,
-    padding: tuple[int, ...] = (0, 1),
+    padding: tuple[int, int] | tuple[int, int, int, int] = (0, 1),
     show_edge: bool = True,
     fold: bool = False,
 ) -> Any:
@@ -496,9 +496,10 @@ def renderer(
     result (the same arguments; ``text``: ``title`` or ``markdown``), so a family names its
     forms once and writes no switch."""
     forms: dict[str, Any] = {"table": table, "data": data, "records": records, "meta": meta}
+    forms.update(text)
 
     def render(result: R, fmt_name: str, console: Console) -> None:
-        write(fmt_name, console, result, **forms, **text)
+        write(fmt_name, console, result, **forms)
 
     render.__doc__ = (
         f"Write a result in one of {', '.join(FORMATS)} (the table form: ``{table.__name__}``)."

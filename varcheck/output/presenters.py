@@ -38,10 +38,11 @@ class Presenter(NamedTuple):
 
 
 def _family(family: str, render: str, data: str, figure: str | None = None) -> Presenter:
-    def name(function: str | None, module: str) -> str | None:
-        return None if function is None else f"varcheck.{family}.{module}:{function}"
+    def name(function: str, module: str) -> str:
+        return f"varcheck.{family}.{module}:{function}"
 
-    return Presenter(name(render, "render"), name(data, "render"), name(figure, "figures"))
+    drawn = None if figure is None else name(figure, "figures")
+    return Presenter(name(render, "render"), name(data, "render"), drawn)
 
 
 #: result class (``module.Class``) -> its presenters

@@ -30,6 +30,7 @@ import math
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -346,7 +347,7 @@ def _refuse_above(name: str, need: float) -> None:
         )
 
 
-def _npy_header(f: object) -> tuple[tuple[int, ...], np.dtype]:
+def _npy_header(f: IO[bytes]) -> tuple[tuple[int, ...], np.dtype]:
     """(shape, dtype) from the header of an .npy stream, without reading its data."""
     from numpy.lib import format as npy
 

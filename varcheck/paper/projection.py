@@ -67,7 +67,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -1199,7 +1199,7 @@ def _minima(
     for index, sec in enumerate(sections):
         w = None if sec.name == "random-weights" else weights[index - 1][2:]
         for case in _per_block(o.tokens):
-            need = minimum_blocks(o.x, o.tokens, case, w, (o.dx, o.dk))  # type: ignore[arg-type]
+            need = minimum_blocks(o.x, o.tokens, case, w, (o.dx, o.dk))
             if math.isfinite(need):
                 out[(sec.name, case)] = need
     return out
@@ -1225,7 +1225,9 @@ def _estimate_sections(
     # without --max-seconds each setting still stops at its share of the time limit: the
     # estimate before the run assumes normal-like logits, and a heavy-tailed law needs more
     cap = o.max_seconds if o.max_seconds is not None else limits.MAX_SECONDS / len(sections)
-    budget = dict(confidence=o.confidence, precision=o.precision, blocks=o.blocks, max_seconds=cap)
+    budget: dict[str, Any] = dict(
+        confidence=o.confidence, precision=o.precision, blocks=o.blocks, max_seconds=cap
+    )
     # cases whose variance is infinite are not estimated (nothing to estimate)
     cases = {c: n for c, n in _per_block(tokens).items() if _finite_case(x, c)}
     n_sections = len(sections)

@@ -262,7 +262,7 @@ def _shortfall_note(result: ProjectionResult) -> str | None:
     return (
         "[bold yellow]unreliable:[/] too few blocks for a valid interval where the logits' "
         f"kurtosis is high; a valid interval needs at least {said} blocks "
-        f"(--blocks {max(needs.values())}, or --precision). Estimates are shown, intervals "  # type: ignore[type-var]
+        f"(--blocks {max(needs.values())}, or --precision). Estimates are shown, intervals "
         "and verdicts are not."
     )
 

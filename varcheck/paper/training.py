@@ -33,6 +33,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -500,9 +501,10 @@ def _valid_config(cfg: TrainConfig) -> TrainConfig:
         "eval_size": (cfg.eval_size, 16, 1_000_000),
         "every": (cfg.every, 1, 100_000),
     }
-    cfg = dataclasses.replace(
-        cfg, **{name: valid_count(name, value, lo, hi) for name, (value, lo, hi) in ints.items()}
-    )
+    checked: dict[str, Any] = {
+        name: valid_count(name, value, lo, hi) for name, (value, lo, hi) in ints.items()
+    }
+    cfg = dataclasses.replace(cfg, **checked)
     try:
         cfg = dataclasses.replace(cfg, keys=valid_count("keys", cfg.keys, cfg.memory))
     except VarcheckError:

@@ -369,7 +369,7 @@ class _Stopped(Exception):
     """Ctrl-C (or SIGTERM) inside a check, carrying what that check had drawn by then (a
     :class:`_Check`, or an estimate and its stop reason; None when nothing usable)."""
 
-    def __init__(self, partial: object) -> None:
+    def __init__(self, partial: _Check | tuple[VarianceEstimate, str] | None) -> None:
         super().__init__("interrupted")
         self.partial = partial
 
@@ -621,10 +621,10 @@ def _checks(
         step = 3
         variance_steps(3, _variance_estimate(th, (3,), cfg))
     except _Stopped as stopped:
-        if stopped.partial is not None and step == 1:
-            checks[0] = stopped.partial  # type: ignore[assignment]
+        if isinstance(stopped.partial, _Check):  # step 1's
+            checks[0] = stopped.partial
         elif stopped.partial is not None:
-            variance_steps(step, stopped.partial)  # type: ignore[arg-type]
+            variance_steps(step, stopped.partial)
         return tuple(checks), True
     except KeyboardInterrupt:
         return tuple(checks), True

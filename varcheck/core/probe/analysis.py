@@ -231,7 +231,7 @@ def _underflow_mask(
     n, m = zero.shape
     wt = used.astype(float)
     y = np.log(np.where(used, w, 1.0))
-    rows = used.any(axis=1)
+    rows = np.any(used, axis=1)
     for name, pattern in [*causal_patterns(n, m), ("none", np.zeros((n, m), dtype=bool))]:
         extra = zero & ~pattern
         if not (pattern <= zero).all() or not extra.any() or not rows[extra.any(axis=1)].all():

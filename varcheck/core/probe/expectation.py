@@ -33,7 +33,7 @@ _ACCEPTED = "a number or an expression in dk and h with + - * / ** and sqrt, exp
 
 
 def _eval(node: ast.AST, ctx: dict[str, float]) -> float:
-    if isinstance(node, ast.Constant):
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):  # as _check made it
         return float(node.value)
     if isinstance(node, ast.Name):
         return ctx[node.id]

@@ -176,7 +176,9 @@ def _estimate(
     return HeadEstimate(mean, se, est.hall_interval(mean, se, skew, n, tq), skew, n)
 
 
-def _read(kernel: Any, design: Design, rng: np.random.Generator, sd: float):  # noqa: ANN202
+def _read(
+    kernel: Any, design: Design, rng: np.random.Generator, sd: float
+) -> tuple[np.ndarray, np.ndarray, str, tuple[np.ndarray, np.ndarray]]:
     q, k = draw_qk(rng, design, sd)
     w, returned = read_weights(kernel, q, k, design)
     return w, dot_products(q, k), returned, (q, k)
@@ -228,7 +230,9 @@ def _checked(w: np.ndarray, design: Design, returned: str, label: str) -> Comput
     return fmt
 
 
-def _size_inputs(kernel: Any, design: Design, rng: np.random.Generator, sd: float):  # noqa: ANN202
+def _size_inputs(
+    kernel: Any, design: Design, rng: np.random.Generator, sd: float
+) -> tuple[float, np.ndarray, ComputeFormat, tuple[np.ndarray, np.ndarray]]:
     """The inputs' sd that gives logits of sd ~1 (from a first call's rough scale)."""
     for _ in range(8):
         w, x, returned, qk = _read(kernel, design, rng, sd)
@@ -255,7 +259,7 @@ def _check_linear_in_values(
     kernel: Any,
     design: Design,
     w: np.ndarray,
-    qk,  # noqa: ANN001
+    qk: tuple[np.ndarray, np.ndarray],
     fmt: ComputeFormat,
 ) -> None:
     """The output must be W v for the same W whatever the values (one more call).
@@ -309,7 +313,9 @@ def _check_input_size(sd: float, expected: float, design: Design) -> None:
         )
 
 
-def _pilot(kernel: Any, design: Design, expected: float, seed: int, clock: _Clock):  # noqa: ANN202
+def _pilot(
+    kernel: Any, design: Design, expected: float, seed: int, clock: _Clock
+) -> tuple[float, tuple[HeadStructure, ...], ComputeFormat, float, int]:
     """Size the inputs, check the kernel, read its structure (fewer reads past the time cap)."""
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(design.dk, 0)))
     sd0 = 1.0 / math.sqrt(abs(expected) * math.sqrt(design.dk) / LOGIT_SD)
@@ -424,7 +430,8 @@ def _chunk(
             _slopes(kernel, design, children[i], sd, heads, curved, unit, out[i])
     except (KeyboardInterrupt, DrawDeadline) as exc:
         if i > 0:
-            exc.finished_blocks = out[:i].copy()  # type: ignore[attr-defined]
+            # an attribute no exception class declares (draw_rounds reads it with getattr)
+            exc.finished_blocks = out[:i].copy()  # type: ignore[union-attr]
         raise
     return out
 

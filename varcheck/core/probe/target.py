@@ -49,7 +49,7 @@ class KernelTarget(UserFunction):
 
     by_name: bool = False
 
-    def __call__(self, q: Any, k: Any, v: Any) -> Any:  # type: ignore[override]
+    def __call__(self, q: Any, k: Any, v: Any) -> Any:
         return self.fn(q, k, v, **dict(self.args))
 
     def at(self, dk: int, h: int) -> KernelTarget:
@@ -72,22 +72,23 @@ class ArgExpression(str):
     """
 
     __slots__ = ("_tree",)
+    _tree: ast.Expression
 
     def __new__(cls, text: str) -> ArgExpression:
         if not isinstance(text, str):
             raise VarcheckError(f"an argument expression must be a string, got {text!r}")
         self = super().__new__(cls, text.strip())
-        self._tree = parse_expression(text, "argument expression")  # type: ignore[misc]
+        self._tree = parse_expression(text, "argument expression")
         return self
 
     def __repr__(self) -> str:
         return str(self)
 
     def value(self, dk: int, h: int, name: str = "argument") -> int | float:
-        out = evaluate(self._tree, dk, h, f"argument {name}={self}")  # type: ignore[attr-defined]
+        out = evaluate(self._tree, dk, h, f"argument {name}={self}")
         if not out == out or out in (float("inf"), float("-inf")):
             raise VarcheckError(f"argument {name}={self} is {out} at d_k={dk}")
-        if _integral(self._tree.body) and out.is_integer():  # type: ignore[attr-defined]
+        if _integral(self._tree.body) and out.is_integer():
             return int(out)
         return out
 
@@ -103,7 +104,9 @@ def _integral(node: ast.AST) -> bool:
     if isinstance(node, ast.BinOp):
         if isinstance(node.op, ast.Pow):
             right = node.right
-            return _integral(node.left) and isinstance(right, ast.Constant) and right.value >= 0
+            if not (isinstance(right, ast.Constant) and isinstance(right.value, int | float)):
+                return False
+            return _integral(node.left) and right.value >= 0
         return isinstance(node.op, ast.Add | ast.Sub | ast.Mult) and (
             _integral(node.left) and _integral(node.right)
         )
