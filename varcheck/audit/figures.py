@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from .decoder import DecoderAuditResult
     from .encoder import AuditResult
 
+    AnyResult = AuditResult | DecoderAuditResult
+
 __all__ = [
     "plot_audit",
     "plot_decoder_audit",
@@ -28,7 +30,7 @@ __all__ = [
 HOLDS_LABEL = "outlined: interval holds 1 (1/√d_k consistent)"
 
 
-def _grid(result: AuditResult, values: dict[tuple[int, int], float]) -> np.ndarray:
+def _grid(result: AnyResult, values: dict[tuple[int, int], float]) -> np.ndarray:
     grid = np.full((len(result.layers), result.num_heads), np.nan)
     for i, layer in enumerate(result.layers):
         for h in range(result.num_heads):
@@ -36,7 +38,7 @@ def _grid(result: AuditResult, values: dict[tuple[int, int], float]) -> np.ndarr
     return grid
 
 
-def audit_figure_title(result: AuditResult) -> str:
+def audit_figure_title(result: AnyResult) -> str:
     """Model, text and confidence in one title (:func:`title_figure` adds that the audit has
     no seed and whether it was interrupted)."""
     conf = confidence_label(result.confidence)
@@ -53,7 +55,7 @@ def audit_figure_title(result: AuditResult) -> str:
     )
 
 
-def _outline_holds(ax: Any, result: AuditResult) -> Any:
+def _outline_holds(ax: Any, result: AnyResult) -> Any:
     """Outline the cells of heads whose interval holds 1; the legend handle for them."""
     from matplotlib.patches import Rectangle
 

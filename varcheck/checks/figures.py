@@ -54,12 +54,13 @@ def _points(ax: Any, rows: list[SweepRow], alpha: float, scale: Any) -> None:
         mine = [r for r in rows if _kind(r, alpha) == kind]
         if not mine:
             continue
-        x = [r.dk for r in mine]
-        y = [r.estimate.var / scale(r) for r in mine]
+        estimates = [(r, r.estimate) for r in mine if r.estimate is not None]
+        x = [r.dk for r, _ in estimates]
+        y = [e.var / scale(r) for r, e in estimates]
         err = None
         if kind != "unreliable":
-            lo = [r.estimate.confidence_interval.low / scale(r) for r in mine]
-            hi = [r.estimate.confidence_interval.high / scale(r) for r in mine]
+            lo = [e.confidence_interval.low / scale(r) for r, e in estimates]
+            hi = [e.confidence_interval.high / scale(r) for r, e in estimates]
             err = [
                 [a - b for a, b in zip(y, lo, strict=True)],
                 [b - a for a, b in zip(y, hi, strict=True)],
@@ -136,7 +137,10 @@ def _scaled_panel(ax: Any, result: SweepResult, rows: list[SweepRow], alpha: flo
     """The scaled variance Var/d_k of each row, with the exact theory and the claim drawn."""
     _points(ax, rows, alpha, lambda r: r.dk)
     dks = [r.dk for r in rows]
-    th = [r.theory.var / r.dk if math.isfinite(r.theory.var) else math.nan for r in rows]
+    th = [
+        r.theory.var / r.dk if r.theory is not None and math.isfinite(r.theory.var) else math.nan
+        for r in rows
+    ]
     ax.plot(dks, th, "-", color=PALETTE["reference"], lw=1, label="exact theory / d_k")
     if result.claim != "theory":
         cl = [(r.claim_value if r.claim_value is not None else math.nan) / r.dk for r in rows]

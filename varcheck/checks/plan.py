@@ -156,16 +156,11 @@ def plan(
         Plan a tolerance claim instead: a true claim passes with probability ``power``.
     sampler, dist, q_dist, k_dist, rho
         The values' source, as in :func:`varcheck.verify`.
-    kernel : str, optional
-        Plan ``varcheck probe KERNEL`` instead: the calls each d_k needs (every head one test
-        of the Holm family); ``samples`` is then the value for probe's ``--samples``.
-    probe_options : mapping, optional
-        The kernel's options, named as in a claim file's probe claim (``expect``, ``causal``,
-        ``layout``, ``out_layout``, ``heads``, ``kv_heads``, ``queries``, ``keys``, ``dtype``,
-        ``args``).
+    kernel, probe_options : str, mapping, optional
+        Plan ``varcheck probe KERNEL`` instead (each head one test; ``samples`` is then probe's
+        ``--samples``), its options named as in a claim file's probe claim.
     file : str or path, optional
-        Plan every claim of a claim file (:func:`varcheck.checks.plan_file.plan_file`): one
-        row per (claim, d_k), each at its share of the file's Holm family.
+        Plan every claim of a claim file: one row per (claim, d_k), at the file's Holm family.
     confidence, alpha : float, optional
         The run's level (give one; default 0.95, or the file's).
     seed : int, optional
@@ -184,21 +179,10 @@ def plan(
     >>> 20_000 < res.samples < 50_000
     True
     """
+    wanted = (detect, power, tolerance, confidence, alpha)
     if file is not None:
-        from .plan_file import plan_file
-
-        if dk is not None or kernel is not None or sampler is not None:
-            raise VarcheckError("a claim file is planned alone: give file, not dk or a source")
-        file_target = {"detect": detect, "power": power, "confidence": confidence, "alpha": alpha}
-        return plan_file(file, **file_target, seed=seed, max_seconds=max_seconds)
-    if dk is None:
-        raise VarcheckError("give the d_k to plan (dk=64, or a range such as '8..128')")
-    dks = resolve_dks(dk)
-    if tolerance is not None and len(dks) > 1:
-        raise VarcheckError(
-            f"a tolerance plan takes one d_k, got {len(dks)} (a tolerance is tested one claim "
-            "at a time: plan each d_k)"
-        )
+        return _file_plan(file, (dk, kernel, sampler), wanted, seed, max_seconds)
+    dks = _planned_dks(dk, tolerance)
     seed = resolve_seed(seed)
     if kernel is not None:
         return _kernel_plan(
@@ -209,9 +193,56 @@ def plan(
             max_seconds,
             claim,
             sampler,
-            (detect, power, tolerance, confidence, alpha),
+            wanted,
         )
-    target = make_target(len(dks), detect, power, tolerance, confidence, alpha)
+    values = (sampler, dist, q_dist, k_dist, rho)
+    return _values_plan(dks, seed, max_seconds, claim, values, wanted)
+
+
+def _planned_dks(dk: int | str | None, tolerance: float | None) -> list[int]:
+    """The d_k values of a plan, refused when missing or when a tolerance plan has several."""
+    if dk is None:
+        raise VarcheckError("give the d_k to plan (dk=64, or a range such as '8..128')")
+    dks = resolve_dks(dk)
+    if tolerance is not None and len(dks) > 1:
+        raise VarcheckError(
+            f"a tolerance plan takes one d_k, got {len(dks)} (a tolerance is tested one claim "
+            "at a time: plan each d_k)"
+        )
+    return dks
+
+
+def _file_plan(
+    file: Any, others: tuple[Any, ...], wanted: tuple[Any, ...], seed: int | None, cap: float | None
+) -> PlanResult:
+    """Every claim of a claim file planned (:func:`plan` with ``file``)."""
+    from .plan_file import plan_file
+
+    if any(v is not None for v in others):
+        raise VarcheckError("a claim file is planned alone: give file, not dk or a source")
+    detect, power, _, confidence, alpha = wanted
+    return plan_file(
+        file,
+        detect=detect,
+        power=power,
+        confidence=confidence,
+        alpha=alpha,
+        seed=seed,
+        max_seconds=cap,
+    )
+
+
+def _values_plan(
+    dks: list[int],
+    seed: int,
+    max_seconds: float | None,
+    claim: Any,
+    values: tuple[Any, ...],
+    wanted: tuple[Any, ...],
+) -> PlanResult:
+    """The rows of a plan for built-in laws or a user's sampler (:func:`plan` with a d_k)."""
+    sampler, dist, q_dist, k_dist, rho = values
+    target = make_target(len(dks), *wanted)
     q, k, rho, claim_obj, user = claim_source((sampler, None), (dist, q_dist, k_dist, rho), claim)
     clock = PilotClock(max_seconds, len(dks))
     if user is not None:

@@ -8,7 +8,7 @@ at that size (12 pt is 17 pixels at 100 dpi, about 2.3% of the frame's height); 
 :data:`TITLE_PT`.
 
 Error bars and bands are confidence intervals at the run's level everywhere (95% by default:
-±1.96 standard errors where the interval is normal), the convention of the tables too;
+about ±2 standard errors where the interval is normal), the convention of the tables too;
 :func:`error_bars` is the phrase each figure's legend or caption says it with.
 """
 
@@ -38,8 +38,9 @@ MAX_WIDTH, MAX_HEIGHT = 12.8, 7.2
 #: The smallest text in any figure, and the size of titles, in points.
 TEXT_PT, TITLE_PT = 12, 14
 
-#: matplotlib settings in force while a figure is drawn.
-RC = {
+#: matplotlib settings in force while a figure is drawn (keys typed loosely: matplotlib's
+#: stubs list every rc name as a literal).
+RC: dict[Any, Any] = {
     "figure.dpi": DPI,
     "savefig.dpi": DPI,
     "font.size": TEXT_PT,

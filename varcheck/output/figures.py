@@ -118,7 +118,7 @@ def wrap_to_width(text: str, inches: float, points: float) -> str:
 _IN_SESSION: ContextVar[bool] = ContextVar("varcheck_plot_in_session", default=False)
 
 
-def require_matplotlib():  # noqa: ANN201
+def require_matplotlib() -> Any:
     """Import matplotlib with a headless backend (the session's own inside :func:`in_session`),
     or explain how to install it."""
     try:

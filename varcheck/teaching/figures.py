@@ -45,9 +45,10 @@ def _laws(a: str, b: str, names: tuple[str, str]) -> str:
     return f"entries ~ {a}" if a == b else f"{names[0]} ~ {a}, {names[1]} ~ {b}"
 
 
-def _histogram(ax: Any, result: ExplainResult) -> None:
-    """The simulated np.var values up to HISTOGRAM_TOP, with the cut tail stated in the legend."""
-    raw, sims = result.raw, result.samples
+def _histogram(ax: Any, result: ExplainResult, sims: np.ndarray) -> None:
+    """The simulated np.var values ``sims`` up to HISTOGRAM_TOP, with the cut tail stated in the
+    legend."""
+    raw = result.raw
     top = float(np.quantile(sims, HISTOGRAM_TOP))
     if raw.observed is not None and math.isfinite(raw.observed):
         top = max(top, raw.observed * 1.05)
@@ -147,7 +148,7 @@ def plot_explain(result: ExplainResult, path: str) -> None:
     raw = result.raw
     mean, sd = raw.expected, raw.sd
     if result.samples is not None:
-        _histogram(ax, result)
+        _histogram(ax, result, result.samples)
     elif math.isfinite(mean) and math.isfinite(sd) and sd > 0 and mean > 0:
         _gamma_curve(ax, result)
     _explain_marks(ax, result)

@@ -731,8 +731,8 @@ def softmax_summary(result: SoftmaxResult) -> str:
 def _half_width(blocks: int) -> str:
     """What every ± of the softmax study is (the figure's error bars are the same intervals)."""
     return (
-        f"the half-width of its 95% interval (1.96 standard errors, between {blocks} "
-        "independent blocks)"
+        f"the half-width of its 95% interval ({normal_quantile(0.95):.2f} standard errors, "
+        f"between {blocks} independent blocks)"
     )
 
 
