@@ -434,7 +434,9 @@ def minilm_sequence_sums():
     ckpt = bert.load_checkpoint(MODEL)
     ids = ckpt.encode(default_sentences(), 128)
     layers = tuple(range(ckpt.config.num_layers))
-    run = encoder._measure(ckpt, ids, layers, 32, encoder._projections(ckpt, layers), None)
+    run = encoder._measure(
+        ckpt, ids, layers, 32, encoder._projections(ckpt, layers), None, 0.95
+    )
     s1 = np.concatenate([run.sums[layer].s1_all for layer in layers], axis=1)
     s2 = np.concatenate([run.sums[layer].s2_all for layer in layers], axis=1)
     return s1, s2, np.array([len(i) for i in ids], dtype=float) ** 2
