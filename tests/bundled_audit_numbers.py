@@ -45,15 +45,19 @@ def head_numbers(row: Any) -> dict[str, float]:
     return out
 
 
-def audit_numbers() -> dict[str, dict[str, dict[str, float]]]:
-    """``{model: {"layer.head": numbers}}`` for :data:`CASES`."""
+def audits() -> dict[str, Any]:
+    """The audits of :data:`CASES`, by model."""
     from varcheck import audit
 
-    result = {}
-    for model, layers in CASES:
-        res = audit(model, layers=layers)
-        result[model] = {f"{r.layer}.{r.head}": head_numbers(r) for r in res.rows}
-    return result
+    return {model: audit(model, layers=layers) for model, layers in CASES}
+
+
+def audit_numbers(results: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+    """``{model: {"layer.head": numbers}}`` of the audits ``results``."""
+    return {
+        model: {f"{r.layer}.{r.head}": head_numbers(r) for r in res.rows}
+        for model, res in results.items()
+    }
 
 
 def _stored(v: float) -> float | None:
@@ -70,5 +74,11 @@ def _finite(numbers: dict) -> dict:
 
 if __name__ == "__main__":
     with open(sys.argv[1], "w", encoding="utf-8") as handle:
-        json.dump(_finite(audit_numbers()), handle, indent=0, sort_keys=True, separators=(",", ":"))
+        json.dump(
+            _finite(audit_numbers(audits())),
+            handle,
+            indent=0,
+            sort_keys=True,
+            separators=(",", ":"),
+        )
         handle.write("\n")

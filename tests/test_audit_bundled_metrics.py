@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
-from bundled_audit_numbers import CASES, audit_numbers
+from bundled_audit_numbers import audit_numbers
 
 STORED = Path(__file__).parent / "data" / "bundled_audit_numbers.json"
 
@@ -33,16 +33,16 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def audits():
-    from varcheck import audit
+    from bundled_audit_numbers import audits
 
-    return {model: audit(model, layers=layers) for model, layers in CASES}
+    return audits()
 
 
-def test_the_figures_printed_before_are_unchanged_to_1e_9():
+def test_the_figures_printed_before_are_unchanged_to_1e_9(audits):
     # the stored numbers were written (12 digits) by the audits before they gained the metrics;
     # the arithmetic of the old figures is untouched, so only the storage's rounding remains
     stored = json.loads(STORED.read_text(encoding="utf-8"))
-    now = audit_numbers()
+    now = audit_numbers(audits)
     assert set(now) == set(stored)
     for model, heads in stored.items():
         assert set(now[model]) == set(heads), model
@@ -83,3 +83,27 @@ def test_a_decoder_sink_is_the_weight_on_its_first_token(audits):
     decoder = audits["smollm2-135m"]
     assert max(m.sink for m in decoder.metrics if m.layer == 2) > 0.5
     assert decoder.first_tokens
+
+
+@pytest.mark.parametrize("width", [80, 150])
+def test_the_metrics_table_fits_and_keeps_each_heads_maximum(audits, width):
+    import io
+
+    from rich.console import Console
+
+    from varcheck.audit.render import render_audit, render_decoder
+    from varcheck.output.formats import fmt
+
+    for res in audits.values():
+        out = io.StringIO()
+        render = render_decoder if hasattr(res, "kv_groups") else render_audit
+        render(res, "table", Console(file=out, width=width, color_system=None))
+        lines = out.getvalue().splitlines()
+        assert max(len(line) for line in lines) <= width
+        start = next(
+            i for i, line in enumerate(lines) if line.split()[:3] == ["layer", "head", "max"]
+        )
+        rows = [line.split() for line in lines[start + 2 : start + 2 + len(res.metrics)]]
+        for cells, m in zip(rows, res.metrics, strict=True):
+            assert cells[:3] == [str(m.layer), str(m.head), fmt(m.max_logit, 3)]
+        assert "declared scale: 1/√d_head" in " ".join(" ".join(lines).split())
