@@ -44,13 +44,20 @@ class _Alias:
 
         return importlib.util.spec_from_loader(fullname, _Alias)
 
+    #: the modules' own specs, which the import system replaces by the alias's
+    own_specs: dict[str, object] = {}
+
     @staticmethod
     def create_module(spec: object) -> object:
-        return importlib.import_module(f"varcheck.audit.{MOVED[spec.name.rpartition('.')[2]]}")
+        module = importlib.import_module(f"varcheck.audit.{MOVED[spec.name.rpartition('.')[2]]}")
+        _Alias.own_specs[spec.name] = module.__spec__
+        return module
 
     @staticmethod
     def exec_module(module: object) -> None:
-        """The module was imported under its new name already."""
+        """The module was imported under its new name already: its own spec is put back (with
+        the alias's, its relative imports would resolve against ``varcheck.encoder``)."""
+        module.__spec__ = _Alias.own_specs.pop(module.__spec__.name, module.__spec__)
 
 
 sys.meta_path.append(_Alias)
