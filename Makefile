@@ -5,8 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 
-.PHONY: setup run test test-fast test-long test-frameworks bench bench-docs docs lint typecheck format \
-	clean mutate mutate-report dist dist-check
+.PHONY: setup run test test-fast test-long test-frameworks bench bench-audit-memory bench-docs docs lint \
+	typecheck format clean mutate mutate-report dist dist-check
 
 $(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit("varcheck needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -78,6 +78,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/sampler.py
 	$(BIN)/python bench/probe.py
 	$(BIN)/python bench/decoder.py
+
+## the audit's memory on a 1.1B Llama-shaped checkpoint (random float16, ~2.2 GB written to
+## /tmp once, never to the repository) and on SmolLM2-135M: peak RSS and CPU seconds
+bench-audit-memory: $(STAMP)
+	$(BIN)/python bench/audit_memory.py --json /tmp/varcheck-audit-memory.json
 
 bench-docs: $(STAMP)
 	$(BIN)/python bench/run.py --write-docs

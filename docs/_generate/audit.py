@@ -189,6 +189,10 @@ independent, zero-mean, unit-variance entries. That holds (roughly) when a model
 after training, nothing keeps it so. `varcheck audit` measures, for every layer and head of a
 BERT-style checkpoint, how large the logits q·k really are on ordinary text, compares the
 measurement with four predictions, and says which temperature β would give unit variance.
+Beside these it reports what a training engineer watches (the largest logit, the attention
+entropy, the attention sink), as it does for any Hugging Face checkpoint of the families in
+[Any checkpoint](#any-checkpoint-hugging-face-directories-gguf-files-a-runs-checkpoints) below,
+and for a run's checkpoints, their trend.
 
 ```
 varcheck audit all-MiniLM-L6-v2                     # the bundled copy of the model
@@ -211,10 +215,14 @@ sequence is used, so there is no `--seed`. Intervals need at least {MIN_SEQUENCE
 ([below](#how-many-sequences-an-interval-needs) says why).
 
 The table output starts with the per-layer summary (one line per layer), then one line per head
-for the logit scale (with a `check` column: `holds`, `above` or `below` 1) and one for the
-weights. On a narrow terminal, lower-priority columns (the predictions, σ_X, entropies, bias
-spreads) are dropped first, with a line naming them; layer and head ids, the scaled variance, its
-interval and the check word are never cut. `--format json` (or a wider terminal) shows them all.
+for the logit scale (with a `check` column: `holds`, `above` or `below` 1), one for the
+weights, and one for the figures every audit reports (maximum logit, sink ratio, entropy, mean
+per-sequence maximum, 99.9 % quantile, with intervals; [what they
+say](#the-figures-and-what-a-practitioner-reads-from-them)). On a narrow terminal,
+lower-priority columns (the predictions, σ_X, entropies, bias spreads, the metrics' intervals)
+are dropped first, with a line naming them; layer and head ids, the scaled variance, its
+interval, the check word and the maximum logit are never cut. `--format json` (or a wider
+terminal) shows them all.
 
 """
 
@@ -434,7 +442,7 @@ def minilm_sequence_sums():
     ckpt = bert.load_checkpoint(MODEL)
     ids = ckpt.encode(default_sentences(), 128)
     layers = tuple(range(ckpt.config.num_layers))
-    run = encoder._measure(ckpt, ids, layers, 32, encoder._projections(ckpt, layers), None)
+    run = encoder._measure(ckpt, ids, layers, 32, encoder._projections(ckpt, layers), None, 0.95)
     s1 = np.concatenate([run.sums[layer].s1_all for layer in layers], axis=1)
     s2 = np.concatenate([run.sums[layer].s2_all for layer in layers], axis=1)
     return s1, s2, np.array([len(i) for i in ids], dtype=float) ** 2

@@ -50,6 +50,8 @@ from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import bert, encoder, llama
 from .encoder import HeadScale, LayeredAudit, LayerSummary, parse_layers
+from .results import HeadMetrics
+from .tokenizing import first_token_texts
 
 __all__ = [
     "DistanceBand",
@@ -213,6 +215,13 @@ class DecoderAuditResult(LayeredAudit, Untested, Displayable):
         Which σ of the weights: ``"rms"``.
     min_sequences : int
         :data:`MIN_SEQUENCES`.
+    scale_rule : str
+        The scale the file declares for q·k: ``attention.scale``, or 1/√d_head.
+    first_tokens : tuple of str
+        The distinct texts of token 0 (the sink's token: BOS when the model adds one).
+    metrics : tuple of HeadMetrics
+        The figures every audit reports, at the declared scale, one per row in the order of
+        ``rows`` (:mod:`varcheck.audit.metrics`).
     """
 
     rows: tuple[DecoderHeadAudit, ...]
@@ -240,6 +249,9 @@ class DecoderAuditResult(LayeredAudit, Untested, Displayable):
     version: str = __version__
     sigma_w_kind: str = lv.SIGMA_W_KIND
     min_sequences: int = MIN_SEQUENCES
+    scale_rule: str = "1/√d_head"
+    first_tokens: tuple[str, ...] = ()
+    metrics: tuple[HeadMetrics, ...] = ()
     summaries: tuple[LayerSummary, ...] = field(init=False)
     layer_distance: tuple[tuple[DistanceBand, ...], ...] = field(init=False)
 
@@ -685,14 +697,18 @@ def plan_decoder(
     block = (2 * n_heads * dk * d + 2 * cfg.num_kv_heads * dk * d + 3 * d * f) * 4.0
     rows = 0 if least else min(tokens, cfg.vocab_size) if unique is None else unique
     # one batch: about 9 float64 arrays of its logits (the distance sums' gather and masks, the
-    # softmax and entropy), the feed-forward and projection activations
-    work = batch * width * (9 * 8 * n_heads * width + 3 * 4 * f + 8 * 4 * d)
+    # softmax and entropy) and 7 more for the metrics, the feed-forward and projection
+    # activations
+    work = batch * width * (16 * 8 * n_heads * width + 3 * 4 * f + 8 * 4 * d)
     sums = 2 * 8.0 * len(lengths) * n_heads * len(distance_bands(width))
     # Σ u uᵀ per head (with a batch's product and their sum), W_q and W_k in float64, and a
     # head's second moments, covariances and RoPE terms while its row is made: all d_k² or d·d_k
     moments = 3 * 8.0 * both * dk * dk + 8.0 * both * dk * d + 12 * 8.0 * dk * dk
     # every token's hidden state (float32), and its id and mask as lists and arrays
-    memory = block + 4.0 * rows * d + (4.0 * d + 40) * padded + work + sums + moments
+    # one layer's causal logits kept for the 99.9 % quantile (float32), and one head's joined
+    # copy
+    pooled = 4.0 * (n_heads + 1) * sum(n * (n + 1) / 2 for n in lengths)
+    memory = block + 4.0 * rows * d + (4.0 * d + 40) * padded + work + sums + moments + pooled
     depth = max(layers) + 1
     flops = depth * padded * (2 * block / 4 + 4 * width * n_heads * dk)
     # each causal pair of each head: about 60 passes over float64 arrays (gather, masks, sums,
@@ -716,12 +732,15 @@ def _run_layers(
     contexts: Callable[[int, llama.LayerWeights], _LayerContext],
     progress: ProgressCallback | None,
     rows: list[DecoderHeadAudit],
+    metrics: list[HeadMetrics],
 ) -> None:
     """Run the blocks one at a time over every batch; measure the chosen layers on the way.
 
     Block by block (not batch by batch), so a layer is finished with every sequence before the
     next starts and an interrupt keeps the layers done (``rows`` is filled as they finish).
     """
+    from .metrics import LayerAccumulator  # it builds on this module's sequence_interval
+
     cfg = model.config
     bands = distance_bands(max(len(s) for s in ids))
     unique = len({t for s in ids for t in s})
@@ -732,6 +751,9 @@ def _run_layers(
     for layer in range(last + 1):
         weights = model.layer(layer, attention_only=layer == last)
         sums = _LayerSums(len(ids), cfg.num_heads, bands) if layer in chosen else None
+        acc = LayerAccumulator(
+            layer, range(cfg.num_heads), len(ids), scale=cfg.declared_scale, causal=True
+        )
         for b, (idx, batch) in enumerate(groups):
             # finite weights can still overflow float32: refused below, not warned about
             with np.errstate(all="ignore"):
@@ -740,12 +762,25 @@ def _run_layers(
             if sums is not None:
                 sums.add_inputs(att, batch.mask)
                 sums.add_logits(idx, att.logits, batch.mask, cfg.head_dim)
+                scaled = att.logits.astype(np.float64) * cfg.declared_scale
+                acc.add_logits(idx, scaled, _visible(batch.mask))
             if att.output is not None:
                 hidden[b] = att.output
         if sums is not None:
-            rows += _layer_rows(contexts(layer, weights), sums)
+            ctx = contexts(layer, weights)
+            done, figures = _layer_rows(ctx, sums), acc.rows(ctx.confidence)
+            rows += done
+            metrics += figures
+        del weights  # before the next block's are read: one block's tensors at a time
         if progress is not None:
             progress(layer, last + 1, 1.0)
+
+
+def _visible(mask: np.ndarray) -> np.ndarray:
+    """``(batch, 1, n, n)``: the causal pairs of real tokens of a right-padded batch."""
+    n = mask.shape[1]
+    causal = np.tril(np.ones((n, n), dtype=bool))
+    return causal[None, None] & mask[:, None, :, None] & mask[:, None, None, :]
 
 
 def _check_finite(
@@ -823,13 +858,16 @@ def audit_decoder(
         return _LayerContext(layer, w.wq, w.wk, cfg, inv_freq, bands, args.confidence)
 
     rows: list[DecoderHeadAudit] = []
+    metrics: list[HeadMetrics] = []
     stopped_by = None
     try:
-        _run_layers(mdl, ids, chosen, context, progress, rows)
+        _run_layers(mdl, ids, chosen, context, progress, rows, metrics)
     except KeyboardInterrupt as exc:
         stopped_by = exc
     result = _result(mdl, rows, args, display or cfg.name, ids, chosen, truncated, start)
-    return replace(result, interrupted=stopped_by is not None, stopped_by=stopped_by)
+    return replace(
+        result, interrupted=stopped_by is not None, stopped_by=stopped_by, metrics=tuple(metrics)
+    )
 
 
 def _result(
@@ -871,6 +909,8 @@ def _result(
         ),
         confidence=args.confidence,
         seconds=time.perf_counter() - start,
+        scale_rule=cfg.scale_rule,
+        first_tokens=first_token_texts(ids, mdl.tokenizer.token),
     )
 
 

@@ -57,7 +57,11 @@ from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import bert
-from .tokenizing import CHARS_PER_TOKEN
+from .results import HeadMetrics
+from .tokenizing import CHARS_PER_TOKEN, first_token_texts
+
+if TYPE_CHECKING:
+    from .metrics import LayerAccumulator
 
 if TYPE_CHECKING:
     from .decoder import DecoderHeadAudit
@@ -315,6 +319,14 @@ class AuditResult(LayeredAudit, Untested, Displayable):
         Which σ of the weights ``sigma_wq``, ``sigma_wk`` are: ``"rms"``.
     min_sequences : int
         :data:`MIN_SEQUENCES`, the fewest sequences for an interval.
+    scale_rule : str
+        The scale the checkpoint declares for q·k (a BERT's is 1/√d_head).
+    first_tokens : tuple of str
+        The distinct texts of token 0 (the sink's token).
+    metrics : tuple of HeadMetrics
+        The figures every audit reports (maximum logit, 99.9 % quantile, sink ratio, entropy
+        with its interval) at the declared scale, one per row in the order of ``rows``
+        (:mod:`varcheck.audit.metrics`).
     """
 
     rows: tuple[HeadAudit, ...]
@@ -336,6 +348,9 @@ class AuditResult(LayeredAudit, Untested, Displayable):
     version: str = __version__
     sigma_w_kind: str = lv.SIGMA_W_KIND
     min_sequences: int = MIN_SEQUENCES
+    scale_rule: str = "1/√d_head"
+    first_tokens: tuple[str, ...] = ()
+    metrics: tuple[HeadMetrics, ...] = ()
     summaries: tuple[LayerSummary, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -560,11 +575,18 @@ class _InputMoments:
 
 
 def _measure_batch(
-    q: np.ndarray, k: np.ndarray, mask: np.ndarray, dk: int
+    q: np.ndarray,
+    k: np.ndarray,
+    mask: np.ndarray,
+    dk: int,
+    metrics: LayerAccumulator,
+    idx: Sequence[int],
 ) -> tuple[np.ndarray, ...]:
-    """Sums for one padded batch; q, k ``(batch, heads, tokens, d_k)``, float64."""
+    """Sums for one padded batch; q, k ``(batch, heads, tokens, d_k)``, float64. ``metrics``
+    takes the batch's logits at the scale 1/√d_k (its sequences are ``idx``)."""
     logits = q @ k.transpose(0, 1, 3, 2)
     pair = (mask[:, :, None] & mask[:, None, :])[:, None]  # (batch, 1, tokens, tokens)
+    metrics.add_logits(idx, logits / math.sqrt(dk), pair)
     lz = np.where(pair, logits, 0.0)
     s1_all = lz.sum(axis=(2, 3))
     s2_all = (lz * lz).sum(axis=(2, 3))
@@ -659,7 +681,7 @@ def audit_encoder(
     start = time.perf_counter()
     counts = np.array([len(s) for s in ids], dtype=float)
     proj = _projections(ckpt, chosen)
-    run = _measure(ckpt, ids, chosen, plan.batch_size, proj, progress)
+    run = _measure(ckpt, ids, chosen, plan.batch_size, proj, progress, args.confidence)
     return AuditResult(
         rows=tuple(r for layer in run.done for r in _heads(layer, proj, run, counts, args)),
         model_path=str(ckpt.path),
@@ -677,6 +699,8 @@ def audit_encoder(
         seconds=time.perf_counter() - start,
         truncated=truncated,
         interrupted=run.stopped_by is not None,
+        first_tokens=first_token_texts(ids, ckpt.tokenizer.id_to_token),
+        metrics=tuple(m for layer in run.done for m in run.metrics[layer]),
     )
 
 
@@ -737,9 +761,10 @@ def plan_audit(
     cfg = ckpt.config
     d, f, heads = cfg.hidden_size, cfg.intermediate_size, cfg.num_heads
     width = max(lengths)
-    # per sequence of the longest width: attention arrays (float64 measurement, ~6 of them),
-    # the feed-forward activations (float32, two), q/k/v and their float64 copies
-    per_seq = width * (6 * 8 * heads * width + 2 * 4 * f + 8 * 8 * d)
+    # per sequence of the longest width: attention arrays (float64 measurement, ~6 of them, and
+    # as many for the metrics), the feed-forward activations (float32, two), q/k/v and their
+    # float64 copies
+    per_seq = width * (12 * 8 * heads * width + 2 * 4 * f + 8 * 8 * d)
     batch = max(1, min(batch_size, _BATCH_BYTES // per_seq))
     tokens = float(sum(lengths))
     order = sorted(lengths)
@@ -749,7 +774,9 @@ def plan_audit(
     # per chosen layer: W_q, b_q, W_k, b_k in float64 and the input's d × d moments; then the
     # covariance and the heads' C_q, C_k (d × d each) while its rows are made
     layer_sums = len(layers) * (8.0 * (3 * d * d + 2 * d) + 6 * 8.0 * len(lengths) * heads)
-    memory = weights + 4.0 * padded * d + batch * per_seq + layer_sums + 3 * 8.0 * d * d
+    # one layer's logits kept for the 99.9 % quantile (float32), and one head's joined copy
+    pooled = 4.0 * (heads + 1) * sum(n * n for n in lengths)
+    memory = weights + 4.0 * padded * d + batch * per_seq + layer_sums + 3 * 8.0 * d * d + pooled
     depth = max(layers) + 1
     flops = depth * padded * (2 * (4 * d * d + 2 * d * f) + 4 * width * d)
     flops += len(layers) * padded * (4 * d * d + heads * width * 40)
@@ -801,6 +828,7 @@ class _Run(NamedTuple):
 
     sums: dict[int, _Sums]
     moments: dict[int, _InputMoments]
+    metrics: dict[int, list[HeadMetrics]]
     done: list[int]
     stopped_by: BaseException | None
 
@@ -812,6 +840,7 @@ def _measure(
     batch_size: int,
     proj: dict[int, tuple[np.ndarray, ...]],
     progress: ProgressCallback | None,
+    confidence: float,
 ) -> _Run:
     """Run the encoder layer by layer over all batches, measuring each chosen layer's input.
 
@@ -819,16 +848,19 @@ def _measure(
     the next starts: an interrupt keeps the layers done. The hidden states of all tokens at the
     current layer are kept (float32), one batch at a time replaced by the next layer's.
     """
+    from .metrics import LayerAccumulator  # it builds on this module's MIN_SEQUENCES
+
     heads, dk = ckpt.config.num_heads, ckpt.config.head_dim
     sums = {layer: _Sums(len(ids), heads) for layer in layers}
     moments = {layer: _InputMoments(ckpt.config.hidden_size) for layer in layers}
-    run = _Run(sums, moments, [], None)
+    run = _Run(sums, moments, {}, [], None)
     groups = list(bert.batches(ids, batch_size))
     depth = max(layers) + 1
     try:
         with np.errstate(all="ignore"):  # finite weights can still overflow: refused below
             states = [_finite(ckpt, 0, bert.embed(ckpt, batch)) for _, batch in groups]
         for layer in range(depth):
+            acc = LayerAccumulator(layer, range(heads), len(ids), scale=dk**-0.5, causal=False)
             for g, (idx, batch) in enumerate(groups):
                 if layer in sums:
                     h = states[g].astype(np.float64)
@@ -837,7 +869,7 @@ def _measure(
                     with np.errstate(all="ignore"):
                         q = bert.split_heads(bert.linear(h, wq, bq), heads)
                         k = bert.split_heads(bert.linear(h, wk, bk), heads)
-                        parts = _measure_batch(q, k, batch.mask, dk)
+                        parts = _measure_batch(q, k, batch.mask, dk, acc, idx)
                     sums[layer].store(idx, tuple(_finite(ckpt, layer, p) for p in parts))
                 if layer + 1 < depth:
                     with np.errstate(all="ignore"):
@@ -846,6 +878,7 @@ def _measure(
                 if progress is not None:
                     progress(layer * len(groups) + g, depth * len(groups), 1.0)
             if layer in sums:
+                run.metrics[layer] = acc.rows(confidence)
                 run.done.append(layer)
     except KeyboardInterrupt as exc:
         return run._replace(stopped_by=exc)

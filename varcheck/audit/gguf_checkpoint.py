@@ -11,7 +11,6 @@ that RoPE pairs adjacent coordinates; undoing it lets the rotate-half RoPE apply
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,10 +143,7 @@ def open_gguf_checkpoint(path: str | os.PathLike[str]) -> GGUFCheckpoint:
     where = cut(str(path))
     _refuse_unused(model, where)
     cfg = model.config
-    declared = model.file.get(f"{model.file.architecture}.attention.scale", 0.0) or 0.0
-    if not isinstance(declared, int | float) or not math.isfinite(declared) or declared < 0:
-        raise VarcheckError(f"{where}: attention.scale {cut(repr(declared))}; accepted: >= 0")
-    scale = float(declared) if declared else 1 / math.sqrt(cfg.head_dim)
+    scale = cfg.declared_scale
     inv = (np.asarray(model.inv_freq, np.float64) / cfg.rope_scale).astype(np.float32)
     spec = ModelSpec(
         family="llama",
@@ -161,7 +157,7 @@ def open_gguf_checkpoint(path: str | os.PathLike[str]) -> GGUFCheckpoint:
         activation="silu",
         max_positions=cfg.context_length,
         scales=(scale,) * cfg.num_layers,
-        scale_rule="attention.scale" if declared else "1/√d_head",
+        scale_rule=cfg.scale_rule,
         softcap=None,
         final_softcap=None,
         windows=(None,) * cfg.num_layers,

@@ -26,7 +26,7 @@ from .encoder import MAX_SECONDS, default_sentences, parse_layers, read_text_fil
 from .gguf_checkpoint import GGUFCheckpoint, open_gguf_checkpoint
 from .metrics import LayerAccumulator
 from .results import CheckpointAudit, HeadMetrics
-from .tokenizing import cut_lines, encode_in_chunks, native_errors
+from .tokenizing import cut_lines, encode_in_chunks, first_token_texts, native_errors
 
 __all__ = ["AuditPlan", "family_of", "open_model", "encode", "plan", "audit_hf", "select"]
 
@@ -117,7 +117,8 @@ def plan(
     embedding = min(distinct, ckpt.embedding_rows()) * spec.hidden * 4  # rows in use only
     states = 2 * sum(_BATCH * n for n in widths) * spec.hidden * 4
     attention = 8 * _BATCH * spec.heads * max(widths, default=1) ** 2 * 4
-    pooled = squares * spec.heads * 4
+    # the layer's visible logits (float32), kept for the quantile, and one head's joined copy
+    pooled = squares * (spec.heads + 1) * 4
     memory = ckpt.layer_bytes() + embedding + states + attention + pooled
     per_layer = ckpt.layer_bytes() / 4
     flops = (max(layers) + 1) * (2 * tokens * per_layer + 4 * squares * spec.heads * spec.head_dim)
@@ -214,11 +215,16 @@ def _walk(
         states = [hf_forward.embed(ckpt, x, m) for _, x, m in inputs]
         for layer in range(max(layers) + 1):
             weights = hf_forward.layer_weights(ckpt, layer)
-            acc = LayerAccumulator(ckpt.spec, layer, heads, len(ids)) if layer in layers else None
+            acc = (
+                LayerAccumulator.of_spec(ckpt.spec, layer, heads, len(ids))
+                if layer in layers
+                else None
+            )
             for b, (idx, _, mask) in enumerate(inputs):
                 att, states[b] = hf_forward.block(ckpt.spec, weights, layer, states[b], mask)
                 if acc is not None:
                     acc.add(idx, att)
+            del weights  # before the next layer's are read: one layer's tensors at a time
             if acc is not None:
                 rows += acc.rows(confidence)
                 maxima += list(acc.seq_abs_max.T)
@@ -231,10 +237,7 @@ def _first_tokens(
     ckpt: HFCheckpoint | GGUFCheckpoint, ids: Sequence[Sequence[int]]
 ) -> tuple[str, ...]:
     """The distinct texts of token 0 (at most five), for the sink column's note."""
-    firsts = sorted({s[0] for s in ids})
-    if ckpt.tokenizer is None:
-        return tuple(str(i) for i in firsts[:5])
-    return tuple(repr(ckpt.tokenizer.id_to_token(i)) for i in firsts[:5])
+    return first_token_texts(ids, None if ckpt.tokenizer is None else ckpt.tokenizer.id_to_token)
 
 
 def expected_pairs(ids: Sequence[Sequence[int]], causal: bool) -> int:

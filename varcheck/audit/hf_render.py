@@ -18,7 +18,16 @@ from ..output.formats import Column, fmt, records_to_markdown
 from .metrics import MIN_SEQUENCES
 from .results import CheckpointAudit, HeadMetrics, TrendResult
 
-__all__ = ["render_checkpoint", "render_trend", "checkpoint_records", "trend_records"]
+__all__ = [
+    "render_checkpoint",
+    "render_trend",
+    "checkpoint_records",
+    "trend_records",
+    "metric_record",
+    "metric_columns",
+    "metric_cells",
+    "metric_notes",
+]
 
 NO_INTERVAL = (
     "max logit and q99.9 have no interval: a maximum grows with the pairs looked at, and no "
@@ -32,6 +41,21 @@ def _span(ci: Any) -> str:
 
 def _ends(name: str, ci: Any) -> dict[str, float]:
     return {f"{name}_low": ci.low, f"{name}_high": ci.high}
+
+
+def metric_record(h: HeadMetrics) -> dict[str, Any]:
+    """The figures every audit adds to a head's record: the declared scale, the maximum logit,
+    the mean per-sequence maximum, the 99.9 % quantile, the entropy's interval, the sink."""
+    return {
+        "scale": h.scale,
+        "max_logit": h.max_logit,
+        "mean_max": h.mean_max,
+        **_ends("mean_max", h.mean_max_ci),
+        "q999": h.q999,
+        **_ends("entropy", h.entropy_ci),
+        "sink": h.sink,
+        **_ends("sink", h.sink_ci),
+    }
 
 
 def _head_record(h: HeadMetrics) -> dict[str, Any]:
@@ -80,13 +104,18 @@ def checkpoint_dict(result: CheckpointAudit) -> dict[str, Any]:
     return {**checkpoint_meta(result), "heads": checkpoint_records(result), "note": NO_INTERVAL}
 
 
-def notes(result: CheckpointAudit) -> list[str]:
-    """Lines under the table: the declared scale, token 0, what has no interval, what to do."""
-    lines = [
-        f"declared scale: {result.scale_rule}; figures are scale·q·k before any soft-cap",
-        f"token 0 (the sink's): {', '.join(result.first_tokens)}",
+def metric_notes(scale_rule: str, first_tokens: tuple[str, ...]) -> list[str]:
+    """What the metrics are taken at and on: the declared scale, token 0, what has no interval."""
+    return [
+        f"declared scale: {scale_rule}; figures are scale·q·k before any soft-cap",
+        f"token 0 (the sink's): {', '.join(first_tokens)}",
         NO_INTERVAL,
     ]
+
+
+def notes(result: CheckpointAudit) -> list[str]:
+    """Lines under the table: the declared scale, token 0, what has no interval, what to do."""
+    lines = metric_notes(result.scale_rule, result.first_tokens)
     if result.sequences < MIN_SEQUENCES:
         lines.append(
             f"no intervals: {result.sequences} sequences < {MIN_SEQUENCES}; give --text with "
@@ -130,6 +159,22 @@ def _cells(h: HeadMetrics) -> list[str]:
         _span(h.mean_max_ci),
         fmt(h.beta_unit, 3),
     ]
+
+
+#: The columns other than the metrics: the head's name, and the scaled variance and β_unit,
+#: which the bundled-model audits show in their own tables (with their own interval).
+_NOT_METRICS = {"layer", "head", "scaled var", "interval", "β_unit"}
+
+
+def metric_columns() -> list[Column]:
+    """The metrics' columns, priorities as in the checkpoint audit's table."""
+    return [c for c in _COLUMNS if c.name not in _NOT_METRICS]
+
+
+def metric_cells(h: HeadMetrics) -> list[str]:
+    """:func:`metric_columns`' cells of a head."""
+    keep = [c.name not in _NOT_METRICS for c in _COLUMNS]
+    return [cell for cell, kept in zip(_cells(h), keep, strict=True) if kept]
 
 
 def checkpoint_title(result: CheckpointAudit) -> str:

@@ -92,6 +92,8 @@ class LlamaConfig:
     context_length, vocab_size : int
     name : str
         ``general.name`` (or the file's name).
+    attention_scale : float or None
+        ``attention.scale``, the multiplier of q·k the file declares; None: 1/√d_k.
     """
 
     num_layers: int
@@ -106,6 +108,17 @@ class LlamaConfig:
     context_length: int
     vocab_size: int
     name: str
+    attention_scale: float | None = None
+
+    @property
+    def declared_scale(self) -> float:
+        """The multiplier of q·k the model uses: ``attention.scale``, or 1/√d_k."""
+        return self.attention_scale or 1.0 / math.sqrt(self.head_dim)
+
+    @property
+    def scale_rule(self) -> str:
+        """Where :attr:`declared_scale` comes from, for reports."""
+        return "attention.scale" if self.attention_scale else "1/√d_head"
 
     @property
     def group_size(self) -> int:
@@ -214,6 +227,12 @@ def _read_config(file: GGUFFile) -> LlamaConfig:
         scale = _meta_float(file, "rope.scaling.factor", 1.0, 0.0, 1e6)
     embedding = file.tensors.get("token_embd.weight")
     name = file.get("general.name") or file.path.stem
+    declared = file.get(f"{file.architecture}.attention.scale", 0.0) or 0.0
+    number = isinstance(declared, int | float) and not isinstance(declared, bool)
+    if not (number and math.isfinite(declared) and declared >= 0):
+        raise VarcheckError(
+            f"{file.path}: metadata attention.scale {str(declared)[:40]!r}; accepted: a number >= 0"
+        )
     return LlamaConfig(
         num_layers=_meta_int(file, "block_count"),
         hidden_size=hidden,
@@ -227,6 +246,7 @@ def _read_config(file: GGUFFile) -> LlamaConfig:
         context_length=_meta_int(file, "context_length", 2048),
         vocab_size=embedding.shape[0] if embedding is not None else 0,
         name=str(name)[:80],
+        attention_scale=float(declared) or None,
     )
 
 
@@ -411,7 +431,10 @@ def attention_layer(
     logits = (grouped @ k_rot[:, :, None].swapaxes(-1, -2)).reshape(b, cfg.num_heads, n, n)
     if not with_output:
         return AttentionLayer(x, q, k, logits, None)
-    probs = _causal_softmax(logits / np.float32(math.sqrt(cfg.head_dim)))
+    if cfg.attention_scale is None:
+        probs = _causal_softmax(logits / np.float32(math.sqrt(cfg.head_dim)))
+    else:
+        probs = _causal_softmax(logits * np.float32(cfg.attention_scale))
     v = _split(_project(x, w.wv), cfg.num_kv_heads)
     context = probs.reshape(b, cfg.num_kv_heads, g, n, n) @ v[:, :, None]
     context = context.reshape(b, cfg.num_heads, n, cfg.head_dim).transpose(0, 2, 1, 3)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.estimation import ConfidenceInterval, hall_interval, t_quantile
+from .bert import masked_softmax
 from .decoder import sequence_interval
 from .encoder import MIN_SEQUENCES
 from .families import ModelSpec
@@ -92,18 +93,37 @@ def _entropy_rows(probs: np.ndarray) -> np.ndarray:
 class LayerAccumulator:
     """Per-sequence sums of one layer's figures over batches.
 
+    Every audit feeds one: the checkpoint audit its :class:`~.hf_forward.LayerQK` (:meth:`add`),
+    the bundled encoder and decoder audits their own logits (:meth:`add_logits`).
+
     Parameters
     ----------
-    spec : ModelSpec
     layer : int
     heads : sequence of int
         Query heads audited.
     sequences : int
         Sequences in the text (batches give their indices).
+    scale : float
+        The declared scale of q·k (the logits given are already multiplied by it).
+    causal : bool
+        A decoder: query 0 (one key) takes no part in the entropy and the sink.
+    softcap, window : float or int, optional
+        Reported with each head (the figures are before the cap, over the window's pairs).
     """
 
-    def __init__(self, spec: ModelSpec, layer: int, heads: Sequence[int], sequences: int) -> None:
-        self.spec, self.layer, self.heads = spec, layer, list(heads)
+    def __init__(
+        self,
+        layer: int,
+        heads: Sequence[int],
+        sequences: int,
+        *,
+        scale: float,
+        causal: bool,
+        softcap: float | None = None,
+        window: int | None = None,
+    ) -> None:
+        self.layer, self.heads = layer, list(heads)
+        self.scale, self.causal, self.softcap, self.window = scale, causal, softcap, window
         shape = (sequences, len(self.heads))
         self.count = np.zeros(shape)
         self.s1, self.s2 = np.zeros(shape), np.zeros(shape)
@@ -112,11 +132,39 @@ class LayerAccumulator:
         self.sink, self.sink_n = np.zeros(shape), np.zeros(shape)
         self.pooled: list[np.ndarray] = []
 
+    @classmethod
+    def of_spec(
+        cls, spec: ModelSpec, layer: int, heads: Sequence[int], sequences: int
+    ) -> LayerAccumulator:
+        """The accumulator of a checkpoint's layer, its scale, cap and window from ``spec``."""
+        return cls(
+            layer,
+            heads,
+            sequences,
+            scale=spec.scales[layer],
+            causal=spec.causal,
+            softcap=spec.softcap,
+            window=spec.windows[layer],
+        )
+
     def add(self, idx: Sequence[int], att: LayerQK) -> None:
-        """One batch; row r of the batch is sequence ``idx[r]``."""
-        logits = att.logits[:, self.heads].astype(np.float64)
-        probs = att.probs[:, self.heads]
-        vis = att.visible  # (batch, 1, n, n)
+        """One batch of a checkpoint's forward pass; row r of the batch is sequence ``idx[r]``."""
+        self.add_arrays(idx, att.logits[:, self.heads], att.probs[:, self.heads], att.visible)
+
+    def add_logits(self, idx: Sequence[int], logits: np.ndarray, visible: np.ndarray) -> None:
+        """One batch of scaled logits ``(batch, heads, n, n)`` of every head, uncapped; the
+        attention weights are their softmax over the ``visible`` pairs ``(batch, 1, n, n)``
+        (queries without a visible key keep a row of their own, and are not counted)."""
+        chosen = logits[:, self.heads]
+        keys = visible | ~visible.any(axis=-1, keepdims=True)
+        self.add_arrays(idx, chosen, masked_softmax(chosen, keys), visible)
+
+    def add_arrays(
+        self, idx: Sequence[int], logits: np.ndarray, probs: np.ndarray, vis: np.ndarray
+    ) -> None:
+        """The audited heads' scaled logits and weights ``(batch, heads, n, n)`` and the
+        visible pairs ``(batch, 1, n, n)``."""
+        logits = logits.astype(np.float64)
         self.count[idx] = vis.sum(axis=(2, 3))
         shown = np.where(vis, logits, 0.0)
         self.s1[idx] = shown.sum(axis=(2, 3))
@@ -126,13 +174,23 @@ class LayerAccumulator:
         self.pooled.append(logits.transpose(1, 0, 2, 3)[:, vis[:, 0]].astype(np.float32))
         real = np.any(vis[:, 0], axis=-1)  # (batch, n): real queries
         counted = real.copy()
-        if self.spec.causal:
+        if self.causal:
             counted[:, 0] = False  # query 0 has one key: entropy 0, all weight on token 0
         ent = np.where(counted[:, None], _entropy_rows(probs), 0.0)
         self.ent[idx], self.ent_n[idx] = ent.sum(axis=2), counted.sum(axis=1)[:, None]
         sees = counted & vis[:, 0, :, 0]
         self.sink[idx] = np.where(sees[:, None], probs[..., 0], 0.0).sum(axis=2)
         self.sink_n[idx] = sees.sum(axis=1)[:, None]
+
+    def _quantiles(self) -> np.ndarray:
+        """The 99.9 % quantile of each head's pooled logits, one head's copy at a time (the
+        batches' logits are one layer's largest array: no second copy of them all)."""
+        out = np.full(len(self.heads), np.nan)
+        for c in range(len(self.heads)):
+            one = np.concatenate([part[c] for part in self.pooled])
+            if one.size:
+                out[c] = np.quantile(one, 0.999, overwrite_input=True)
+        return out
 
     def rows(self, confidence: float) -> list[HeadMetrics]:
         """The layer's :class:`HeadMetrics`, one per audited head."""
@@ -143,18 +201,14 @@ class LayerAccumulator:
             self.ent, self.ent_n, confidence, (0.0, math.log(longest + 1))
         )
         sink, sink_ci = ratio_intervals(self.sink, self.sink_n, confidence, (0.0, 1.0))
-        pooled = np.concatenate(self.pooled, axis=1)
-        q999 = (
-            np.quantile(pooled, 0.999, axis=1) if pooled.size else np.full(len(self.heads), np.nan)
-        )
-        spec, layer = self.spec, self.layer
+        q999 = self._quantiles()
         return [
             HeadMetrics(
-                layer=layer,
+                layer=self.layer,
                 head=head,
-                scale=spec.scales[layer],
-                softcap=spec.softcap,
-                window=spec.windows[layer],
+                scale=self.scale,
+                softcap=self.softcap,
+                window=self.window,
                 scaled_var=float(var[c]),
                 scaled_var_ci=var_ci[c],
                 max_logit=float(self.seq_max[:, c].max()),

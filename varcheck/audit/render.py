@@ -74,6 +74,8 @@ def audit_meta(result: AnyResult) -> dict[str, Any]:
         "confidence": result.confidence,
         "min_sequences": result.min_sequences,
         "sigma_w_kind": result.sigma_w_kind,
+        "declared_scale": result.scale_rule,
+        "first_tokens": " ".join(result.first_tokens),
         "seconds": round(result.seconds, 3),
     }
 
@@ -81,7 +83,19 @@ def audit_meta(result: AnyResult) -> dict[str, Any]:
 def audit_records(result: AuditResult) -> list[dict[str, Any]]:
     """One flat record per head (the JSON ``rows`` and the CSV lines)."""
     fields = (*_ENCODER_FIELDS, *_PREDICTED, "predicted_var_centred")
-    return [_record(row, fields) for row in result.rows]
+    return _records(result, fields)
+
+
+def _records(result: AnyResult, fields: Sequence[str]) -> list[dict[str, Any]]:
+    """Each row's record, with its head's metrics (:func:`~.hf_render.metric_record`)."""
+    from .hf_render import metric_record
+
+    metrics = {(m.layer, m.head): m for m in result.metrics}
+    out = []
+    for row in result.rows:
+        m = metrics.get((row.layer, row.head))
+        out.append(_record(row, fields) | (metric_record(m) if m is not None else {}))
+    return out
 
 
 #: A head's record, around its interval: what identifies it, its weights and predictions (the
@@ -361,13 +375,46 @@ def _weights_table(result: AuditResult, console: Console) -> tuple[Table, list[s
     return _head_table(result, console, caption, columns, _weights_row)
 
 
+def _metrics_table(result: AnyResult, console: Console) -> tuple[Table, list[str]]:
+    """Per head: what the model's logits and attention do on the text (the metrics every audit
+    reports, :mod:`varcheck.audit.metrics`), with the checkpoint audit's columns."""
+    from .hf_render import metric_cells, metric_columns
+
+    causal = " (a decoder's from query 1 on: query 0 has one key)" if _causal(result) else ""
+    caption = (
+        "Per head · at the declared scale · max: the largest logit over every pair · sink: mean "
+        f"weight on token 0 · entropy: mean over queries{causal}, nats · mean max: mean over "
+        "sequences of each one's largest logit · q99.9: the 99.9 % quantile of the logits · "
+        f"int.: {confidence_label(result.confidence)} intervals over sequences"
+    )
+    columns = [("layer", 0), ("head", 0), *((c.name, c.priority) for c in metric_columns())]
+    cells = [[str(m.layer), str(m.head), *metric_cells(m)] for m in result.metrics]
+    # intervals are blank below MIN_SEQUENCES sequences (a note says why): no empty columns
+    used = [i for i in range(len(columns)) if any(row[i] for row in cells)] if cells else []
+    picked = [[row[i] for i in used] for row in cells]
+    return _fit(console, "", caption, [columns[i] for i in used], picked)
+
+
+def _causal(result: AnyResult) -> bool:
+    return hasattr(result, "kv_groups")
+
+
+def metric_lines(result: AnyResult) -> list[str]:
+    """Under the tables: the declared scale, token 0, what has no interval."""
+    from .hf_render import metric_notes
+
+    return metric_notes(result.scale_rule, result.first_tokens)
+
+
 def render_audit_table(result: AuditResult, console: Console) -> None:
-    """The per-layer summary first, then two per-head tables (logit scale; weights), a legend.
+    """The per-layer summary first, then three per-head tables (logit scale; weights; the
+    metrics every audit reports), a legend.
 
     Every table fits the console's width: lower-priority columns are dropped (and named in a
     note) before any layer or head id, estimate, interval or verdict word would be cut.
     """
-    _print_tables(result, console, (_layer_table, _scale_table, _weights_table), [LEGEND])
+    builds = (_layer_table, _scale_table, _weights_table, _metrics_table)
+    _print_tables(result, console, builds, [LEGEND, *metric_lines(result)])
 
 
 def _print_tables(result: Any, console: Console, builds: Sequence[Any], legend: list[str]) -> None:
@@ -392,7 +439,8 @@ def audit_markdown(result: AuditResult) -> str:
     )
     title = f"Per layer · {_titled(audit_title(result), result)}"
     text = records_to_markdown(summary_records(result), meta, title)
-    return text + notes + "\n" + records_to_markdown(audit_records(result), {}, "Per head")
+    text += notes + "\n" + records_to_markdown(audit_records(result), {}, "Per head")
+    return text + "".join(f"\n> {line}\n" for line in metric_lines(result))
 
 
 #: Write an audit in one of :data:`~varcheck.output.formats.FORMATS` to ``console``.
@@ -425,7 +473,7 @@ def decoder_meta(result: DecoderAuditResult) -> dict[str, Any]:
 def decoder_records(result: DecoderAuditResult) -> list[dict[str, Any]]:
     """One flat record per query head (the JSON ``rows`` and the CSV lines)."""
     fields = (*_DECODER_FIELDS, *_PREDICTED, "predicted_var_centred", "predicted_var_rope")
-    return [_record(row, fields) for row in result.rows]
+    return _records(result, fields)
 
 
 def distance_profile(result: DecoderAuditResult) -> dict[str, Any]:
@@ -582,8 +630,14 @@ def _decoder_layer_table(result: DecoderAuditResult, console: Console) -> tuple[
 
 def render_decoder_table(result: DecoderAuditResult, console: Console) -> None:
     """The per-layer summary, two per-head tables, the distance profile, the KV groups."""
-    builds = (_decoder_layer_table, _decoder_scale_table, _decoder_weights_table, _distance_table)
-    _print_tables(result, console, builds, [kv_note(result), DECODER_LEGEND])
+    builds = (
+        _decoder_layer_table,
+        _decoder_scale_table,
+        _decoder_weights_table,
+        _metrics_table,
+        _distance_table,
+    )
+    _print_tables(result, console, builds, [kv_note(result), DECODER_LEGEND, *metric_lines(result)])
 
 
 def decoder_markdown(result: DecoderAuditResult) -> str:
@@ -611,7 +665,8 @@ def decoder_markdown(result: DecoderAuditResult) -> str:
         + ", ".join(str(b.pairs) for b in bands)
         + ")"
     )
-    return text + "\n" + records_to_markdown(profile, {}, caption)
+    text += "\n" + records_to_markdown(profile, {}, caption)
+    return text + "".join(f"\n> {line}\n" for line in metric_lines(result))
 
 
 #: Write a decoder audit in one of :data:`~varcheck.output.formats.FORMATS`.

@@ -26,12 +26,28 @@ from collections.abc import Callable, Iterator, Sequence
 
 from ..errors import VarcheckError
 
-__all__ = ["CHARS_PER_TOKEN", "CHUNK_CHARS", "native_errors", "cut_lines", "encode_in_chunks"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "CHUNK_CHARS",
+    "native_errors",
+    "cut_lines",
+    "encode_in_chunks",
+    "first_token_texts",
+]
 
 #: Characters of a line kept per token of ``max_length`` before tokenising.
 CHARS_PER_TOKEN = 64
 #: Characters handed to the library in one call.
 CHUNK_CHARS = 1 << 18
+
+
+def first_token_texts(
+    ids: Sequence[Sequence[int]], text_of: Callable[[int], str] | None
+) -> tuple[str, ...]:
+    """The distinct token-0 texts of the sequences (at most five, quoted), the token an
+    attention sink forms on; their ids when there is no tokenizer to name them."""
+    firsts = sorted({s[0] for s in ids if s})[:5]
+    return tuple(str(i) if text_of is None else repr(text_of(i)) for i in firsts)
 
 
 def _is_panic(exc: BaseException) -> bool:

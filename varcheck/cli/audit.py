@@ -105,10 +105,11 @@ def command(
     entropy, and the β that would give unit variance, next to 1/√d_k. For a decoder: the
     scale by distance i − j and which query heads share each key/value head.
 
-    A Hugging Face directory of another family (RoBERTa, GPT-2, Llama, Mistral, Qwen2, Qwen3,
-    Gemma, Gemma 2), or several checkpoints of one run, get the per-head figures training
-    engineers watch at the declared scale: scaled variance, maximum logit, 99.9% quantile,
-    entropy and sink ratio; for a run, each head's logit growth per checkpoint.
+    Every audit also reports, per head at the scale the checkpoint declares, the figures
+    training engineers watch: maximum logit, mean per-sequence maximum, 99.9% quantile, entropy
+    and sink ratio (the weight on token 0). A Hugging Face directory of another family
+    (RoBERTa, GPT-2, Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma 2) gets these with the scaled
+    variance; several checkpoints of one run, each head's logit growth per checkpoint.
     """
     from ..audit.decoder import is_decoder_model
 

@@ -53,13 +53,22 @@ class _Alias:
         # typeshed's LoaderProtocol asks for load_module, which a PEP 451 loader need not have
         return importlib.util.spec_from_loader(fullname, _Alias)  # type: ignore[arg-type]
 
+    #: the modules' own specs, which the import system replaces by the alias's
+    own_specs: dict[str, ModuleSpec | None] = {}
+
     @staticmethod
     def create_module(spec: ModuleSpec) -> ModuleType:
-        return importlib.import_module(f"varcheck.audit.{MOVED[spec.name.rpartition('.')[2]]}")
+        module = importlib.import_module(f"varcheck.audit.{MOVED[spec.name.rpartition('.')[2]]}")
+        _Alias.own_specs[spec.name] = module.__spec__
+        return module
 
     @staticmethod
     def exec_module(module: ModuleType) -> None:
-        """The module was imported under its new name already."""
+        """The module was imported under its new name already: its own spec is put back (with
+        the alias's, its relative imports would resolve against ``varcheck.encoder``)."""
+        spec = module.__spec__
+        if spec is not None:
+            module.__spec__ = _Alias.own_specs.pop(spec.name, spec)
 
 
 sys.meta_path.append(_Alias)
