@@ -92,6 +92,16 @@ ONE_WORKER_MODULES = frozenset(
     }
 )
 
+#: Modules that share a session-scoped fixture below (a real model's audit) share one group, so
+#: that one worker computes it once for all of them.
+SHARED_GROUPS = {
+    "test_audit": "minilm",
+    "test_audit_reference": "minilm",
+    "test_audit_render": "minilm",
+    "test_decoder_audit": "smollm2",
+    "test_decoder_render": "smollm2",
+}
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
@@ -116,11 +126,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         module = item.module.__name__ if getattr(item, "module", None) else ""
         if module not in ONE_WORKER_MODULES:
             continue
-        item.add_marker(pytest.mark.xdist_group(module))
+        group = SHARED_GROUPS.get(module, module)
+        item.add_marker(pytest.mark.xdist_group(group))
         if grouping and "@" not in item.nodeid:
             # what xdist 3.8 does to name the group (a suffix of the test's id), which under
             # pytest 9 (ids kept as `_id`, no longer `_nodeid`) no longer takes effect
-            item._id = type(item._id).parse(f"{item.nodeid}@{module}")
+            item._id = type(item._id).parse(f"{item.nodeid}@{group}")
 
 
 @pytest.fixture(autouse=True)
@@ -131,6 +142,32 @@ def _close_leftover_figures():
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is not None:
         pyplot.close("all")
+
+
+@pytest.fixture(scope="session")
+def minilm_checkpoint():
+    """The MiniLM checkpoint, loaded once per test process (tests/test_audit*.py)."""
+    from varcheck.audit import bert
+
+    return bert.load_checkpoint("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="session")
+def minilm_default_audit():
+    """``audit("all-MiniLM-L6-v2")`` with every default (all six layers on the built-in text),
+    computed once per test process for the tests of its values and of its outputs."""
+    from varcheck.audit.command import audit
+
+    return audit("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="session")
+def smollm2_default_audit():
+    """``audit_decoder("SmolLM2-135M")`` with every default, computed once per test process for
+    the tests of its values and of the command line's JSON."""
+    from varcheck.audit.decoder import audit_decoder
+
+    return audit_decoder("SmolLM2-135M")
 
 
 @pytest.fixture

@@ -362,13 +362,13 @@ def test_audit_takes_numpy_numbers(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def minilm():
-    return bert.load_checkpoint("all-MiniLM-L6-v2")
+def minilm(minilm_checkpoint):
+    return minilm_checkpoint
 
 
 @pytest.fixture(scope="module")
-def minilm_audit():
-    return audit("all-MiniLM-L6-v2")
+def minilm_audit(minilm_default_audit):
+    return minilm_default_audit
 
 
 @needs_minilm

@@ -82,8 +82,8 @@ def reference():
 
 
 @pytest.fixture(scope="module")
-def minilm():
-    return bert.load_checkpoint("all-MiniLM-L6-v2")
+def minilm(minilm_checkpoint):
+    return minilm_checkpoint
 
 
 @pytest.fixture(scope="module")

@@ -25,11 +25,9 @@ CHECK_WORDS = ("holds", "above", "below")
 
 
 @pytest.fixture(scope="module")
-def full():
+def full(minilm_default_audit):
     """All six layers on the built-in text (42 sequences: intervals)."""
-    from varcheck.audit.command import audit
-
-    return audit("all-MiniLM-L6-v2")
+    return minilm_default_audit
 
 
 @pytest.fixture(scope="module")

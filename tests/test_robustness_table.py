@@ -2,9 +2,9 @@
 code, in sweep, assert, check, audit, beta and probe.
 
 Cases that could hang or eat memory if a guard regressed (claim expressions, devices, FIFOs,
-huge budgets) run in subprocesses under a memory limit (RLIMIT_AS) and a CPU limit
-(RLIMIT_CPU), several at a time; the option matrix is refused (or runs a tiny budget) in
-milliseconds and runs in-process.
+huge budgets) run in child processes under a memory limit (RLIMIT_AS) and a CPU limit
+(RLIMIT_CPU), several at a time, forked from the server of ``hostile_cases.Runner``; the
+option matrix is refused (or runs a tiny budget) in milliseconds and runs in-process.
 Files someone hands varcheck (GGUF and safetensors checkpoints, tokenizers, texts, .npz weights,
 claim files: ``hostile_cases.py``) each run in a child forked from a server that imported
 varcheck once, under 1.5 GiB of address space and 20 s of CPU. Every exit 2 must be one
@@ -15,23 +15,22 @@ from __future__ import annotations
 
 import os
 import re
-import resource
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
+if TYPE_CHECKING:
+    from hostile_cases import Ran
+
 #: memory and CPU time each subprocess case may use (a run that is refused needs ~200 MB, 2 s
 #: of CPU); the CPU limit (RLIMIT_CPU: the kernel stops the child) is what catches a runaway
-#: computation, whatever the machine's load; the wall-clock timeout only catches a child blocked
-#: for good (on a FIFO, say), and is far above what a loaded machine needs
+#: computation, whatever the machine's load; the runner's wall-clock deadline only catches a
+#: child blocked for good (on a FIFO, say), and is far above what a loaded machine needs
 MEMORY_LIMIT = 2 << 30
 CPU_SECONDS = 30
-TIMEOUT = 300.0
 #: the longest error line a refused value may produce
 LONGEST_ERROR = 400
 
@@ -170,41 +169,24 @@ def _probe_cases(f: dict[str, str]) -> dict[str, Case]:
     }
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS + 5))
-
-
-class Ran(NamedTuple):
-    code: int | str
-    out: str
-    err: str
-    seconds: float
-
-
-def _run(args: tuple[str, ...], cwd: Path) -> Ran:
-    start = time.monotonic()
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", "from varcheck.cli import main; main()", *args],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            preexec_fn=_limit_memory,
-            cwd=cwd,
-        )
-    except subprocess.TimeoutExpired as exc:
-        return Ran("timeout", str(exc.stdout or "")[-500:], str(exc.stderr or "")[-500:], TIMEOUT)
-    return Ran(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
-
-
 @pytest.fixture(scope="module")
-def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Case, Ran]]:
-    """Every subprocess case, four at a time."""
+def ran(runner, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Case, Ran]]:
+    """Every subprocess case, four at a time, each in a child of the fork server (the limits of
+    a fresh process, without an interpreter's start-up and imports per case) and a folder of
+    its own (the child's output goes to files there)."""
     folder = tmp_path_factory.mktemp("robustness")
     cases = _subprocess_cases(_files(folder))
+
+    def run(index: int, args: tuple[str, ...]) -> Ran:
+        own = folder / f"case-{index}"
+        own.mkdir()
+        return runner.run(args, own, hook=None, limit=MEMORY_LIMIT, timeout=CPU_SECONDS)
+
     with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {name: pool.submit(_run, case.args, folder) for name, case in cases.items()}
+        futures = {
+            name: pool.submit(run, index, case.args)
+            for index, (name, case) in enumerate(cases.items())
+        }
         return {name: (cases[name], fut.result()) for name, fut in futures.items()}
 
 

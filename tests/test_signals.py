@@ -148,18 +148,50 @@ def _claims_file() -> Path:
     return path
 
 
-def _cases() -> dict[str, tuple[tuple[str, ...], list[int]]]:
-    cases: dict[str, tuple[tuple[str, ...], list[int]]] = {}
+#: the (format, signal) pairs each command is interrupted with: every format of the command
+#: once, both signals for each command, and both for the JSON, which records the exit status
+#: (what a format prints does not depend on the signal; the status does, and every case checks
+#: it)
+RUNS = {
+    "sweep": (
+        ("json", "INT"),
+        ("json", "TERM"),
+        ("csv", "INT"),
+        ("markdown", "TERM"),
+        ("table", "TERM"),
+    ),
+    "check": (
+        ("json", "INT"),
+        ("json", "TERM"),
+        ("csv", "TERM"),
+        ("markdown", "INT"),
+        ("table", "INT"),
+    ),
+    "assert": (("json", "INT"), ("table", "TERM")),
+    "assert-sampler": (("json", "TERM"), ("table", "INT")),
+}
+
+
+def _cases() -> dict[str, tuple[tuple[str, ...], list[int], float]]:
+    """Every interrupted run, by name: the command line, the signals sent, the gap between."""
     claims = _claims_file()
-    for name, (sig, _) in SIGNALS.items():
-        for fmt in ("json", "csv", "markdown", "table"):
-            cases[f"sweep-{fmt}-{name}"] = ((*SWEEP, "--seed", "1", "--format", fmt), [sig])
-            junit = ("--junit-xml", str(claims.with_name(f"junit-{fmt}-{name}.xml")))
-            cases[f"check-{fmt}-{name}"] = (("check", str(claims), "--format", fmt, *junit), [sig])
-        for fmt in ("json", "table"):
-            cases[f"assert-{fmt}-{name}"] = ((*ASSERT, "--seed", "1", "--format", fmt), [sig])
-            sampler = (*ASSERT_SAMPLER, "--seed", "1", "--format", fmt)
-            cases[f"assert-sampler-{fmt}-{name}"] = (sampler, [sig])
+    commands = {
+        "sweep": lambda fmt, name: (*SWEEP, "--seed", "1", "--format", fmt),
+        "check": lambda fmt, name: (
+            *("check", str(claims), "--format", fmt),
+            *("--junit-xml", str(claims.with_name(f"junit-{fmt}-{name}.xml"))),
+        ),
+        "assert": lambda fmt, name: (*ASSERT, "--seed", "1", "--format", fmt),
+        "assert-sampler": lambda fmt, name: (*ASSERT_SAMPLER, "--seed", "1", "--format", fmt),
+    }
+    cases = {
+        f"{command}-{fmt}-{name}": (commands[command](fmt, name), [SIGNALS[name][0]], 0.0)
+        for command, runs in RUNS.items()
+        for fmt, name in runs
+    }
+    json_sweep = commands["sweep"]("json", "")
+    cases["sweep-three-TERM"] = (json_sweep, [signal.SIGTERM] * 3, 0.02)
+    cases["sweep-INT-then-TERM"] = (json_sweep, [signal.SIGINT, signal.SIGTERM], 0.0)
     return cases
 
 
@@ -168,7 +200,10 @@ def outcomes() -> dict[str, Outcome]:
     """Every case, four at a time (each child mostly waits for its signal)."""
     cases = _cases()
     with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {key: pool.submit(_interrupt, *case) for key, case in cases.items()}
+        futures = {
+            key: pool.submit(_interrupt, args, signals, gap=gap)
+            for key, (args, signals, gap) in cases.items()
+        }
         return {key: fut.result() for key, fut in futures.items()}
 
 
@@ -177,11 +212,7 @@ def _check_clean(res: Outcome, expected_code: int) -> None:
     assert "Traceback" not in res.err, res.err[-2000:]
 
 
-def _case_ids(command: str, formats: tuple[str, ...]) -> list[tuple[str, str]]:
-    return [(fmt, name) for name in SIGNALS for fmt in formats]
-
-
-@pytest.mark.parametrize(("fmt", "name"), _case_ids("sweep", ("json", "csv", "markdown", "table")))
+@pytest.mark.parametrize(("fmt", "name"), RUNS["sweep"])
 def test_sweep_keeps_the_finished_rows(outcomes: dict[str, Outcome], fmt: str, name: str) -> None:
     """Guards against SIGTERM (CI cancellation) losing every row, as Ctrl-C once did."""
     res = outcomes[f"sweep-{fmt}-{name}"]
@@ -213,7 +244,7 @@ def _finished_then_partial(rows: list) -> None:
         assert rows[2]["caution"].startswith("interrupted: from the blocks drawn"), rows[2]
 
 
-@pytest.mark.parametrize(("fmt", "name"), _case_ids("check", ("json", "csv", "markdown", "table")))
+@pytest.mark.parametrize(("fmt", "name"), RUNS["check"])
 def test_check_keeps_the_finished_claims_and_writes_junit(
     outcomes: dict[str, Outcome], fmt: str, name: str
 ) -> None:
@@ -235,8 +266,10 @@ def test_check_keeps_the_finished_claims_and_writes_junit(
     assert 'name="interrupted"' in junit and 'name="quick' in junit
 
 
-@pytest.mark.parametrize("source", ["assert", "assert-sampler"])
-@pytest.mark.parametrize(("fmt", "name"), _case_ids("assert", ("json", "table")))
+@pytest.mark.parametrize(
+    ("source", "fmt", "name"),
+    [(source, *run) for source in ("assert", "assert-sampler") for run in RUNS[source]],
+)
 def test_assert_keeps_its_partial_estimate(
     outcomes: dict[str, Outcome], source: str, fmt: str, name: str
 ) -> None:
@@ -261,16 +294,16 @@ def test_assert_keeps_its_partial_estimate(
         assert "  estimate " in res.out
 
 
-def test_a_second_signal_does_not_cut_the_output() -> None:
+def test_a_second_signal_does_not_cut_the_output(outcomes: dict[str, Outcome]) -> None:
     """Guards against a second SIGTERM (a CI runner's) cutting the partial JSON, or a
     traceback from a signal raised while the results are written."""
-    res = _interrupt((*SWEEP, "--seed", "1", "--format", "json"), [signal.SIGTERM] * 3, gap=0.02)
+    res = outcomes["sweep-three-TERM"]
     _check_clean(res, 143)
     assert json.loads(res.out)["interrupted"] is True
 
 
-def test_sigint_then_sigterm_keeps_the_first_signals_status() -> None:
-    res = _interrupt((*SWEEP, "--seed", "1", "--format", "json"), [signal.SIGINT, signal.SIGTERM])
+def test_sigint_then_sigterm_keeps_the_first_signals_status(outcomes: dict[str, Outcome]) -> None:
+    res = outcomes["sweep-INT-then-TERM"]
     _check_clean(res, 130)
     assert json.loads(res.out)["interrupted"] is True
 
