@@ -1,0 +1,135 @@
+"""Every non-pass outcome ends with one next step: the cause the run established and the
+command to run next, in the table (at most two lines at 80 columns, the command pasteable) and
+under one key, ``next_step``, in JSON, CSV and Markdown."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shlex
+import textwrap
+
+import pytest
+
+import varcheck
+from varcheck.checks.render import render_check, render_sweep, render_verify
+
+
+def _out(render, result, fmt: str, width: int = 80) -> str:
+    from rich.console import Console
+
+    buf = io.StringIO()
+    render(result, fmt, Console(file=buf, width=width, no_color=True, force_terminal=False))
+    return buf.getvalue()
+
+
+def _next_lines(text: str) -> list[str]:
+    """The next step's lines of a table: from ``next`` to the end of its command."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("next"))
+    end = start + 1
+    while end < len(lines) and (
+        lines[end - 1].endswith("\\") or lines[end].lstrip().startswith("run:")
+    ):
+        end += 1
+    return lines[start:end]
+
+
+@pytest.fixture(scope="module")
+def means_sweep():
+    return varcheck.sweep("16,64", dist="normal:mean=0.5", claim="dk", precision=0.05, seed=1)
+
+
+def test_sweep_rejection_names_the_exact_theory_and_derive(means_sweep) -> None:
+    table = _out(render_sweep, means_sweep, "table")
+    said = " ".join(_next_lines(table))
+    assert "exact theory 24 at d_k = 16, not dk" in said
+    assert "--claim theory" in said
+    assert "varcheck derive --dk 16 --dist normal:mean=0.5" in said
+    assert max(map(len, table.splitlines())) <= 80
+
+
+def test_sweep_keeps_the_theory_column_at_80_columns_when_the_claim_differs(means_sweep) -> None:
+    table = _out(render_sweep, means_sweep, "table")
+    assert "theory Var" in table
+    assert "24.0" in table
+
+
+def test_the_next_step_is_one_field_in_json_csv_and_markdown(means_sweep) -> None:
+    doc = json.loads(_out(render_sweep, means_sweep, "json"))
+    assert doc["next_step"].startswith("exact theory 24 at d_k = 16")
+    assert [row["next_step"] is not None for row in doc["rows"]] == [True, True]
+    rows = list(csv.DictReader(io.StringIO(_out(render_sweep, means_sweep, "csv"))))
+    assert "varcheck derive --dk 64" in rows[1]["next_step"]
+    assert "next_step" in _out(render_sweep, means_sweep, "markdown")
+
+
+def test_a_consistent_sweep_has_no_next_step() -> None:
+    result = varcheck.sweep("4", precision=0.1, seed=1)
+    assert result.to_dict()["next_step"] is None
+    assert "next" not in _out(render_sweep, result, "table")
+
+
+def test_an_unreliable_row_names_its_one_cause_and_derive() -> None:
+    result = varcheck.sweep("4", dist="t:df=3", samples=20_000, seed=1)
+    said = result.to_dict()["next_step"]
+    assert "E[(q·k)^4] is infinite for t:df=3" in said
+    assert " or " not in said.split(";")[0]
+    assert said.endswith("varcheck derive --dk 4 --dist t:df=3")
+
+
+def test_too_few_products_names_the_budget_that_suffices() -> None:
+    result = varcheck.verify(8, dist="laplace", claim="theory", samples=1000, seed=1)
+    assert result.outcome == "unreliable"
+    step = result.to_dict()["next_step"]
+    assert f"--samples {result.min_samples}" in step
+    assert f"{result.min_samples:,} needed" in step
+
+
+def test_an_undecided_claim_names_the_samples_that_settle_it() -> None:
+    result = varcheck.verify(64, claim="1", scaled=True, tolerance=0.02, precision=0.05, seed=1)
+    assert result.outcome == "inconclusive"
+    text = _out(render_verify, result, "table")
+    total = result.samples + result.more_samples
+    assert f"about {result.more_samples:,} more products would settle it" in text
+    assert f"--samples {total}" in " ".join(_next_lines(text))
+    assert max(map(len, text.splitlines()[:-2])) <= 80  # the reproduce line stays whole
+
+
+CLAIMS = """
+[defaults]
+seed = 2024
+samples = 20000
+
+[[claim]]
+name = "no-scale"
+sampler = "attention.py:logits_unscaled"
+dk = 8
+claim = 1
+tolerance = 0.02
+"""
+
+
+def test_a_failing_sampler_claim_gets_its_own_command(tmp_path, monkeypatch) -> None:
+    import shutil
+
+    (tmp_path / "ci").mkdir()
+    shutil.copy("examples/attention.py", tmp_path / "ci" / "attention.py")
+    (tmp_path / "ci" / "claims.toml").write_text(textwrap.dedent(CLAIMS))
+    monkeypatch.chdir(tmp_path)
+    result = varcheck.check("ci/claims.toml")
+    assert result.outcome == "fail"
+    doc = result.to_dict()
+    step = doc["claims"][0]["next_step"]
+    assert "the 1/√d_k is forgotten" in step
+    command = step.split("; run: ", 1)[1]
+    words = shlex.split(command)
+    assert words[:2] == ["varcheck", "assert"]
+    assert "ci/attention.py:logits_unscaled" in words  # from here, not from the file's folder
+    table = _out(render_check, result, "table")
+    lines = _next_lines(table)
+    assert lines[0].startswith("next (no-scale): variance × ")
+    assert max(map(len, table.splitlines())) <= 80
+    pasted = shlex.split(" ".join(line.rstrip("\\").strip() for line in lines[1:])[5:])
+    assert pasted == words
