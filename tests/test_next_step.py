@@ -133,3 +133,20 @@ def test_a_failing_sampler_claim_gets_its_own_command(tmp_path, monkeypatch) -> 
     assert max(map(len, table.splitlines())) <= 80
     pasted = shlex.split(" ".join(line.rstrip("\\").strip() for line in lines[1:])[5:])
     assert pasted == words
+
+
+def test_csv_is_plain_by_default_and_carries_metadata_on_request(means_sweep) -> None:
+    plain = _out(render_sweep, means_sweep, "csv")
+    assert plain.startswith("dk,theory_var,")
+    rows = list(csv.DictReader(io.StringIO(plain)))
+    assert [row["dk"] for row in rows] == ["16", "64"]
+    meta = _out(render_sweep, means_sweep, "csv-meta")
+    first, rest = meta.split("\n", 1)
+    assert first.startswith("# command=sweep version=") and "seed=1" in first
+    assert rest == plain
+
+
+def test_pandas_reads_the_csv_with_its_defaults(means_sweep) -> None:
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.read_csv(io.StringIO(_out(render_sweep, means_sweep, "csv")))
+    assert list(frame["dk"]) == [16, 64]

@@ -49,7 +49,7 @@ __all__ = [
     "write",
 ]
 
-FORMATS = ("table", "json", "csv", "markdown")
+FORMATS = ("table", "json", "csv", "csv-meta", "markdown")
 
 #: The result a renderer writes (each command's own dataclass).
 R = TypeVar("R")
@@ -189,13 +189,19 @@ def to_json(obj: Any) -> str:
     return json.dumps(json_clean(obj), indent=2, allow_nan=False) + "\n"
 
 
-def records_to_csv(records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> str:
-    """CSV with one leading ``#`` comment line carrying the run's metadata (seed, version...).
+def records_to_csv(
+    records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], *, comment: bool = False
+) -> str:
+    """Plain CSV: the header line first, then one line per record, as ``csv.DictReader`` and
+    ``pandas.read_csv`` read them with their defaults.
 
-    Strings are shown as text (:func:`~varcheck.output.text.visible`): a newline or a terminal
-    escape in a name cannot break the comment line or reach the terminal."""
+    With ``comment`` (``--format csv-meta``) a leading ``#`` line carries the run's metadata
+    (command, seed, version...); JSON carries the same keys. Strings are shown as text
+    (:func:`~varcheck.output.text.visible`): a newline or a terminal escape in a name cannot
+    break a line or reach the terminal."""
     buf = io.StringIO()
-    buf.write("# " + " ".join(f"{k}={_meta_value(v)}" for k, v in meta.items()) + "\n")
+    if comment:
+        buf.write("# " + " ".join(f"{k}={_meta_value(v)}" for k, v in meta.items()) + "\n")
     if records:
         writer = csv.DictWriter(buf, fieldnames=list(records[0]), lineterminator="\n")
         writer.writeheader()
@@ -473,8 +479,8 @@ def write(
         raise ValueError(f"unknown format {fmt_name!r}; accepted: {', '.join(FORMATS)}")
     if fmt_name == "json":
         text = to_json(json_document(result, data))
-    elif fmt_name == "csv" and records and meta:
-        text = records_to_csv(records(result), meta(result))
+    elif fmt_name in ("csv", "csv-meta") and records and meta:
+        text = records_to_csv(records(result), meta(result), comment=fmt_name == "csv-meta")
     elif fmt_name == "markdown" and markdown:
         text = markdown(result)
     elif fmt_name == "markdown" and records and meta and title:
