@@ -150,3 +150,22 @@ def test_pandas_reads_the_csv_with_its_defaults(means_sweep) -> None:
     pandas = pytest.importorskip("pandas")
     frame = pandas.read_csv(io.StringIO(_out(render_sweep, means_sweep, "csv")))
     assert list(frame["dk"]) == [16, 64]
+
+
+def test_a_time_capped_row_shows_its_blocks_and_the_time_it_needs() -> None:
+    import dataclasses
+
+    # a run of 0.05 s that drew 10 blocks at d_k = 64: fewer than the 200 a valid interval needs
+    result = varcheck.sweep("4,64", precision=0.1, seed=1)
+    capped = dataclasses.replace(result.rows[1].estimate, stop_reason="max-seconds", blocks=10)
+    row = dataclasses.replace(result.rows[1], estimate=capped, verdict="unreliable")
+    result = dataclasses.replace(result, rows=(result.rows[0], row), max_seconds=0.05)
+    table = _out(render_sweep, result, "table")
+    assert "fewer than the 200 blocks a valid interval needs (10 at d_k = 64)" in " ".join(
+        table.split()
+    )
+    # 0.05 s × 200 / 10 blocks, a fifth to spare: 1.2 s
+    assert _next_lines(table) == [
+        "next: --max-seconds stopped d_k = 64 at 10 of 200 blocks; needs about 1.2 s",
+        "  run: varcheck sweep --dk 4,64 --precision 0.1 --max-seconds 1.2 --seed 1",
+    ]

@@ -66,9 +66,8 @@ def sweep_row_step(result: SweepResult, row: SweepRow) -> NextStep | None:
             if result.max_seconds is None
             else steps.seconds_needed(est.blocks, MIN_BLOCKS, result.max_seconds)
         )
-        return steps.time_capped(
-            est.blocks, MIN_BLOCKS, need, sweep_command(result, max_seconds=need)
-        )
+        rerun = sweep_command(result, max_seconds=need)
+        return steps.time_capped(est.blocks, MIN_BLOCKS, need, rerun, row.dk)
     if est is not None and est.cut_short:
         return steps.interrupted(sweep_command(result))
     return _no_interval(result, row.theory, row.dk)
@@ -120,7 +119,13 @@ def sweep_step(result: SweepResult) -> NextStep | None:
     """The sweep's one next step: its worst row's (a rejection first), else the rerun of an
     interrupted run."""
     order = {REJECTED: 0, INFINITE: 1}
-    for row in sorted(result.rows, key=lambda r: order.get(r.verdict, 2)):
+
+    def rank(row: SweepRow) -> tuple[int, int]:
+        # among rows cut by the time cap, the one with the fewest blocks needs the most time
+        blocks = row.estimate.blocks if row.estimate is not None and row.estimate.cut_short else 0
+        return order.get(row.verdict, 2), blocks
+
+    for row in sorted(result.rows, key=rank):
         step = sweep_row_step(result, row)
         if step is not None:
             return step

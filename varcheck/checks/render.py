@@ -389,11 +389,25 @@ def sweep_notes(result: SweepResult) -> list[str]:
     if any(r.marginal_only(result.alpha) for r in result.rows):
         notes.append(formats.MARGINAL_NOTE)
     if _time_limited(r.estimate for r in result.rows):
-        notes.append("[yellow]Some rows stopped at --max-seconds before the target precision.[/]")
+        notes.append(_capped_note(result.rows))
         notes.append(TIME_LIMITED_NOTE)
     if result.interrupted:
         notes.append(_interrupted_note(result.rows))
     return notes
+
+
+def _capped_note(rows: Sequence[SweepRow]) -> str:
+    """Which rows their time cap stopped, and why a row so stopped is unreliable: it drew
+    fewer blocks than a valid interval needs (the next step gives the time it needs)."""
+    note = "[yellow]Some rows stopped at --max-seconds before the target precision"
+    cut = [r for r in rows if _cut(r) and r.estimate.stop_reason == "max-seconds"]  # type: ignore[union-attr]
+    if cut:
+        which = ", ".join(f"{r.estimate.blocks} at d_k = {r.dk}" for r in cut)  # type: ignore[union-attr]
+        note += (
+            f"; unreliable where they drew fewer than the {MIN_BLOCKS} blocks a valid interval "
+            f"needs ({which})"
+        )
+    return note + ".[/]"
 
 
 def _interrupted_note(rows: tuple[SweepRow, ...]) -> str:

@@ -139,12 +139,16 @@ def seconds_needed(blocks: int, min_blocks: int, seconds: float) -> float:
     return math.ceil(seconds * min_blocks / max(blocks, 1) * 1.2 * 10) / 10
 
 
-def time_capped(blocks: int, min_blocks: int, need: float | None, rerun: str) -> NextStep:
-    """A row stopped by its time cap before the blocks a valid interval needs; ``need`` the
-    seconds it would take (:func:`seconds_needed`), ``None`` when unknown."""
-    cause = f"stopped at --max-seconds after {blocks} blocks (fewer than {min_blocks})"
+def time_capped(
+    blocks: int, min_blocks: int, need: float | None, rerun: str, dk: int | None = None
+) -> NextStep:
+    """A row (at ``dk``, when there are several) stopped by its time cap before the blocks a
+    valid interval needs; ``need`` the seconds it would take (:func:`seconds_needed`), ``None``
+    when unknown."""
+    what = "it" if dk is None else f"d_k = {dk}"
+    cause = f"--max-seconds stopped {what} at {blocks} of {min_blocks} blocks"
     if need is not None:
-        cause += f"; about {need:g} s needed"
+        cause += f"; needs about {need:g} s"
     return NextStep(cause, rerun)
 
 
