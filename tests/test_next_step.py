@@ -169,3 +169,14 @@ def test_a_time_capped_row_shows_its_blocks_and_the_time_it_needs() -> None:
         "next: --max-seconds stopped d_k = 64 at 10 of 200 blocks; needs about 1.2 s",
         "  run: varcheck sweep --dk 4,64 --precision 0.1 --max-seconds 1.2 --seed 1",
     ]
+
+
+def test_the_table_shows_the_entry_mean_and_variance_each_law_uses() -> None:
+    built_in = varcheck.sweep("4", dist="t:df=5", precision=0.2, seed=1)
+    scipy_law = varcheck.sweep("4", dist="scipy.t:df=5", precision=0.2, seed=1)
+    assert "t:df=5 (mean 0, var 1)" in _out(render_sweep, built_in, "table", 120)
+    # scipy's t with 5 df keeps its own variance, 5/3
+    assert "scipy.t:df=5 (mean 0, var 1.667)" in _out(render_sweep, scipy_law, "table", 120)
+    one = varcheck.verify(4, dist="scipy.uniform", claim="theory", precision=0.2, seed=1)
+    assert "scipy.uniform (mean 0.5, var 0.08333)" in _out(render_verify, one, "table", 120)
+

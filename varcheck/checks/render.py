@@ -231,11 +231,21 @@ def _print_fitted(console: Console, build: Any, names: list[str], priorities: li
 def sweep_title(result: SweepResult) -> str:
     if result.sampler is not None:
         return f"Var of the values of {result.sampler.label}; claim: {result.claim}"
-    q, k = result.q_dist.spec, result.k_dist.spec  # type: ignore[union-attr]
-    dists = f"q, k ~ {q}" if q == k else f"q ~ {q}, k ~ {k}"
+    q, k = result.q_dist, result.k_dist
+    dists = laws_text(q, k)
     if result.rho:
         dists += f", corr(q_i, k_i) = {result.rho:g}"
     return f"Var(q·k) for {dists}; claim: {result.claim}"
+
+
+def laws_text(q: Any, k: Any) -> str:
+    """The entry laws with the mean and variance each uses (built-in laws are standardised,
+    scipy's keep their own scale): ``q, k ~ t:df=5 (mean 0, var 1)``."""
+
+    def law(dist: Any) -> str:
+        return f"{dist.spec} (mean {dist.mean:.4g}, var {dist.var:.4g})"
+
+    return f"q, k ~ {law(q)}" if q == k else f"q ~ {law(q)}, k ~ {law(k)}"
 
 
 def render_sweep_table(result: SweepResult, console: Console) -> None:
@@ -616,8 +626,7 @@ def _source(result: VerifyResult) -> str:
     if result.sampler is not None:
         calls = "" if result.raw is None else f", {result.raw.blocks:,} calls"
         return f"sampler {result.sampler.label}{calls}"
-    q, k = result.q_dist.spec, result.k_dist.spec  # type: ignore[union-attr]
-    dists = f"q, k ~ {q}" if q == k else f"q ~ {q}, k ~ {k}"
+    dists = laws_text(result.q_dist, result.k_dist)
     return dists + (f", rho={result.rho:g}" if result.rho else "")
 
 
