@@ -180,3 +180,12 @@ def test_the_table_shows_the_entry_mean_and_variance_each_law_uses() -> None:
     one = varcheck.verify(4, dist="scipy.uniform", claim="theory", precision=0.2, seed=1)
     assert "scipy.uniform (mean 0.5, var 0.08333)" in _out(render_verify, one, "table", 120)
 
+
+def test_the_heavy_tail_caution_names_symmetric_heavy_tails() -> None:
+    from varcheck.checks.verify import SAMPLER_TAILS_CAUTION
+
+    assert "symmetric heavy-tailed" in SAMPLER_TAILS_CAUTION
+    assert "Laplace" in SAMPLER_TAILS_CAUTION and "93.3%" in SAMPLER_TAILS_CAUTION
+    with open("docs/own-code.md", encoding="utf-8") as f:
+        page = " ".join(f.read().split())
+    assert "93.3% [92.5, 93.9] at 200 calls" in page and "93.3% at 1,000 calls" in page
