@@ -209,16 +209,14 @@ def check_row_step(result: CheckResult, spec: Any, row: VerifyResult) -> NextSte
     probe`` for a kernel (its scale read as the nearest simple law), ``varcheck assert`` for
     a sampler's claim."""
     if spec.probe is not None:
-        from ..core.probe.laws import law_sentence
         from .probe_claims import probe_command
 
         probe = probe_command(spec.probe, row, os.path.dirname(result.path))
         if row.outcome != FAIL:
             return verify_step(row, probe)
-        lo, hi = row.confidence_interval
-        heads = spec.probe.law_heads
-        reading = law_sentence(row.estimate, lo, hi, row.claim_value, row.dk, heads)
-        return NextStep(f"scale {reading}", probe)
+        from .probe_claims import probe_reading
+
+        return NextStep(f"scale {probe_reading(spec.probe, row)}", probe)
     command = None if spec.sampler is None else _claim_assert(result, row)
     return verify_step(row, command)
 
