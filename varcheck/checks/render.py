@@ -254,6 +254,8 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
 
     conf = confidence_label(result.confidence)
     unit = "products" if result.sampler is None else "values"
+    # what the count column counts: pairs of a block's vectors (explained in sweep --help)
+    counted = "q·k pairs" if result.sampler is None else "values"
     target = (
         f"target precision ±{result.precision:.3g}"
         if result.precision is not None
@@ -282,7 +284,7 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
         ("p (Holm)", "right", 5),
         ("verdict", "left", 0),
         ("detects", "right", 1),
-        (unit, "right", 2),
+        (counted, "right", 2),
     ]
     cells = [_row_cells(row, result.confidence, claimed) for row in result.rows]
     if result.sampler is not None:  # a user's values are not q·k: dividing by d_k means nothing
