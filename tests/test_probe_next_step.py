@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 import varcheck
 from varcheck.kernels.render import render_probe
 
@@ -30,8 +32,13 @@ def test_a_kernel_dividing_by_the_square_root_of_the_queries_reads_as_1_over_sqr
     assert result.to_dict()["next_step"].endswith("--queries 96 --samples 200 --seed 1")
 
 
-def test_a_law_a_user_may_intend_is_offered_as_its_expect() -> None:
-    result = varcheck.probe_sweep(f"{KERNELS}:layer_scaled", "16,64", seed=1, samples=200)
+@pytest.fixture(scope="module")
+def layer_scaled():
+    return varcheck.probe_sweep(f"{KERNELS}:layer_scaled", "16,64", seed=1, samples=200)
+
+
+def test_a_law_a_user_may_intend_is_offered_as_its_expect(layer_scaled) -> None:
+    result = layer_scaled
     step = result.to_dict()["next_step"]
     assert step.startswith("scale reads as 1/sqrt(dk) × 1/3; if intended, test --expect")
     assert "--dk 16,64 --expect '1/3/sqrt(dk)'" in step
@@ -41,3 +48,13 @@ def test_a_law_a_user_may_intend_is_offered_as_its_expect() -> None:
     assert [line for line in lines if line.lstrip().startswith("next:")] == [
         "  next: scale reads as 1/sqrt(dk) × 1/3; if intended, test --expect 1/3/sqrt(dk)"
     ]
+
+
+def test_the_multi_dk_table_shows_what_each_row_detects_where_it_fits(layer_scaled) -> None:
+    wide = _table(layer_scaled, 100)
+    header = next(line for line in wide.splitlines() if "nearest law" in line)
+    assert header.split()[-1] == "detects"
+    assert "±0.01%" in wide  # an exact kernel: the floor percent_up shows
+    # 84 columns with it: at 80 it is the one column left out, and the table says so
+    narrow = _table(layer_scaled, 80)
+    assert "not shown at 80 columns: detects" in narrow and "±0.01%" not in narrow

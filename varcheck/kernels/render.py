@@ -381,31 +381,36 @@ def _interrupted_line(result: ProbeSweepResult) -> str:
 
 def _print_table(result: ProbeSweepResult, console: Console) -> None:
     r0 = result.rows[0]
-    table = formats.plain_table(
-        shown_text.markup(f"varcheck probe {r0.kernel.label}: expected {result.expect}"),
-        None,
-        [
-            ("d_k", "right"),
-            ("scale", "right"),
-            (confidence_label(result.confidence), "left"),
-            ("ratio", "right"),
-            ("nearest law", "left"),
-            ("verdict", "left"),
-        ],
-    )
+    columns = [
+        formats.Column("d_k"),
+        formats.Column("scale"),
+        formats.Column(confidence_label(result.confidence), "left"),
+        formats.Column("ratio"),
+        formats.Column("nearest law", "left"),
+        formats.Column("verdict", "left"),
+        # what each row could have caught (its weakest head's): the first left out
+        formats.Column("detects", "right", 1),
+    ]
+    rows = []
     for r in result.rows:
         lo, hi = r.confidence_interval
         law = r.law.law + ("" if r.law.factor_label in ("1", "—") else f" × {r.law.factor_label}")
         shown = interval(lo, hi, DIGITS) if r.has_interval else NO_VALID_CI
-        table.add_row(
-            str(r.dk),
-            fmt(r.scale, DIGITS),
-            shown,
-            fmt(r.ratio, DIGITS),
-            law,
-            formats.styled(r.outcome),
+        rows.append(
+            [
+                str(r.dk),
+                fmt(r.scale, DIGITS),
+                shown,
+                fmt(r.ratio, DIGITS),
+                law,
+                formats.styled(r.outcome),
+                formats.detectable_cell(r.detectable),
+            ]
         )
+    title = shown_text.markup(f"varcheck probe {r0.kernel.label}: expected {result.expect}")
+    table, dropped = formats.fit_rows(console, title, None, columns, rows)
     console.print(table)
+    formats.print_dropped(console, dropped)
     lines = []
     if (line := _exponent_line(result)) is not None:
         lines += _wrap(line)
