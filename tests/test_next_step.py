@@ -172,12 +172,12 @@ def test_a_time_capped_row_shows_its_blocks_and_the_time_it_needs() -> None:
 
 
 def test_the_table_shows_the_entry_mean_and_variance_each_law_uses() -> None:
-    built_in = varcheck.sweep("4", dist="t:df=5", precision=0.2, seed=1)
-    scipy_law = varcheck.sweep("4", dist="scipy.t:df=5", precision=0.2, seed=1)
-    assert "t:df=5 (mean 0, var 1)" in _out(render_sweep, built_in, "table", 120)
-    # scipy's t with 5 df keeps its own variance, 5/3
-    assert "scipy.t:df=5 (mean 0, var 1.667)" in _out(render_sweep, scipy_law, "table", 120)
-    one = varcheck.verify(4, dist="scipy.uniform", claim="theory", precision=0.2, seed=1)
+    built_in = varcheck.sweep("4", dist="uniform", samples=20_000, seed=1)
+    scipy_law = varcheck.sweep("4", dist="scipy.uniform", samples=20_000, seed=1)
+    assert "uniform (mean 0, var 1)" in _out(render_sweep, built_in, "table", 120)
+    # scipy's uniform keeps its own scale: uniform on [0, 1], variance 1/12
+    assert "scipy.uniform (mean 0.5, var 0.08333)" in _out(render_sweep, scipy_law, "table", 120)
+    one = varcheck.verify(4, dist="scipy.uniform", claim="theory", samples=20_000, seed=1)
     assert "scipy.uniform (mean 0.5, var 0.08333)" in _out(render_verify, one, "table", 120)
 
 
@@ -199,3 +199,13 @@ def test_the_count_column_says_what_it_counts_and_help_explains_it(means_sweep) 
     assert "q·k pairs" in _out(render_sweep, means_sweep, "table", 150)
     shown = " ".join(CliRunner().invoke(cli, ["sweep", "--help"]).output.split())
     assert 'The "q·k pairs" column counts the products a row\'s estimate pools' in shown
+
+
+def test_project_names_the_blocks_that_suffice() -> None:
+    from varcheck.paper.render import render_project
+
+    result = varcheck.project(dx=8, dk=4, blocks=200, seed=1)
+    need = max(r.min_blocks for r in result.rows if r.min_blocks is not None)
+    command = f"varcheck project --dx 8 --dk 4 --blocks {need} --seed 1"
+    assert result.to_dict()["next_step"].endswith(f"{need:,} needed; run: {command}")
+    assert _next_lines(_out(render_project, result, "table", 150))[-1] == f"  run: {command}"

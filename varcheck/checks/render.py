@@ -12,7 +12,15 @@ from ..core.power import LOW_POWER_AT_CLAIM
 from ..core.verdicts import CONSISTENT, INTERRUPTED, marginal_only, worst
 from ..output import formats
 from ..output import text as shown_text
-from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
+from ..output.formats import (
+    confidence_label,
+    fmt,
+    fmt_p,
+    interval,
+    print_next_step,
+    records_to_markdown,
+    styled,
+)
 from .commands import reproduce_command, rerun_command
 from .next_steps import check_row_step, claim_step, sweep_row_step, sweep_step, verify_step
 
@@ -129,21 +137,6 @@ def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
 def _said(step: Any) -> str | None:
     """A next step as the one string every machine format carries, or ``None``."""
     return None if step is None else str(step)
-
-
-def print_next_step(console: Console, step: Any, label: str = "") -> None:
-    """Print a next step's (at most two) lines: the cause wrapped to the console, the command
-    whole on one line so that it can be copied; ``label`` (text) names what it is for."""
-    if step is None:
-        return
-    cause, *command = step.lines
-    if label:
-        cause = cause.replace("next:", f"next ({shown_text.visible(label)}):", 1)
-    for part in _hanging(cause, console.width, "      "):
-        console.print(part, markup=False, highlight=False)
-    for line in command:
-        for part in command_lines(line, console.width):
-            console.print(part, markup=False, highlight=False, soft_wrap=True)
 
 
 def _ratio(est: Any, reference: float | None) -> float | None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMATS",
+    "print_next_step",
     "MARGINAL_NOTE",
     "Column",
     "VERDICT_STYLE",
@@ -417,6 +418,34 @@ def print_dropped(console: Console, names: Sequence[str]) -> None:
     note = dropped_note(names, console.width)
     if note:
         console.print(note, style="dim", markup=False, highlight=False)
+
+
+def print_next_step(console: Console, step: Any, label: str = "") -> None:
+    """Print a next step's (at most two) lines: the cause wrapped to the console with a hanging
+    indent, the command cut with shell continuations
+    (:func:`~varcheck.core.next_step.command_lines`) so that it still pastes; ``label`` (text)
+    names what the step is for. Nothing for ``None``."""
+    import textwrap
+
+    from ..core.next_step import command_lines
+
+    if step is None:
+        return
+    cause, *command = step.lines
+    if label:
+        cause = cause.replace("next:", f"next ({shown_text.visible(label)}):", 1)
+    wrapped = textwrap.wrap(
+        cause,
+        console.width,
+        subsequent_indent="      ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    for part in wrapped or [cause]:
+        console.print(part, markup=False, highlight=False)
+    for line in command:
+        for part in command_lines(line, console.width):
+            console.print(part, markup=False, highlight=False, soft_wrap=True)
 
 
 def json_header(command: str, result: Any, **before_seed: Any) -> dict[str, Any]:
