@@ -209,3 +209,15 @@ def test_project_names_the_blocks_that_suffice() -> None:
     command = f"varcheck project --dx 8 --dk 4 --blocks {need} --seed 1"
     assert result.to_dict()["next_step"].endswith(f"{need:,} needed; run: {command}")
     assert _next_lines(_out(render_project, result, "table", 150))[-1] == f"  run: {command}"
+
+
+def test_a_failing_sampler_assert_offers_a_sweep_that_takes_its_options() -> None:
+    from varcheck.checks.next_steps import verify_step
+
+    result = varcheck.verify(
+        8, claim="1", sampler="examples/attention.py:logits_unscaled", samples=20_000, seed=1
+    )
+    step = verify_step(result)
+    assert step.cause.startswith("variance × ") and "forgotten" in step.cause
+    assert step.command.startswith("varcheck sweep --dk 2,8,32 --sampler ")
+    assert "--tolerance" not in step.command and "--scaled" not in step.command

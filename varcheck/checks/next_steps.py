@@ -90,6 +90,18 @@ def _sweep_rejected(result: SweepResult, row: SweepRow) -> NextStep:
     return steps.chance_rejection(result.alpha, sweep_command(result, seed=result.seed + 1))
 
 
+def _sampler_sweep(result: VerifyResult) -> str:
+    """The ``varcheck sweep`` line that tests a sampler's claim over d_k around the failing
+    one (d_k/4, d_k, 4 d_k), so that a power of d_k shows apart from a constant factor."""
+    from .commands import _effort_options, _source_options
+
+    dks = ",".join(map(str, sorted({max(1, result.dk // 4), result.dk, result.dk * 4})))
+    claim = f"({result.claim})*dk" if result.scaled else result.claim
+    parts = ["varcheck sweep", f"--dk {dks}", *_source_options(result), f"--claim '{claim}'"]
+    parts += _effort_options(result.requested_samples, result.precision, result.confidence)
+    return " ".join([*parts, f"--seed {result.seed}"])
+
+
 def _scale_meaning(ratio: float, low: float, high: float, dk: int) -> str | None:
     """What a variance ratio at one d_k (interval ``[low, high]``) amounts to as a scale on
     values the claim takes to be scaled by 1/√d_k: the nearest simple law's meaning (``None``
@@ -174,12 +186,7 @@ def _verify_failed(result: VerifyResult, command: str | None) -> NextStep:
     if result.sampler is not None:
         ratio = result.estimate / result.claim_value if result.claim_value else math.nan
         if command is None:
-            dks = sorted({max(1, result.dk // 4), result.dk, result.dk * 4})
-            command = (
-                reproduce_command(result)
-                .replace("varcheck assert", "varcheck sweep", 1)
-                .replace(f"--dk {result.dk}", "--dk " + ",".join(map(str, dks)), 1)
-            )
+            command = _sampler_sweep(result)
         lo, hi = (x / result.claim_value for x in result.confidence_interval)  # type: ignore[operator]
         return steps.variance_law(ratio, _scale_meaning(ratio, lo, hi, result.dk), command)
     if _differs(result.claim_value, result.theory_value):
