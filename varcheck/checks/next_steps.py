@@ -75,8 +75,9 @@ def sweep_row_step(result: SweepResult, row: SweepRow) -> NextStep | None:
 
 def _sweep_rejected(result: SweepResult, row: SweepRow) -> NextStep:
     if result.sampler is not None:
-        ratio = row.estimate.var / row.claim_value  # type: ignore[union-attr,operator]
-        lo, hi = (x / row.claim_value for x in row.estimate.confidence_interval)  # type: ignore[union-attr,operator]
+        claimed = row.claim_value or math.nan  # a claim of 0 has no ratio
+        ratio = row.estimate.var / claimed  # type: ignore[union-attr]
+        lo, hi = (x / claimed for x in row.estimate.confidence_interval)  # type: ignore[union-attr]
         meaning = _scale_meaning(ratio, lo, hi, row.dk)
         return steps.variance_law(ratio, meaning, _sampler_assert(result, row.dk))
     exact = None if row.theory is None else row.theory.var
@@ -184,10 +185,11 @@ def _verify_failed(result: VerifyResult, command: str | None) -> NextStep:
     """A failed claim: for laws, the exact theory when the claim differs from it; for a
     sampler, the law its variance ratio reads as."""
     if result.sampler is not None:
-        ratio = result.estimate / result.claim_value if result.claim_value else math.nan
+        claimed = result.claim_value or math.nan  # a claim of 0 has no ratio
+        ratio = result.estimate / claimed
         if command is None:
             command = _sampler_sweep(result)
-        lo, hi = (x / result.claim_value for x in result.confidence_interval)  # type: ignore[operator]
+        lo, hi = (x / claimed for x in result.confidence_interval)
         return steps.variance_law(ratio, _scale_meaning(ratio, lo, hi, result.dk), command)
     if _differs(result.claim_value, result.theory_value):
         return steps.theory_differs(

@@ -26,7 +26,6 @@ __all__ = [
     "extreme_kurtosis",
     "infinite_variance",
     "interrupted",
-    "scale_law",
     "variance_law",
 ]
 
@@ -177,14 +176,10 @@ def interrupted(rerun: str) -> NextStep:
     return NextStep("interrupted before its target: rerun it whole", rerun)
 
 
-def scale_law(ratio: float, law: str | None, probe: str) -> NextStep:
-    """A kernel whose scale is off: the simple law it reads as, and the probe that shows it."""
-    reads = f" (reads as {law})" if law else ""
-    return NextStep(f"the kernel's scale is × {ratio:.4g} the expected{reads}", probe)
-
-
 def variance_law(ratio: float, law: str | None, command: str) -> NextStep:
     """A sampler whose variance is off the claim: the ratio, the law it reads as, and the
     command that tests this claim alone."""
     reads = f": {law}" if law else ""
+    if not math.isfinite(ratio):  # a claim of 0
+        return NextStep(f"the variance differs from the claim{reads}", command)
     return NextStep(f"variance × {ratio:.4g} the claim{reads}", command)
