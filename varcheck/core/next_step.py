@@ -121,12 +121,12 @@ def chance_rejection(alpha: float, rerun: str) -> NextStep:
     )
 
 
-def too_few(needed: int, unit: str, rerun: str) -> NextStep:
+def too_few(needed: int, unit: str, rerun: str | None) -> NextStep:
     """A fixed budget below what a valid interval needs; ``rerun`` draws ``needed``."""
     return NextStep(f"too few {unit} for a valid interval: {needed:,} needed", rerun)
 
 
-def unsettled(more: int, unit: str, rerun: str) -> NextStep:
+def unsettled(more: int, unit: str, rerun: str | None) -> NextStep:
     """An inconclusive claim: about ``more`` further draws would settle it (``rerun`` draws them
     with the ones already made)."""
     return NextStep(f"undecided: about {more:,} more {unit} would settle it", rerun)
@@ -171,7 +171,7 @@ def infinite_variance(law: str, derive: str) -> NextStep:
     return NextStep(f"Var(q·k) is infinite for {law}: there is nothing to estimate", derive)
 
 
-def interrupted(rerun: str) -> NextStep:
+def interrupted(rerun: str | None) -> NextStep:
     """A run stopped by a signal: the same command, run to its end."""
     return NextStep("interrupted before its target: rerun it whole", rerun)
 

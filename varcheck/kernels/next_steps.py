@@ -26,20 +26,21 @@ _EXPECTABLE = frozenset(label for label, _, _ in LAWS)
 
 def probe_step(result: ProbeResult, dks: str | None = None) -> NextStep | None:
     """The next step one probed d_k calls for (``None`` for a pass); ``dks`` the run's d_k,
-    for the rerun command of a probe over several."""
+    for the rerun command of a probe over several (a kernel passed as a function, not by
+    name, has no command: the step gives its cause alone)."""
     if result.outcome == PASS and not result.interrupted:
         return None
     if result.interrupted:
-        return steps.interrupted(reproduce_command(result, dks) or "the same probe")
+        return steps.interrupted(reproduce_command(result, dks))
     if result.outcome == FAIL:
         return _failed(result, dks)
     if result.outcome == INCONCLUSIVE and result.more_calls:
         total = result.calls + result.more_calls
         rerun = reproduce_command(result, dks, samples=total)
-        return steps.unsettled(result.more_calls, "calls", rerun or "more calls")
+        return steps.unsettled(result.more_calls, "calls", rerun)
     if result.min_samples is not None:
         rerun = reproduce_command(result, dks, samples=result.min_samples)
-        return steps.too_few(result.min_samples, "calls", rerun or "more calls")
+        return steps.too_few(result.min_samples, "calls", rerun)
     return None
 
 
