@@ -408,9 +408,14 @@ def _print_table(result: ProbeSweepResult, console: Console) -> None:
             ]
         )
     title = shown_text.markup(f"varcheck probe {r0.kernel.label}: expected {result.expect}")
-    table, dropped = formats.fit_rows(console, title, None, columns, rows)
+    # laid out at WIDTH, as the lines under it are, whatever the terminal
+    table, dropped = formats.fit_rows(console, title, None, columns, rows, width=WIDTH)
     console.print(table)
-    formats.print_dropped(console, dropped)
+    if dropped:
+        shown = min(WIDTH, console.width)
+        note = f"not shown at {shown} columns: {', '.join(dropped)} (--format json shows it)"
+        for line in _wrap(note):
+            console.print(line, style="dim", markup=False, highlight=False)
     lines = []
     if (line := _exponent_line(result)) is not None:
         lines += _wrap(line)

@@ -341,6 +341,7 @@ def fit_columns(
     priorities: Sequence[int],
     *,
     wrap_headers: bool = False,
+    width: int | None = None,
 ) -> tuple[Any, list[int]]:
     """The table ``build(kept column indices)`` within the console's width, and the indices of
     the columns left out to fit it.
@@ -351,7 +352,10 @@ def fit_columns(
     header may wrap at its spaces: every column is at least as wide as its widest cell, the
     table fits when it does at those widths, and a table too narrow for whole headers gets
     each column exactly at its narrowest (a folded number misleads, a wrapped header does not).
+    ``width`` fits the table to fewer columns than the console's (a command whose text is laid
+    out at 80 columns whatever the terminal).
     """
+    limit = console.width if width is None else min(width, console.width)
     keep = list(range(len(priorities)))
     while True:
         table = build(keep)
@@ -361,10 +365,10 @@ def fit_columns(
         droppable = [i for i in keep if priorities[i] > 0]
         size = _measure(console, table)
         needed = size.minimum if wrap_headers else size.maximum
-        if needed <= console.width or not droppable:
+        if needed <= limit or not droppable:
             break
         keep.remove(min(droppable, key=lambda i: priorities[i]))
-    if wrap_headers and size.maximum > console.width:
+    if wrap_headers and size.maximum > limit:
         for col in table.columns:
             words = (_cell_width(w, markup=False) for w in str(col.header).split())
             col.width = max([col.min_width, *words])
@@ -385,6 +389,7 @@ def fit_rows(
     rows: Sequence[Sequence[str]],
     *,
     wrap_headers: bool = False,
+    width: int | None = None,
     **style: Any,
 ) -> tuple[Any, list[str]]:
     """A :func:`plain_table` (``style``: its keywords) of the cells ``rows``, fitted to the
@@ -398,7 +403,7 @@ def fit_rows(
         return table
 
     priorities = [c.priority for c in columns]
-    table, dropped = fit_columns(console, build, priorities, wrap_headers=wrap_headers)
+    table, dropped = fit_columns(console, build, priorities, wrap_headers=wrap_headers, width=width)
     return table, [columns[i].name for i in dropped]
 
 
