@@ -191,13 +191,9 @@ def test_the_heavy_tail_caution_names_symmetric_heavy_tails() -> None:
     assert "93.3% [92.5, 93.9] at 200 calls" in page and "93.3% at 1,000 calls" in page
 
 
-def test_the_count_column_says_what_it_counts_and_help_explains_it(means_sweep) -> None:
-    from click.testing import CliRunner
-
-    from varcheck.cli import cli
-
+def test_the_count_column_says_what_it_counts_and_help_explains_it(means_sweep, run_cli) -> None:
     assert "q·k pairs" in _out(render_sweep, means_sweep, "table", 150)
-    shown = " ".join(CliRunner().invoke(cli, ["sweep", "--help"]).output.split())
+    shown = " ".join(run_cli("sweep", "--help").output.split())
     assert 'The "q·k pairs" column counts the products a row\'s estimate pools' in shown
 
 
