@@ -358,7 +358,8 @@ def probe_reading(pc: ProbeClaim, row: VerifyResult) -> str:
     if math.isnan(lo):
         lo = hi = row.estimate
     assert row.claim_value is not None  # a probe row's expected scale
-    return law_sentence(row.estimate, lo, hi, row.claim_value, row.dk, pc.law_heads)
+    tokens = {"queries": pc.queries, "keys": pc.keys}
+    return law_sentence(row.estimate, lo, hi, row.claim_value, row.dk, pc.law_heads, **tokens)
 
 
 def probe_command(pc: ProbeClaim, row: VerifyResult, folder: str) -> str:

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import math
 import os
-import shlex
 from typing import TYPE_CHECKING, Any
 
 from ..core.estimation import MIN_BLOCKS, normal_quantile
+from ..core.next_step import NEXT_STEP_KEY, command_lines
 from ..core.power import LOW_POWER_AT_CLAIM
 from ..core.verdicts import CONSISTENT, INTERRUPTED, marginal_only, worst
 from ..output import formats
 from ..output import text as shown_text
-from ..output.formats import confidence_label, fmt, fmt_p, interval, records_to_markdown, styled
+from ..output.formats import (
+    confidence_label,
+    fmt,
+    fmt_p,
+    interval,
+    print_next_step,
+    records_to_markdown,
+    styled,
+)
+from .commands import reproduce_command, rerun_command
+from .next_steps import check_row_step, claim_step, sweep_row_step, sweep_step, verify_step
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -118,9 +128,15 @@ def sweep_records(result: SweepResult) -> list[dict[str, Any]]:
                 "stop_reason": est.stop_reason if est else None,
                 "min_samples": row.min_samples,
                 "caution": row.caution,
+                NEXT_STEP_KEY: _said(sweep_row_step(result, row)),
             }
         )
     return recs
+
+
+def _said(step: Any) -> str | None:
+    """A next step as the one string every machine format carries, or ``None``."""
+    return None if step is None else str(step)
 
 
 def _ratio(est: Any, reference: float | None) -> float | None:
@@ -151,6 +167,7 @@ def sweep_dict(result: SweepResult) -> dict[str, Any]:
         "sampler": _sampler_json(result.sampler),
         "rows": sweep_records(result),
         "fit": _fit_record(result),
+        NEXT_STEP_KEY: _said(sweep_step(result)),
     }
 
 
@@ -207,11 +224,21 @@ def _print_fitted(console: Console, build: Any, names: list[str], priorities: li
 def sweep_title(result: SweepResult) -> str:
     if result.sampler is not None:
         return f"Var of the values of {result.sampler.label}; claim: {result.claim}"
-    q, k = result.q_dist.spec, result.k_dist.spec  # type: ignore[union-attr]
-    dists = f"q, k ~ {q}" if q == k else f"q ~ {q}, k ~ {k}"
+    q, k = result.q_dist, result.k_dist
+    dists = laws_text(q, k)
     if result.rho:
         dists += f", corr(q_i, k_i) = {result.rho:g}"
     return f"Var(q·k) for {dists}; claim: {result.claim}"
+
+
+def laws_text(q: Any, k: Any) -> str:
+    """The entry laws with the mean and variance each uses (built-in laws are standardised,
+    scipy's keep their own scale): ``q, k ~ t:df=5 (mean 0, var 1)``."""
+
+    def law(dist: Any) -> str:
+        return f"{dist.spec} (mean {dist.mean:.4g}, var {dist.var:.4g})"
+
+    return f"q, k ~ {law(q)}" if q == k else f"q ~ {law(q)}, k ~ {law(k)}"
 
 
 def render_sweep_table(result: SweepResult, console: Console) -> None:
@@ -220,6 +247,8 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
 
     conf = confidence_label(result.confidence)
     unit = "products" if result.sampler is None else "values"
+    # what the count column counts: pairs of a block's vectors (explained in sweep --help)
+    counted = "q·k pairs" if result.sampler is None else "values"
     target = (
         f"target precision ±{result.precision:.3g}"
         if result.precision is not None
@@ -239,7 +268,8 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
     # (header, justify, priority): 0 is never left out, else the lowest goes first
     columns = [
         ("d_k", "right", 0),
-        ("theory Var" if result.sampler is None else "claim Var", "right", 4 if claimed else 0),
+        # the theory holds the answer when the claim differs from it: never left out
+        ("theory Var" if result.sampler is None else "claim Var", "right", 0),
         *([("claimed", "right", 0)] if claimed else []),
         (f"estimate [{conf} CI]", "right", 0),
         ("ratio", "right", 6),
@@ -247,7 +277,7 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
         ("p (Holm)", "right", 5),
         ("verdict", "left", 0),
         ("detects", "right", 1),
-        (unit, "right", 2),
+        (counted, "right", 2),
     ]
     cells = [_row_cells(row, result.confidence, claimed) for row in result.rows]
     if result.sampler is not None:  # a user's values are not q·k: dividing by d_k means nothing
@@ -283,6 +313,7 @@ def render_sweep_table(result: SweepResult, console: Console) -> None:
             console.print(shown_text.markup(f"  {result.fit_law}"), highlight=False)
     for note in sweep_notes(result):
         console.print(note)
+    print_next_step(console, sweep_step(result))
 
 
 def _tails_note(caution: str | None) -> str | None:
@@ -363,11 +394,25 @@ def sweep_notes(result: SweepResult) -> list[str]:
     if any(r.marginal_only(result.alpha) for r in result.rows):
         notes.append(formats.MARGINAL_NOTE)
     if _time_limited(r.estimate for r in result.rows):
-        notes.append("[yellow]Some rows stopped at --max-seconds before the target precision.[/]")
+        notes.append(_capped_note(result.rows))
         notes.append(TIME_LIMITED_NOTE)
     if result.interrupted:
         notes.append(_interrupted_note(result.rows))
     return notes
+
+
+def _capped_note(rows: Sequence[SweepRow]) -> str:
+    """Which rows their time cap stopped, and why a row so stopped is unreliable: it drew
+    fewer blocks than a valid interval needs (the next step gives the time it needs)."""
+    note = "[yellow]Some rows stopped at --max-seconds before the target precision"
+    cut = [r for r in rows if _cut(r) and r.estimate.stop_reason == "max-seconds"]  # type: ignore[union-attr]
+    if cut:
+        which = ", ".join(f"{r.estimate.blocks} at d_k = {r.dk}" for r in cut)  # type: ignore[union-attr]
+        note += (
+            f"; unreliable where they drew fewer than the {MIN_BLOCKS} blocks a valid interval "
+            f"needs ({which})"
+        )
+    return note + ".[/]"
 
 
 def _interrupted_note(rows: tuple[SweepRow, ...]) -> str:
@@ -439,6 +484,7 @@ def verify_record(result: VerifyResult) -> dict[str, Any]:
         "more_samples": result.more_samples,
         "samples": result.samples,
         "min_samples": result.min_samples,
+        NEXT_STEP_KEY: _said(verify_step(result)),
     }
 
 
@@ -475,52 +521,11 @@ def _quantity(result: VerifyResult) -> str:
     return "Var(q·k/√d_k)" if result.scaled else "Var(q·k)"
 
 
-def reproduce_command(result: VerifyResult) -> str:
-    parts = ["varcheck assert", f"--dk {result.dk}", *_source_options(result)]
-    parts.append(f"--claim '{result.claim}'")
-    if result.scaled:
-        parts.append("--scaled")
-    if result.tolerance is not None:
-        parts.append(f"--tolerance {result.tolerance!r}")
-    parts += _effort_options(result.requested_samples, result.precision, result.confidence)
-    parts.append(f"--seed {result.seed}")
-    return " ".join(parts)
-
-
-def _source_options(result: VerifyResult) -> list[str]:
-    """The options that say where the values come from: the laws, or the sampler."""
-    if result.sampler is not None:
-        parts = [f"--sampler {shlex.quote(result.sampler.target)}"]
-        parts += [f"--sampler-arg {shlex.quote(f'{k}={v!r}')}" for k, v in result.sampler.args]
-        return parts
-    q, k = result.q_dist, result.k_dist
-    parts = []
-    if q == k:
-        if q.spec != "normal":  # type: ignore[union-attr]
-            parts.append(f"--dist {q.spec}")  # type: ignore[union-attr]
-    else:
-        parts += [f"--q-dist {q.spec}", f"--k-dist {k.spec}"]  # type: ignore[union-attr]
-    if result.rho:
-        parts.append(f"--rho {result.rho!r}")
-    return parts
-
-
-def _effort_options(samples: int | None, precision: float | None, confidence: float) -> list[str]:
-    """The sampling options of a rerun that differ from the defaults (a fixed count wins)."""
-    options = []
-    if samples is not None:
-        options.append(f"--samples {samples}")
-    elif precision is not None and precision != 0.01:
-        options.append(f"--precision {precision!r}")
-    if confidence != 0.95:
-        options.append(f"--confidence {confidence!r}")
-    return options
-
-
-def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
+def verify_paragraph(result: VerifyResult, reproduce: str | None = None, step: Any = None) -> str:
     """A plain-text account of one claim test (the pytest helper's message, JUnit details).
 
-    ``reproduce`` replaces the ``varcheck assert`` command line that reruns the test.
+    ``reproduce`` replaces the ``varcheck assert`` command line that reruns the test, ``step``
+    its next step (:func:`~varcheck.checks.next_steps.verify_step`'s by default).
     """
     tol = "" if result.tolerance is None else f" within ±{result.tolerance:g} (relative)"
     claimed = f"  claimed value {fmt(result.claim_value, 6)}"
@@ -536,8 +541,10 @@ def verify_paragraph(result: VerifyResult, reproduce: str | None = None) -> str:
     ]
     if result.law is not None:
         lines.append(f"  {result.law}")
-    if result.more_samples:
-        lines.append(f"  about {result.more_samples:,} more {_unit(result)} would settle it")
+    if step is None:
+        step = verify_step(result)
+    if step is not None:
+        lines += [f"  {line}" for line in step.lines]
     lines.append(f"  reproduce: {reproduce or reproduce_command(result)}")
     return "\n".join(lines)
 
@@ -614,8 +621,7 @@ def _source(result: VerifyResult) -> str:
     if result.sampler is not None:
         calls = "" if result.raw is None else f", {result.raw.blocks:,} calls"
         return f"sampler {result.sampler.label}{calls}"
-    q, k = result.q_dist.spec, result.k_dist.spec  # type: ignore[union-attr]
-    dists = f"q, k ~ {q}" if q == k else f"q ~ {q}, k ~ {k}"
+    dists = laws_text(result.q_dist, result.k_dist)
     return dists + (f", rho={result.rho:g}" if result.rho else "")
 
 
@@ -634,6 +640,10 @@ def _print_verify(result: VerifyResult, console: Console) -> None:
         styled_part = f"[{style}]{shown_text.markup(part)}[/]" if style else part
         console.print(styled_part, highlight=False, markup=bool(style))
     for line in map(shown_text.visible, rest):
+        if line.startswith("    run: "):
+            for part in command_lines(line, console.width):
+                console.print(part, highlight=False, soft_wrap=True, markup=False)
+            continue
         if line.startswith("  reproduce: "):
             # a long reproduce command stays one line to copy, whatever the width
             console.print(line, highlight=False, soft_wrap=True, markup=False)
@@ -678,8 +688,17 @@ def check_records(result: CheckResult) -> list[dict[str, Any]]:
     out = []
     for co in result.claims:
         for r in co.results:
-            out.append({"name": co.spec.name, **verify_record(r)})
+            out.append({"name": co.spec.name, **_check_record(result, co.spec, r)})
     return out
+
+
+def _check_record(result: CheckResult, spec: Any, row: VerifyResult) -> dict[str, Any]:
+    """A claim file's test as :func:`verify_record` writes it, its next step naming the
+    command that tests this claim alone."""
+    return {
+        **verify_record(row),
+        NEXT_STEP_KEY: _said(check_row_step(result, spec, row)),
+    }
 
 
 def _check_head(result: CheckResult) -> dict[str, Any]:
@@ -706,7 +725,8 @@ def check_dict(result: CheckResult) -> dict[str, Any]:
                 "sampler": _sampler_json(co.spec.sampler),
                 "probe": None if co.spec.probe is None else co.spec.probe.kernel.as_dict(),
                 "outcome": co.outcome,
-                "tests": [verify_record(r) for r in co.results],
+                NEXT_STEP_KEY: _said(claim_step(result, co)),
+                "tests": [_check_record(result, co.spec, r) for r in co.results],
             }
             for co in result.claims
         ],
@@ -809,16 +829,8 @@ def _check_notes(result: CheckResult, console: Console, tolerances: bool) -> Non
             width=min(console.width, 100),
         )
     for co in result.claims:
-        for r in co.results:
-            name = shown_text.visible(co.spec.name)
-            if r.min_samples is not None:
-                console.print(f"  {name} d_k={r.dk}: unreliable: {r.reason}", markup=False)
-            if r.outcome == "inconclusive" and r.more_samples:
-                console.print(
-                    f"  {name} d_k={r.dk}: {r.reason}; about "
-                    f"{r.more_samples:,} more {_unit(r)} would settle it",
-                    markup=False,
-                )
+        step = claim_step(result, co)
+        print_next_step(console, step, co.spec.name)
     if _check_time_limited(result):
         console.print(TIME_LIMITED_NOTE)
     if result.interrupted:
@@ -850,13 +862,6 @@ render_check = formats.renderer(
 )
 
 
-def rerun_command(result: CheckResult) -> str:
-    """The command line that reruns a claim file with the same seed and sampling effort."""
-    parts = [f"varcheck check {result.path}", f"--seed {result.seed}"]
-    parts += _effort_options(result.samples, result.precision, result.confidence)
-    return " ".join(parts)
-
-
 def _junit_reading(spec: Any, row: VerifyResult) -> str:
     """``; × 1/2 of the expected scale: nearest law …`` for a probe row, else nothing."""
     if spec.probe is None:
@@ -869,11 +874,13 @@ def _junit_reading(spec: Any, row: VerifyResult) -> str:
 def _junit_paragraph(result: CheckResult, spec: Any, row: VerifyResult, rerun: str) -> str:
     """A row's paragraph in JUnit: a probe row's names its nearest law and the ``varcheck
     probe`` command that shows its numbers, then the file's rerun."""
+    step = check_row_step(result, spec, row)
     if spec.probe is None:
-        return verify_paragraph(row, rerun)
+        return verify_paragraph(row, rerun, step)
     from .probe_claims import probe_command, probe_reading
 
-    text = verify_paragraph(row, probe_command(spec.probe, row, os.path.dirname(result.path)))
+    probe = probe_command(spec.probe, row, os.path.dirname(result.path))
+    text = verify_paragraph(row, probe, step)
     head, _, reproduce = text.rpartition("\n")
     reading = f"  {probe_reading(spec.probe, row)}"
     return "\n".join([head, reading, reproduce, f"  rerun the file: {rerun}"])

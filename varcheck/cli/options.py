@@ -239,14 +239,20 @@ def plot_option(what: str) -> Decorator:
     )
 
 
-def format_option(choices: tuple[str, ...] = ("table", "json", "csv", "markdown")) -> Decorator:
+#: The --format choices (:data:`varcheck.output.formats.FORMATS`, without importing it).
+FORMAT_CHOICES = ("table", "json", "csv", "csv-meta", "markdown")
+
+
+def format_option(choices: tuple[str, ...] = FORMAT_CHOICES) -> Decorator:
     """--format, the output format (parameter ``fmt``)."""
     return option(
         "--format",
         "fmt",
         kind=click.Choice(choices),
         default="table",
-        text="Output format (table on a terminal; others for machines).",
+        text="Output format (table on a terminal; others for machines): csv is plain CSV, "
+        "header first; csv-meta puts a '# key=value ...' line of the run's metadata (seed, "
+        "version, settings) above it, as JSON holds them.",
     )
 
 
@@ -254,7 +260,7 @@ def output_options(
     what: str | None = None,
     *,
     plot: Decorator | None = None,
-    formats: tuple[str, ...] = ("table", "json", "csv", "markdown"),
+    formats: tuple[str, ...] = FORMAT_CHOICES,
 ) -> Decorator:
     """--format and, for a command that draws, --plot: handed over as ``output``.
 

@@ -62,6 +62,11 @@ def command(
     the target precision, and reports the exact theory, the estimate with its interval, the
     scaled variance Var(q·k/√d_k) and a verdict. Verdicts control the family-wise error over all
     rows (Holm), so a true claim shows any rejection at most 1 − confidence of the time.
+
+    The "q·k pairs" column counts the products a row's estimate pools: every pair of distinct
+    vectors in each block, most summed through Gram matrices rather than formed one by one.
+    Pairs in a block share vectors, so they are far from independent (the interval rests on
+    the blocks), and a sweep's rows share blocks: the count is large and need not fall with d_k.
     """
     from ..checks import sweep as sweeps
 

@@ -461,7 +461,7 @@ def _result(
         se=se,
         ratio=scale / expected,
         ratio_interval=ConfidenceInterval(*ratio_iv),
-        law=nearest_law(scale, *law_iv, d.dk, law_h),
+        law=nearest_law(scale, *law_iv, d.dk, law_h, queries=d.queries, keys=d.keys),
         outcome=outcome,
         reason=reason,
         more_calls=decision.more_samples if outcome == "inconclusive" else None,

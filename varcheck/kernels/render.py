@@ -10,6 +10,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from ..core.interrupts import interrupted_exit
+from ..core.next_step import NEXT_STEP_KEY, command_lines
 from ..core.power import LOW_POWER_AT_CLAIM
 from ..core.probe.judge import KEYS, QUERIES, mask_words
 from ..core.probe.target import command_line
@@ -50,19 +51,22 @@ NO_VALID_CI = "(no valid CI)"
 _DEFAULTS = {"queries": QUERIES, "keys": KEYS, "layout": "nd", "dtype": "float64"}
 
 
-def reproduce_command(result: ProbeResult, dks: str | None = None) -> str | None:
-    """The ``varcheck probe`` command line that reruns a probe (None for an unnamed kernel)."""
+def reproduce_command(result: ProbeResult, dks: str | None = None, **change: Any) -> str | None:
+    """The ``varcheck probe`` command line that reruns a probe (None for an unnamed kernel);
+    ``change`` replaces the run's ``expect``, ``queries`` or ``samples`` (calls)."""
     k = result.kernel
     if not k.by_name:
         return None
     parts = ["varcheck", "probe", k.target, "--dk", dks or str(result.dk)]
     for key, value in k.args:
         parts += ["--arg", f"{key}={value!r}"]
-    if result.expect != "1/sqrt(dk)":
-        parts += ["--expect", result.expect]
+    expect = change.get("expect", result.expect)
+    if expect != "1/sqrt(dk)":
+        parts += ["--expect", expect]
     for name in ("layout", "queries", "keys", "dtype"):
-        if getattr(result, name) != _DEFAULTS[name]:
-            parts += [f"--{name}", str(getattr(result, name))]
+        value = change.get(name, getattr(result, name))
+        if value != _DEFAULTS[name]:
+            parts += [f"--{name}", str(value)]
     if result.out_layout != result.layout:
         parts += ["--out-layout", result.out_layout]
     if result.layout != "nd" or result.law_heads != 1:
@@ -77,9 +81,11 @@ def reproduce_command(result: ProbeResult, dks: str | None = None) -> str | None
         parts += ["--tolerance", f"{result.tolerance:g}"]
     if result.confidence != 0.95:
         parts += ["--confidence", f"{result.confidence:g}"]
-    if result.stop_reason == "samples":
+    if "samples" in change:
+        parts += ["--samples", str(change["samples"])]
+    elif result.stop_reason == "samples":
         parts += ["--samples", str(result.calls)]
-    if result.max_seconds is not None:  # a run it stopped is reproduced only with the cap
+    if result.max_seconds is not None and "samples" not in change:  # reproduced with its cap
         parts += ["--max-seconds", f"{result.max_seconds:g}"]
     parts += ["--seed", str(result.seed)]
     return command_line(parts)
@@ -121,8 +127,13 @@ def probe_paragraph(result: ProbeResult, reproduce: str | None = None) -> str:
         *_wrap(result.reason),
         *_detectable_lines(result),
     ]
-    if result.more_calls:
-        lines += _wrap(f"about {result.more_calls:,} more calls would settle it")
+    step = _step(result)
+    if step is not None:
+        cause, *command = step.lines
+        lines += textwrap.wrap(
+            f"  {cause}", WIDTH, subsequent_indent="        ", break_on_hyphens=False
+        )
+        lines += [part for line in command for part in command_lines(f"  {line}", WIDTH)]
     if len(result.per_head) > 1:
         heads = ", ".join(f"{fmt(h.scale, 6)}" for h in result.per_head)
         lines += _wrap(f"per head ({result.layout}): {heads}")
@@ -234,7 +245,18 @@ def probe_dict(result: ProbeResult) -> dict[str, Any]:
             "notes": list(d.notes),
         },
         **_fields(result, "calls min_samples kernel_calls stop_reason precision input_sd"),
+        NEXT_STEP_KEY: _said(_step(result)),
     }
+
+
+def _step(result: ProbeResult, dks: str | None = None) -> Any:
+    from .next_steps import probe_step
+
+    return probe_step(result, dks)
+
+
+def _said(step: Any) -> str | None:
+    return None if step is None else str(step)
 
 
 def _exponent_dict(result: ProbeSweepResult) -> dict[str, Any] | None:
@@ -256,7 +278,14 @@ def probe_sweep_dict(result: ProbeSweepResult) -> dict[str, Any]:
         **_fields(result, "confidence expect outcome time_limited interrupted"),
         "exponent": _exponent_dict(result),
         "rows": [probe_dict(r) for r in result.rows],
+        NEXT_STEP_KEY: _said(_sweep_step(result)),
     }
+
+
+def _sweep_step(result: ProbeSweepResult) -> Any:
+    from .next_steps import probe_sweep_step
+
+    return probe_sweep_step(result)
 
 
 def probe_row_dict(result: ProbeResult) -> dict[str, Any]:
@@ -282,6 +311,7 @@ def probe_records(result: ProbeSweepResult) -> list[dict[str, Any]]:
             **_fields(r, "calls min_samples p_value"),
             **formats.detectable_fields(r.detectable),
             **_fields(r, "outcome"),
+            NEXT_STEP_KEY: _said(_step(r, ",".join(str(x.dk) for x in result.rows))),
         }
         for r in result.rows
     ]
@@ -351,31 +381,41 @@ def _interrupted_line(result: ProbeSweepResult) -> str:
 
 def _print_table(result: ProbeSweepResult, console: Console) -> None:
     r0 = result.rows[0]
-    table = formats.plain_table(
-        shown_text.markup(f"varcheck probe {r0.kernel.label}: expected {result.expect}"),
-        None,
-        [
-            ("d_k", "right"),
-            ("scale", "right"),
-            (confidence_label(result.confidence), "left"),
-            ("ratio", "right"),
-            ("nearest law", "left"),
-            ("verdict", "left"),
-        ],
-    )
+    columns = [
+        formats.Column("d_k"),
+        formats.Column("scale"),
+        formats.Column(confidence_label(result.confidence), "left"),
+        formats.Column("ratio"),
+        formats.Column("nearest law", "left"),
+        formats.Column("verdict", "left"),
+        # what each row could have caught (its weakest head's): the first left out
+        formats.Column("detects", "right", 1),
+    ]
+    rows = []
     for r in result.rows:
         lo, hi = r.confidence_interval
         law = r.law.law + ("" if r.law.factor_label in ("1", "—") else f" × {r.law.factor_label}")
         shown = interval(lo, hi, DIGITS) if r.has_interval else NO_VALID_CI
-        table.add_row(
-            str(r.dk),
-            fmt(r.scale, DIGITS),
-            shown,
-            fmt(r.ratio, DIGITS),
-            law,
-            formats.styled(r.outcome),
+        rows.append(
+            [
+                str(r.dk),
+                fmt(r.scale, DIGITS),
+                shown,
+                fmt(r.ratio, DIGITS),
+                law,
+                formats.styled(r.outcome),
+                formats.detectable_cell(r.detectable),
+            ]
         )
+    title = shown_text.markup(f"varcheck probe {r0.kernel.label}: expected {result.expect}")
+    # laid out at WIDTH, as the lines under it are, whatever the terminal
+    table, dropped = formats.fit_rows(console, title, None, columns, rows, width=WIDTH)
     console.print(table)
+    if dropped:
+        shown = min(WIDTH, console.width)
+        note = f"not shown at {shown} columns: {', '.join(dropped)} (--format json shows it)"
+        for line in _wrap(note):
+            console.print(line, style="dim", markup=False, highlight=False)
     lines = []
     if (line := _exponent_line(result)) is not None:
         lines += _wrap(line)
@@ -386,6 +426,13 @@ def _print_table(result: ProbeSweepResult, console: Console) -> None:
         lines += _wrap(note)
     worst = next((r for r in result.rows if r.outcome == result.outcome), r0)
     lines += _wrap(f"verdict {result.outcome}: d_k={worst.dk}: {worst.reason}")
+    step = _sweep_step(result)
+    if step is not None:
+        cause, *command = step.lines
+        lines += textwrap.wrap(
+            f"  {cause}", WIDTH, subsequent_indent="        ", break_on_hyphens=False
+        )
+        lines += [part for line in command for part in command_lines(f"  {line}", WIDTH)]
     dks = ",".join(str(r.dk) for r in result.rows)
     cmd = reproduce_command(r0, dks)
     if cmd:

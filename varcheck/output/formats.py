@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMATS",
+    "print_next_step",
     "MARGINAL_NOTE",
     "Column",
     "VERDICT_STYLE",
@@ -49,7 +50,7 @@ __all__ = [
     "write",
 ]
 
-FORMATS = ("table", "json", "csv", "markdown")
+FORMATS = ("table", "json", "csv", "csv-meta", "markdown")
 
 #: The result a renderer writes (each command's own dataclass).
 R = TypeVar("R")
@@ -189,13 +190,19 @@ def to_json(obj: Any) -> str:
     return json.dumps(json_clean(obj), indent=2, allow_nan=False) + "\n"
 
 
-def records_to_csv(records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> str:
-    """CSV with one leading ``#`` comment line carrying the run's metadata (seed, version...).
+def records_to_csv(
+    records: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], *, comment: bool = False
+) -> str:
+    """Plain CSV: the header line first, then one line per record, as ``csv.DictReader`` and
+    ``pandas.read_csv`` read them with their defaults.
 
-    Strings are shown as text (:func:`~varcheck.output.text.visible`): a newline or a terminal
-    escape in a name cannot break the comment line or reach the terminal."""
+    With ``comment`` (``--format csv-meta``) a leading ``#`` line carries the run's metadata
+    (command, seed, version...); JSON carries the same keys. Strings are shown as text
+    (:func:`~varcheck.output.text.visible`): a newline or a terminal escape in a name cannot
+    break a line or reach the terminal."""
     buf = io.StringIO()
-    buf.write("# " + " ".join(f"{k}={_meta_value(v)}" for k, v in meta.items()) + "\n")
+    if comment:
+        buf.write("# " + " ".join(f"{k}={_meta_value(v)}" for k, v in meta.items()) + "\n")
     if records:
         writer = csv.DictWriter(buf, fieldnames=list(records[0]), lineterminator="\n")
         writer.writeheader()
@@ -334,6 +341,7 @@ def fit_columns(
     priorities: Sequence[int],
     *,
     wrap_headers: bool = False,
+    width: int | None = None,
 ) -> tuple[Any, list[int]]:
     """The table ``build(kept column indices)`` within the console's width, and the indices of
     the columns left out to fit it.
@@ -344,7 +352,10 @@ def fit_columns(
     header may wrap at its spaces: every column is at least as wide as its widest cell, the
     table fits when it does at those widths, and a table too narrow for whole headers gets
     each column exactly at its narrowest (a folded number misleads, a wrapped header does not).
+    ``width`` fits the table to fewer columns than the console's (a command whose text is laid
+    out at 80 columns whatever the terminal).
     """
+    limit = console.width if width is None else min(width, console.width)
     keep = list(range(len(priorities)))
     while True:
         table = build(keep)
@@ -354,10 +365,10 @@ def fit_columns(
         droppable = [i for i in keep if priorities[i] > 0]
         size = _measure(console, table)
         needed = size.minimum if wrap_headers else size.maximum
-        if needed <= console.width or not droppable:
+        if needed <= limit or not droppable:
             break
         keep.remove(min(droppable, key=lambda i: priorities[i]))
-    if wrap_headers and size.maximum > console.width:
+    if wrap_headers and size.maximum > limit:
         for col in table.columns:
             words = (_cell_width(w, markup=False) for w in str(col.header).split())
             col.width = max([col.min_width, *words])
@@ -378,6 +389,7 @@ def fit_rows(
     rows: Sequence[Sequence[str]],
     *,
     wrap_headers: bool = False,
+    width: int | None = None,
     **style: Any,
 ) -> tuple[Any, list[str]]:
     """A :func:`plain_table` (``style``: its keywords) of the cells ``rows``, fitted to the
@@ -391,7 +403,7 @@ def fit_rows(
         return table
 
     priorities = [c.priority for c in columns]
-    table, dropped = fit_columns(console, build, priorities, wrap_headers=wrap_headers)
+    table, dropped = fit_columns(console, build, priorities, wrap_headers=wrap_headers, width=width)
     return table, [columns[i].name for i in dropped]
 
 
@@ -411,6 +423,34 @@ def print_dropped(console: Console, names: Sequence[str]) -> None:
     note = dropped_note(names, console.width)
     if note:
         console.print(note, style="dim", markup=False, highlight=False)
+
+
+def print_next_step(console: Console, step: Any, label: str = "") -> None:
+    """Print a next step's (at most two) lines: the cause wrapped to the console with a hanging
+    indent, the command cut with shell continuations
+    (:func:`~varcheck.core.next_step.command_lines`) so that it still pastes; ``label`` (text)
+    names what the step is for. Nothing for ``None``."""
+    import textwrap
+
+    from ..core.next_step import command_lines
+
+    if step is None:
+        return
+    cause, *command = step.lines
+    if label:
+        cause = cause.replace("next:", f"next ({shown_text.visible(label)}):", 1)
+    wrapped = textwrap.wrap(
+        cause,
+        console.width,
+        subsequent_indent="      ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    for part in wrapped or [cause]:
+        console.print(part, markup=False, highlight=False)
+    for line in command:
+        for part in command_lines(line, console.width):
+            console.print(part, markup=False, highlight=False, soft_wrap=True)
 
 
 def json_header(command: str, result: Any, **before_seed: Any) -> dict[str, Any]:
@@ -473,8 +513,8 @@ def write(
         raise ValueError(f"unknown format {fmt_name!r}; accepted: {', '.join(FORMATS)}")
     if fmt_name == "json":
         text = to_json(json_document(result, data))
-    elif fmt_name == "csv" and records and meta:
-        text = records_to_csv(records(result), meta(result))
+    elif fmt_name in ("csv", "csv-meta") and records and meta:
+        text = records_to_csv(records(result), meta(result), comment=fmt_name == "csv-meta")
     elif fmt_name == "markdown" and markdown:
         text = markdown(result)
     elif fmt_name == "markdown" and records and meta and title:

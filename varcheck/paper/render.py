@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.estimation import MIN_BLOCKS
+from ..core.next_step import NEXT_STEP_KEY
 from ..output import formats
 from ..output import text as shown_text
 from ..output.formats import Column, confidence_label, fmt, fmt_p, interval, styled
@@ -408,13 +409,20 @@ def render_project_table(result: ProjectionResult, console: Console) -> None:
     for note in project_notes(result):
         console.print(note)
     formats.print_dropped(console, dropped)
+    from .next_steps import project_step
+
+    formats.print_next_step(console, project_step(result))
 
 
 def project_dict(result: ProjectionResult) -> dict[str, Any]:
+    from .next_steps import project_step
+
+    step = project_step(result)
     return {
         **project_meta(result),
         "rows": project_records(result),
         "sections": _section_records(result),
+        NEXT_STEP_KEY: None if step is None else str(step),
     }
 
 

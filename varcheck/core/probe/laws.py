@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "Reading",
@@ -88,13 +89,37 @@ def _factor_meaning(label: str) -> str:
     return f"an extra factor {label}"
 
 
-def nearest_law(scale: float, low: float, high: float, dk: int, h: int = 1) -> Reading:
+def _token_laws(queries: int | None, keys: int | None) -> list[tuple[str, Any, str]]:
+    """The laws of a kernel that divides by the square root of a token count in place of
+    d_k's: 1/√n (n queries) and 1/√m (m keys), when the probe knows them."""
+    out: list[tuple[str, Any, str]] = []
+    if queries:
+        meaning = f"1/√n: the number of queries (n = {queries}) in place of d_k"
+        out.append(("1/sqrt(n)", lambda d, h, n=queries: 1 / math.sqrt(n), meaning))
+    if keys and keys != queries:
+        meaning = f"1/√m: the number of keys (m = {keys}) in place of d_k"
+        out.append(("1/sqrt(m)", lambda d, h, m=keys: 1 / math.sqrt(m), meaning))
+    return out
+
+
+def nearest_law(
+    scale: float,
+    low: float,
+    high: float,
+    dk: int,
+    h: int = 1,
+    *,
+    queries: int | None = None,
+    keys: int | None = None,
+) -> Reading:
     """The simple law a scale (with interval [low, high]) reads as, and the factor left over.
 
     A law matched by the interval with factor 1 wins; then 1/√d_k times the simplest number the
-    interval holds (1/3 before 3/8); else the law nearest on the log scale.
+    interval holds (1/3 before 3/8); else the law nearest on the log scale. With ``queries``
+    and ``keys`` (a probe's token counts), 1/√n and 1/√m are laws too, after the others.
     """
     laws = [law for law in LAWS if h > 1 or law[0] != "1/sqrt(dk*h)"]
+    laws += [law for law in _token_laws(queries, keys) if law[1](dk, h) != 1 / math.sqrt(dk)]
     if not (scale > 0 and math.isfinite(scale)):
         sign = "negative" if scale < 0 else "zero"
         return Reading("—", math.nan, "—", f"a {sign} scale: no law applies")
@@ -131,12 +156,19 @@ def simplest_factor(value: float, low: float, high: float) -> str:
 
 
 def law_sentence(
-    scale: float, low: float, high: float, expected: float, dk: int, h: int = 1
+    scale: float,
+    low: float,
+    high: float,
+    expected: float,
+    dk: int,
+    h: int = 1,
+    **tokens: int | None,
 ) -> str:
     """``× 1/2 of the expected scale: nearest law 1/sqrt(dk) × 1/2 (what that means)``, or
-    ``the expected scale: …`` when the ratio's interval holds 1."""
+    ``the expected scale: …`` when the ratio's interval holds 1; ``tokens`` (``queries``,
+    ``keys``) as :func:`nearest_law` takes them."""
     ratio = simplest_factor(scale / expected, *sorted((low / expected, high / expected)))
-    law = nearest_law(scale, low, high, dk, h)
+    law = nearest_law(scale, low, high, dk, h, **tokens)
     factor = "" if law.factor_label in ("1", "—") else f" × {law.factor_label}"
     said = "the expected scale" if ratio == "1" else f"× {ratio} of the expected scale"
     return f"{said}: nearest law {law.law}{factor} ({law.meaning})"
