@@ -265,7 +265,7 @@ def test_beta_cli_table_csv_markdown(run_cli, weights_file) -> None:
     assert res.exit_code == 0, res.output
     assert "seed 9" not in res.output and "β paper" in res.output
     assert "σ_Wq (RMS)" in res.output and "σ_Wk (RMS)" in res.output
-    csv_out = run_cli("beta", str(weights_file), "--seed", "9", "--format", "csv").output
+    csv_out = run_cli("beta", str(weights_file), "--seed", "9", "--format", "csv-meta").output
     assert csv_out.startswith("# command=beta") and "seed=" not in csv_out.splitlines()[0]
     md = run_cli("beta", str(weights_file), "--seed", "9", "--format", "markdown").output
     assert "| head |" in md

@@ -543,7 +543,7 @@ def test_cli_json(run_cli):
 
 
 @needs_minilm
-@pytest.mark.parametrize("fmt", ["table", "csv", "markdown"])
+@pytest.mark.parametrize("fmt", ["table", "csv-meta", "markdown"])
 def test_cli_other_formats(run_cli, tmp_path, fmt):
     text = tmp_path / "t.txt"
     text.write_text("One short line.\nAnother, slightly longer line of text.\n", encoding="utf-8")
@@ -551,7 +551,7 @@ def test_cli_other_formats(run_cli, tmp_path, fmt):
         "audit", "all-MiniLM-L6-v2", "--layers", "2", "--text", str(text), "--format", fmt
     )
     assert result.exit_code == 0, result.output
-    if fmt == "csv":
+    if fmt == "csv-meta":
         assert result.output.startswith("# command=audit")
         assert len(result.output.strip().splitlines()) == 2 + 12
     elif fmt == "markdown":

@@ -280,7 +280,7 @@ def _interrupt_at_call(monkeypatch, number):
 
 
 @needs_extra
-@pytest.mark.parametrize("fmt", ["json", "table", "csv", "markdown"])
+@pytest.mark.parametrize("fmt", ["json", "table", "csv-meta", "markdown"])
 def test_interrupt_keeps_the_finished_layers_in_every_format(tmp_path, monkeypatch, fmt):
     folder = _tiny_checkpoint(tmp_path)
     _interrupt_at_call(monkeypatch, 3)  # 40 sentences: 2 batches per layer, stopped in layer 1
@@ -294,7 +294,7 @@ def test_interrupt_keeps_the_finished_layers_in_every_format(tmp_path, monkeypat
         data = json.loads(text)
         assert data["interrupted"] is True and data["layers_finished"] == [0]
         assert data["layers"] == [0, 1] and len(data["rows"]) == 2
-    elif fmt == "csv":
+    elif fmt == "csv-meta":
         assert "interrupted=True" in text.splitlines()[0]
         assert len(text.strip().splitlines()) == 2 + 2
     else:

@@ -315,7 +315,7 @@ def test_a_spec_holds_one_template_test_and_check_decides_as_verify(tmp_path: Pa
 
 
 @pytest.mark.parametrize(
-    ("fmt", "marker"), [("csv", "interrupted=True"), ("markdown", "interrupted: `True`")]
+    ("fmt", "marker"), [("csv-meta", "interrupted=True"), ("markdown", "interrupted: `True`")]
 )
 def test_an_interrupted_check_says_so_in_csv_and_markdown(
     tmp_path: Path, fmt: str, marker: str

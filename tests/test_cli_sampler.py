@@ -222,7 +222,7 @@ def test_outputs_name_the_sampler_and_its_args(run_cli, monkeypatch) -> None:
     assert (doc["q_dist"], doc["k_dist"], doc["claim"]) == (None, None, "4")
     assert all(row["theory_var"] is None for row in doc["rows"])
     assert f"Var of the values of {label}; claim: 4" in run_cli("sweep", *common).stdout
-    assert f"sampler={label}" in run_cli("sweep", *common, "--format", "csv").stdout
+    assert f"sampler={label}" in run_cli("sweep", *common, "--format", "csv-meta").stdout
     one = run_cli("assert", "--dk", "4", *source, *FAST, "--format", "json")
     assert json.loads(one.stdout)["sampler"]["args"] == {"scale": 2.0}
 
@@ -466,7 +466,7 @@ def test_sampler_ratio_is_to_the_claim_in_every_format(run_cli) -> None:
     doc = json.loads(run_cli("sweep", *common, "--format", "json").stdout)
     row = doc["rows"][0]
     assert row["ratio"] == pytest.approx(row["var"] / 4)
-    csv_text = run_cli("sweep", *common, "--format", "csv").stdout
+    csv_text = run_cli("sweep", *common, "--format", "csv-meta").stdout
     header, values = [line.split(",") for line in csv_text.splitlines() if line][-2:]
     assert float(values[header.index("ratio")]) == pytest.approx(row["ratio"])
     table = " ".join(run_cli("sweep", *common).stdout.split())
@@ -514,7 +514,7 @@ def test_a_rows_caution_joins_the_heavy_tail_one() -> None:
 
 @pytest.mark.parametrize(
     ("command", "fmt"),
-    [("assert", "json"), ("sweep", "json"), ("sweep", "csv"), ("sweep", "markdown")],
+    [("assert", "json"), ("sweep", "json"), ("sweep", "csv-meta"), ("sweep", "markdown")],
 )
 def test_a_sampler_that_prints_keeps_the_output_valid(
     run_cli, tmp_path: Path, command: str, fmt: str
@@ -540,7 +540,7 @@ def test_a_sampler_that_prints_keeps_the_output_valid(
     assert "debug: one call" not in res.stdout and "debug: one call" in res.stderr
     if fmt == "json":
         assert json.loads(res.stdout)["command"] == command
-    elif fmt == "csv":
+    elif fmt == "csv-meta":
         assert res.stdout.startswith("# command=sweep")
 
 

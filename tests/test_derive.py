@@ -153,7 +153,7 @@ def _numbers(text: str) -> list[float]:
     return [float(x) for x in _NUMBER.findall(text)]
 
 
-@pytest.mark.parametrize("fmt", ["table", "csv", "markdown"])
+@pytest.mark.parametrize("fmt", ["table", "csv-meta", "markdown"])
 def test_cli_formats_show_the_seed_and_the_same_numbers(run_cli, fmt: str) -> None:
     """Guards against a format that reports another seed or d_k than the run's, or numbers
     other than the JSON (the API result) of the same run; the exact step values for normal
@@ -164,7 +164,7 @@ def test_cli_formats_show_the_seed_and_the_same_numbers(run_cli, fmt: str) -> No
     res = run_cli(*args, "--format", fmt)
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    if fmt == "csv":
+    if fmt == "csv-meta":
         meta = dict(item.split("=", 1) for item in lines[0].removeprefix("# ").split())
         assert (meta["command"], meta["seed"], meta["dk"]) == ("derive", "6", "4")
         rows = list(csv.DictReader(lines[1:]))

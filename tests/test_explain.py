@@ -261,7 +261,7 @@ def _growing_by_hand(shape: str) -> dict[str, float]:
     }
 
 
-@pytest.mark.parametrize("fmt", ["csv", "markdown"])
+@pytest.mark.parametrize("fmt", ["csv-meta", "markdown"])
 def test_cli_tabular_formats(run_cli, fmt: str) -> None:
     """Guards against a format that reports another seed or setting than the run's, numbers
     other than the JSON (the API result) of the same run, or wrong exact values in the table of
@@ -271,7 +271,7 @@ def test_cli_tabular_formats(run_cli, fmt: str) -> None:
     res = run_cli(*args, "--format", fmt)
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    if fmt == "csv":
+    if fmt == "csv-meta":
         meta = dict(item.split("=", 1) for item in lines[0].removeprefix("# ").split())
         assert (meta["seed"], meta["shape"], meta["ddof"]) == ("4", "2x2x2", "0")
         assert float(meta["observed"]) == doc["observed"] == 1.6

@@ -28,7 +28,7 @@ def test_directory_is_audited_in_every_format(run_cli, run_dir: Path) -> None:  
     assert doc["family"] == "gemma2" and doc["exit_code"] == 0
     assert doc["declared_scale"].startswith("query_pre_attn_scalar")
     assert [(h["layer"], h["head"]) for h in doc["heads"]] == [(1, h) for h in range(4)]
-    csv = run_cli(*args, "--format", "csv").output.splitlines()
+    csv = run_cli(*args, "--format", "csv-meta").output.splitlines()
     assert csv[1].startswith("layer,head,scale,softcap,window,scaled_var") and len(csv) == 6
     assert "| layer |" in run_cli(*args, "--format", "markdown").output
     table = run_cli(*args).output

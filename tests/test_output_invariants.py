@@ -21,6 +21,7 @@ import statistics
 import numpy as np
 import pytest
 
+from varcheck.core.estimation import normal_quantile
 from varcheck.output.text import markdown
 
 # --- running each command once per argument list ------------------------------------------------
@@ -166,7 +167,7 @@ def assert_markdown_records(
 def formats(run_cli, *args: str) -> tuple[int, dict, tuple[dict, list], list]:
     """JSON, parsed CSV and Markdown tables of one command line (all three exit alike)."""
     code, doc = run_json(run_cli, *args)
-    csv_code, csv_text = run(run_cli, *args, "--format", "csv")
+    csv_code, csv_text = run(run_cli, *args, "--format", "csv-meta")
     md_code, md_text = run(run_cli, *args, "--format", "markdown")
     assert csv_code == md_code == code, (csv_text, md_text)
     meta, rows = parse_csv(csv_text)
@@ -577,7 +578,28 @@ def test_softmax_formats_agree(run_cli) -> None:
     _, doc, (_, csv_rows), tables = formats(run_cli, *SOFTMAX)
     records = _softmax_records(doc)
     assert_csv_records(csv_rows, records)
-    assert_markdown_records(tables[0], records)
+    _assert_softmax_markdown(tables[0], doc)
+
+
+#: the readable Markdown table's columns after d_k, logits and sd, and the JSON metric of each
+_SOFTMAX_MD = ("entropy", "entropy_fraction", "max_weight", "jacobian_norm")
+
+
+def _assert_softmax_markdown(table: tuple[list[str], list[list[str]]], doc: dict) -> None:
+    """Each JSON row is two Markdown rows (raw, then scaled logits) whose shown values are the
+    JSON's rounded to the digits shown; the ± beside each is its interval's half-width."""
+    header, body = table
+    assert header[:3] == ["d_k", "logits", "sd"] and len(header) == 3 + len(_SOFTMAX_MD)
+    assert len(body) == 2 * len(doc["rows"])
+    z = normal_quantile(doc.get("confidence", 0.95))
+    for r, cells_raw, cells_scaled in zip(doc["rows"], body[::2], body[1::2], strict=True):
+        for side, cells in (("raw", cells_raw), ("scaled", cells_scaled)):
+            assert cells[0] == str(r["dk"])
+            assert md_number_matches(cells[2], r[f"logit_sd_{side}"]), (side, cells)
+            for key, cell in zip(_SOFTMAX_MD, cells[3:], strict=True):
+                value, half = cell.split(" ± ")
+                assert md_number_matches(value, r[side][key]), (key, cell)
+                assert md_number_matches(half, z * r[side][f"{key}_se"]), (key, cell)
 
 
 # --- derive ---------------------------------------------------------------------------------------
@@ -611,7 +633,7 @@ def test_derive_values(run_cli) -> None:
     assert doc["correct_var"] == steps[2]["value"]
     assert doc["correct_scaled_var"] == steps[3]["value"]
     assert doc["broken_step"] == 2 and [s["status"] for s in steps][:2] == ["breaks", "breaks"]
-    assert doc["exit_code"] == code == 1
+    assert doc["exit_code"] == code == 0  # derive explains a breaking step; it rejects nothing
 
 
 def test_derive_formats_agree(run_cli) -> None:
@@ -865,7 +887,7 @@ def test_audit_formats_agree(run_cli, tmp_path_factory) -> None:
     than its JSON."""
     args = _audit_args(tmp_path_factory)
     code, doc = run_json(run_cli, *args)
-    csv_code, csv_text = run(run_cli, *args, "--format", "csv")
+    csv_code, csv_text = run(run_cli, *args, "--format", "csv-meta")
     md_code, md_text = run(run_cli, *args, "--format", "markdown")
     assert code == csv_code == md_code == 0
     _, csv_rows = parse_csv(csv_text)

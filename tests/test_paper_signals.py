@@ -37,7 +37,7 @@ CASES = [
     for cmd in RUNS
     for sig, fmt in (
         (signal.SIGINT, "json"),
-        (signal.SIGTERM, "csv"),
+        (signal.SIGTERM, "csv-meta"),
         (signal.SIGINT, "markdown"),
         (signal.SIGTERM, "table"),
     )
@@ -102,7 +102,7 @@ def test_signal_keeps_partial_results(command: str, sig: int, fmt: str) -> None:
         doc = json.loads(out)
         assert doc["interrupted"] is True
         _check_rows(command, doc["rows"])
-    elif fmt == "csv":
+    elif fmt == "csv-meta":
         lines = out.splitlines()
         assert lines[0].startswith("#") and "interrupted=True" in lines[0]
         _check_rows(command, list(csv.DictReader(io.StringIO("\n".join(lines[1:])))))
@@ -118,7 +118,7 @@ def test_signal_keeps_partial_results(command: str, sig: int, fmt: str) -> None:
 
 def _render_all(result: object, render: object) -> dict[str, str]:
     out = {}
-    for fmt in ("json", "csv", "markdown", "table"):
+    for fmt in ("json", "csv-meta", "markdown", "table"):
         buf = io.StringIO()
         render(result, fmt, Console(file=buf, width=100, no_color=True))  # type: ignore[operator]
         out[fmt] = buf.getvalue()
@@ -157,7 +157,7 @@ def test_project_interrupted_in_its_third_setting(monkeypatch) -> None:
     out = _render_all(res, render_project)
     doc = json.loads(out["json"])
     assert doc["interrupted"] is True and doc["exit_code"] == 130
-    assert "interrupted=True" in out["csv"].splitlines()[0]
+    assert "interrupted=True" in out["csv-meta"].splitlines()[0]
     assert "(interrupted: partial)" in out["table"]
 
 

@@ -159,7 +159,7 @@ def test_json_csv_and_markdown_name_the_calls_needed(run_cli) -> None:  # noqa: 
     none = ("ci_low", "ci_high", "ratio_low", "p_value", "se", "precision")
     assert all(row[key] is None for key in none), {k: row[k] for k in none}
     assert row["per_head"][0]["ci_low"] is None and row["per_head"][0]["p_value"] is None
-    res = run_cli("probe", LAYER, "--arg", "layer=2", *ARGV, "--format", "csv")
+    res = run_cli("probe", LAYER, "--arg", "layer=2", *ARGV, "--format", "csv-meta")
     assert res.exit_code == 4
     (record,) = csv.DictReader(io.StringIO(res.stdout.split("\n", 1)[1]))
     assert (record["outcome"], record["min_samples"]) == ("unreliable", str(MIN_BLOCKS))

@@ -121,7 +121,7 @@ def test_json_csv_markdown(run_cli) -> None:  # noqa: ANN001
     row = data["rows"][0]
     assert row["diagnostics"]["bias"] == "alibi" and row["outcome"] == "pass"
     assert data["seed"] == 1 and data["exponent"] is None
-    text = run_cli("probe", target, *FAST, "--format", "csv").stdout
+    text = run_cli("probe", target, *FAST, "--format", "csv-meta").stdout
     assert text.startswith("# command=probe")
     rows = list(csv.DictReader(io.StringIO(text.split("\n", 1)[1])))
     assert rows[0]["law"] == "1/sqrt(dk)" and rows[0]["bias"] == "alibi"

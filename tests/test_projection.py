@@ -475,7 +475,7 @@ def test_project_cli_table_csv_markdown(run_cli) -> None:
         assert cells[10] == row["verdict"]
 
     full = json.loads(run_cli(*args, "--format", "json").output)
-    lines = run_cli(*args, "--format", "csv").output.splitlines()
+    lines = run_cli(*args, "--format", "csv-meta").output.splitlines()
     meta = dict(item.split("=", 1) for item in lines[0].removeprefix("# ").split())
     assert (meta["command"], meta["seed"], meta["dx"], meta["dk"]) == ("project", "6", "8", "4")
     numeric = ("predicted_var", "var", "ci_low", "ci_high", "ratio", "p_adjusted")

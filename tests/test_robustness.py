@@ -319,7 +319,7 @@ def test_same_numbers_across_formats_and_workers(run_cli) -> None:
     doc = json.loads(run_cli(*base, "--format", "json").output)
     again = json.loads(run_cli(*base, "--format", "json", "--workers", "3").output)
     assert doc == again
-    lines = run_cli(*base, "--format", "csv").output.splitlines()
+    lines = run_cli(*base, "--format", "csv-meta").output.splitlines()
     assert "version=" in lines[0] and "seed=21" in lines[0]
     rows = list(csv.DictReader(io.StringIO("\n".join(lines[1:]))))
     for r_json, r_csv in zip(doc["rows"], rows, strict=True):
@@ -472,7 +472,7 @@ _ARGS = st.lists(
             "0.5",
             "--format",
             "json",
-            "csv",
+            "csv-meta",
             "markdown",
             "--tolerance",
             "0.1",

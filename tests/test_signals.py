@@ -156,14 +156,14 @@ RUNS = {
     "sweep": (
         ("json", "INT"),
         ("json", "TERM"),
-        ("csv", "INT"),
+        ("csv-meta", "INT"),
         ("markdown", "TERM"),
         ("table", "TERM"),
     ),
     "check": (
         ("json", "INT"),
         ("json", "TERM"),
-        ("csv", "TERM"),
+        ("csv-meta", "TERM"),
         ("markdown", "INT"),
         ("table", "INT"),
     ),
@@ -222,7 +222,7 @@ def test_sweep_keeps_the_finished_rows(outcomes: dict[str, Outcome], fmt: str, n
         # the status the process exits with (143 after SIGTERM, not Ctrl-C's 130)
         assert doc["interrupted"] is True and doc["exit_code"] == SIGNALS[name][1]
         _finished_then_partial(doc["rows"])
-    elif fmt == "csv":
+    elif fmt == "csv-meta":
         header, *body = res.out.splitlines()
         assert "interrupted=True" in header
         _finished_then_partial(list(csv.DictReader(io.StringIO("\n".join(body)))))
@@ -255,7 +255,7 @@ def test_check_keeps_the_finished_claims_and_writes_junit(
         doc = json.loads(res.out)
         assert doc["interrupted"] is True and doc["exit_code"] == SIGNALS[name][1]
         assert [c["name"] for c in doc["claims"]] == ["quick"]
-    elif fmt == "csv":
+    elif fmt == "csv-meta":
         assert "outcome=interrupted" in res.out.splitlines()[0]
         assert "interrupted=True" in res.out.splitlines()[0]
     elif fmt == "markdown":

@@ -140,7 +140,7 @@ def _flat_rows(doc: dict) -> list[dict[str, float]]:
     return flat
 
 
-@pytest.mark.parametrize("fmt", ["table", "csv", "markdown"])
+@pytest.mark.parametrize("fmt", ["table", "csv-meta", "markdown"])
 def test_cli_formats_show_the_seed_and_the_same_numbers(run_cli, fmt: str) -> None:
     """Guards against a format that reports another seed or setting than the run's, or numbers
     other than the JSON (the API result) of the same run, and against wrong logit scales: for
@@ -156,7 +156,7 @@ def test_cli_formats_show_the_seed_and_the_same_numbers(run_cli, fmt: str) -> No
     res = run_cli(*args, "--format", fmt)
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    if fmt == "csv":
+    if fmt == "csv-meta":
         meta = dict(item.split("=", 1) for item in lines[0].removeprefix("# ").split())
         assert (meta["seed"], meta["keys"], meta["queries"]) == ("8", "64", "960")
         rows = list(csv.DictReader(lines[1:]))

@@ -111,7 +111,7 @@ def test_a_signal_keeps_the_partial_result_as_json(command: str, sig: int) -> No
     ("command", "sig", "fmt"),
     [
         ("explain", signal.SIGINT, "table"),
-        ("softmax", signal.SIGTERM, "csv"),
+        ("softmax", signal.SIGTERM, "csv-meta"),
         ("derive", signal.SIGTERM, "markdown"),
     ],
 )
@@ -122,7 +122,7 @@ def test_a_signal_keeps_the_partial_result_in_text_formats(
     code, out, err = _interrupted_run(RUNS[command], sig, fmt)
     assert code == 128 + sig, err
     assert "Traceback" not in err
-    if fmt == "csv":
+    if fmt == "csv-meta":
         head, body = out.split("\n", 1)
         assert "interrupted=True" in head and "seed=1" in head
         rows = list(csv.DictReader(io.StringIO(body)))
@@ -168,7 +168,7 @@ def _render(result, render, fmt: str) -> str:
     return console.file.getvalue()
 
 
-@pytest.mark.parametrize("fmt", ["json", "csv", "markdown", "table"])
+@pytest.mark.parametrize("fmt", ["json", "csv-meta", "markdown", "table"])
 @pytest.mark.parametrize("command", list(RUNS))
 def test_every_format_of_an_interrupted_result(monkeypatch, command: str, fmt: str) -> None:
     result, render = _interrupted(monkeypatch, command)
@@ -178,7 +178,7 @@ def test_every_format_of_an_interrupted_result(monkeypatch, command: str, fmt: s
     if fmt == "json":
         doc = json.loads(text)
         assert doc["interrupted"] is True and doc["exit_code"] == 130
-    elif fmt == "csv":
+    elif fmt == "csv-meta":
         head, body = text.split("\n", 1)
         assert "interrupted=True" in head
         rows = list(csv.DictReader(io.StringIO(body)))

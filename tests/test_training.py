@@ -281,7 +281,7 @@ def test_train_cli_table_csv_plot(run_cli, tmp_path) -> None:
     assert "σ_Wq (RMS)" in res.output and "Var meas. [95% CI]" in res.output
     assert "fresh sequences" in res.output
     assert path.stat().st_size > 1000
-    csv_out = run_cli(*SMALL, "--format", "csv").output
+    csv_out = run_cli(*SMALL, "--format", "csv-meta").output
     assert csv_out.startswith("# command=train") and "scheme,step" in csv_out
 
 

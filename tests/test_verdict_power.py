@@ -106,7 +106,7 @@ def test_sweep_rows_are_sized_at_their_share_of_the_family_in_every_format(swept
     rows = json.loads(_written(render_sweep, swept, "json"))["rows"]
     assert [r["detectable_family"] for r in rows] == [3, 3, 3]
     assert rows[0]["detectable_alpha"] == pytest.approx(ALPHA / 3)
-    lines = _written(render_sweep, swept, "csv").splitlines()
+    lines = _written(render_sweep, swept, "csv-meta").splitlines()
     records = list(csv.DictReader(line for line in lines if not line.startswith("#")))
     assert float(records[2]["detectable_error"]) == pytest.approx(swept.rows[2].detectable.error)
     assert "detectable_error_below" in _written(render_sweep, swept, "markdown")
@@ -132,7 +132,7 @@ def test_check_rows_are_sized_at_the_files_family_in_every_format(checked) -> No
     tests = [t for c in data["claims"] for t in c["tests"]]
     assert [t["detectable_family"] for t in tests] == [3, 3, 3]
     assert tests[-1]["power_at_claim"] == pytest.approx(rows[-1].detectable.power_at_claim)
-    assert "detectable_approximate" in _written(render_check, checked, "csv").splitlines()[1]
+    assert "detectable_approximate" in _written(render_check, checked, "csv-meta").splitlines()[1]
     assert "power_at_claim" in _written(render_check, checked, "markdown")
     assert detectable_cell(rows[0].detectable) in _written(render_check, checked, "table")
     junit = ET.fromstring(check_to_junit(checked))
@@ -157,7 +157,7 @@ def test_a_probe_states_its_weakest_heads_figure_in_the_scale() -> None:
     data = json.loads(_written(render_probe, res, "json"))["rows"]
     assert data[1]["detectable_error"] == pytest.approx(res.rows[1].detectable.error)
     assert data[1]["per_head"][0]["detectable_alpha"] == pytest.approx(ALPHA / family)
-    assert "detectable_error" in _written(render_probe, res, "csv").splitlines()[1]
+    assert "detectable_error" in _written(render_probe, res, "csv-meta").splitlines()[1]
     one = varcheck.probe(noisy, 16, queries=16, keys=16, samples=MIN_BLOCKS, seed=1)
     above, below = percent_up(one.detectable.above), percent_up(one.detectable.below)
     said = f"≥ {above} either way" if above == below else f"≥ +{above} / −{below}"
