@@ -1,0 +1,93 @@
+"""Results of costly, deterministic computations, computed once per test process.
+
+The documentation checks ask for some results more than once: ``docs/_generate/decoder.py
+--check`` audits SmolLM2 on the built-in text, and so does docs/audit.md's ``varcheck audit
+smollm2-135m``; ``docs/_generate/paper.py --check`` trains the default experiment on seed 1,
+and so does docs/paper.md's ``varcheck train --seed 1``. :func:`share_results` replaces those
+functions, for one test, by versions that compute each distinct call once per process and give
+every later caller the same result (results are frozen dataclasses, so no caller can change
+what another sees). Each command still runs its own parsing, checks and rendering.
+
+Only a call whose result its arguments determine is shared: a seeded training run or
+projection, and an audit of a bundled checkpoint (``smollm2-135m``, ``all-MiniLM-L6-v2``) on
+the built-in text with the model's own weights (``docs/_generate/decoder.py`` adds rounding
+noise to the decoder's layers to bound the effect of quantisation: that run is never shared).
+An interrupted result is not kept. Whichever test asks first computes the result, so each test
+passes alone and in any order; under ``pytest -n 2`` each worker keeps its own results.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+#: (function, its arguments) -> result, for the whole test process
+_RESULTS: dict[tuple[str, str], object] = {}
+
+
+def _bundled_text(arguments: dict[str, Any]) -> bool:
+    return arguments.get("text_file") is None and arguments.get("sentences") is None
+
+
+def _decoder_rule(arguments: dict[str, Any]) -> bool:
+    """SmolLM2 on the built-in text, with the layers as the file gives them."""
+    from varcheck.audit import llama
+
+    bundled = str(arguments["model"]).lower() == "smollm2-135m" and _bundled_text(arguments)
+    return bundled and llama.LlamaModel.layer is _ORIGINAL["layer"]
+
+
+def _encoder_rule(arguments: dict[str, Any]) -> bool:
+    return str(arguments["model"]) == "all-MiniLM-L6-v2" and _bundled_text(arguments)
+
+
+def _seeded_rule(arguments: dict[str, Any]) -> bool:
+    return arguments.get("seed") is not None
+
+
+def _shared(name: str, function: Callable[..., Any], rule: Callable[[dict[str, Any]], bool]):  # noqa: ANN202
+    """``function`` computing each call that ``rule`` accepts once (``progress`` is not part
+    of a call: it only reports)."""
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def shared(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = {k: v for k, v in bound.arguments.items() if k != "progress"}
+        if not rule(arguments):
+            return function(*args, **kwargs)
+        key = (name, repr(sorted(arguments.items())))
+        if key not in _RESULTS:
+            result = function(*args, **kwargs)
+            if getattr(result, "interrupted", False):
+                return result
+            _RESULTS[key] = result
+        return _RESULTS[key]
+
+    return shared
+
+
+#: ``LlamaModel.layer`` as varcheck defines it, taken before any test could replace it
+_ORIGINAL: dict[str, object] = {}
+
+
+def share_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the costly computations of varcheck's commands and of the pages' generators
+    shared for the rest of the test (``monkeypatch`` puts the functions back)."""
+    from varcheck.audit import command, decoder, encoder, llama
+    from varcheck.paper import projection, training
+
+    _ORIGINAL.setdefault("layer", llama.LlamaModel.layer)
+    audit_decoder = _shared("audit_decoder", decoder.audit_decoder, _decoder_rule)
+    audit_encoder = _shared("audit_encoder", encoder.audit_encoder, _encoder_rule)
+    for module in (decoder, command):
+        monkeypatch.setattr(module, "audit_decoder", audit_decoder)
+    for module in (encoder, command):
+        monkeypatch.setattr(module, "audit_encoder", audit_encoder)
+    monkeypatch.setattr(training, "train", _shared("train", training.train, _seeded_rule))
+    monkeypatch.setattr(projection, "project", _shared("project", projection.project, _seeded_rule))
