@@ -25,8 +25,12 @@ from typing import Any
 
 import pytest
 
+from varcheck.audit import llama
+
 #: (function, its arguments) -> result, for the whole test process
 _RESULTS: dict[tuple[str, str], object] = {}
+#: ``LlamaModel.layer`` as varcheck defines it, taken when the tests are collected
+_ORIGINAL_LAYER = llama.LlamaModel.layer
 
 
 def _bundled_text(arguments: dict[str, Any]) -> bool:
@@ -35,10 +39,8 @@ def _bundled_text(arguments: dict[str, Any]) -> bool:
 
 def _decoder_rule(arguments: dict[str, Any]) -> bool:
     """SmolLM2 on the built-in text, with the layers as the file gives them."""
-    from varcheck.audit import llama
-
     bundled = str(arguments["model"]).lower() == "smollm2-135m" and _bundled_text(arguments)
-    return bundled and llama.LlamaModel.layer is _ORIGINAL["layer"]
+    return bundled and llama.LlamaModel.layer is _ORIGINAL_LAYER
 
 
 def _encoder_rule(arguments: dict[str, Any]) -> bool:
@@ -49,13 +51,26 @@ def _seeded_rule(arguments: dict[str, Any]) -> bool:
     return arguments.get("seed") is not None
 
 
-def _shared(name: str, function: Callable[..., Any], rule: Callable[[dict[str, Any]], bool]):  # noqa: ANN202
-    """``function`` computing each call that ``rule`` accepts once (``progress`` is not part
-    of a call: it only reports)."""
-    signature = inspect.signature(function)
+#: the functions that can be shared, by name -> which of their calls
+RULES: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "audit_decoder": _decoder_rule,
+    "audit_encoder": _encoder_rule,
+    "train": _seeded_rule,
+    "project": _seeded_rule,
+}
+
+
+def shared(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` (one of :data:`RULES`) computing each call its rule accepts once per
+    process (``progress`` is not part of a call: it only reports). A module-scoped fixture
+    computing the same result as the documentation checks (SmolLM2's default audit, the
+    default training run on seed 1) can take it from here:
+    ``shared(train)(TrainConfig(every=30), seed=1)``."""
+    name = function.__name__
+    rule, signature = RULES[name], inspect.signature(function)
 
     @functools.wraps(function)
-    def shared(*args: Any, **kwargs: Any) -> Any:
+    def computed_once(*args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         arguments = {k: v for k, v in bound.arguments.items() if k != "progress"}
@@ -69,25 +84,19 @@ def _shared(name: str, function: Callable[..., Any], rule: Callable[[dict[str, A
             _RESULTS[key] = result
         return _RESULTS[key]
 
-    return shared
-
-
-#: ``LlamaModel.layer`` as varcheck defines it, taken before any test could replace it
-_ORIGINAL: dict[str, object] = {}
+    return computed_once
 
 
 def share_results(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the costly computations of varcheck's commands and of the pages' generators
     shared for the rest of the test (``monkeypatch`` puts the functions back)."""
-    from varcheck.audit import command, decoder, encoder, llama
+    from varcheck.audit import command, decoder, encoder
     from varcheck.paper import projection, training
 
-    _ORIGINAL.setdefault("layer", llama.LlamaModel.layer)
-    audit_decoder = _shared("audit_decoder", decoder.audit_decoder, _decoder_rule)
-    audit_encoder = _shared("audit_encoder", encoder.audit_encoder, _encoder_rule)
+    audit_decoder, audit_encoder = shared(decoder.audit_decoder), shared(encoder.audit_encoder)
     for module in (decoder, command):
         monkeypatch.setattr(module, "audit_decoder", audit_decoder)
     for module in (encoder, command):
         monkeypatch.setattr(module, "audit_encoder", audit_encoder)
-    monkeypatch.setattr(training, "train", _shared("train", training.train, _seeded_rule))
-    monkeypatch.setattr(projection, "project", _shared("project", projection.project, _seeded_rule))
+    monkeypatch.setattr(training, "train", shared(training.train))
+    monkeypatch.setattr(projection, "project", shared(projection.project))
