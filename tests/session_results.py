@@ -37,22 +37,28 @@ def _bundled_text(arguments: dict[str, Any]) -> bool:
     return arguments.get("text_file") is None and arguments.get("sentences") is None
 
 
-def _decoder_rule(arguments: dict[str, Any]) -> bool:
-    """SmolLM2 on the built-in text, with the layers as the file gives them."""
+Arguments = dict[str, Any]
+
+
+def _decoder_rule(arguments: Arguments) -> Arguments | None:
+    """SmolLM2 (its name in any case) on the built-in text, with the file's own layers."""
     bundled = str(arguments["model"]).lower() == "smollm2-135m" and _bundled_text(arguments)
-    return bundled and llama.LlamaModel.layer is _ORIGINAL_LAYER
+    unmodified = llama.LlamaModel.layer is _ORIGINAL_LAYER
+    return {**arguments, "model": "smollm2-135m"} if bundled and unmodified else None
 
 
-def _encoder_rule(arguments: dict[str, Any]) -> bool:
-    return str(arguments["model"]) == "all-MiniLM-L6-v2" and _bundled_text(arguments)
+def _encoder_rule(arguments: Arguments) -> Arguments | None:
+    bundled = str(arguments["model"]) == "all-MiniLM-L6-v2" and _bundled_text(arguments)
+    return arguments if bundled else None
 
 
-def _seeded_rule(arguments: dict[str, Any]) -> bool:
-    return arguments.get("seed") is not None
+def _seeded_rule(arguments: Arguments) -> Arguments | None:
+    return arguments if arguments.get("seed") is not None else None
 
 
-#: the functions that can be shared, by name -> which of their calls
-RULES: dict[str, Callable[[dict[str, Any]], bool]] = {
+#: the functions that can be shared, by name -> the arguments naming a call that can be shared
+#: (None for a call that cannot)
+RULES: dict[str, Callable[[Arguments], Arguments | None]] = {
     "audit_decoder": _decoder_rule,
     "audit_encoder": _encoder_rule,
     "train": _seeded_rule,
@@ -61,7 +67,7 @@ RULES: dict[str, Callable[[dict[str, Any]], bool]] = {
 
 
 def shared(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` (one of :data:`RULES`) computing each call its rule accepts once per
+    """``function`` (one of :data:`RULES`) computing each call its rule names once per
     process (``progress`` is not part of a call: it only reports). A module-scoped fixture
     computing the same result as the documentation checks (SmolLM2's default audit, the
     default training run on seed 1) can take it from here:
@@ -73,10 +79,10 @@ def shared(function: Callable[..., Any]) -> Callable[..., Any]:
     def computed_once(*args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        arguments = {k: v for k, v in bound.arguments.items() if k != "progress"}
-        if not rule(arguments):
+        call = rule({k: v for k, v in bound.arguments.items() if k != "progress"})
+        if call is None:
             return function(*args, **kwargs)
-        key = (name, repr(sorted(arguments.items())))
+        key = (name, repr(sorted(call.items())))
         if key not in _RESULTS:
             result = function(*args, **kwargs)
             if getattr(result, "interrupted", False):
