@@ -522,7 +522,8 @@ def _run(example: Example, folder: Path) -> subprocess.CompletedProcess[str]:
     """Run the example's command in ``folder`` after the checks every command gets.
 
     Examples that are one command up to the files they write (``--plot``, ``--junit-xml``:
-    the README's ``varcheck check examples/attention.toml`` and docs/ci.md's with a report)
+    the README's ``varcheck check examples/attention.toml`` and docs/own-code.md's with
+    ``--junit-xml``)
     share one run of the command with all those options: each example's exit status, output
     and files are checked against it (an output option adds a line naming its file, and no
     other)."""
@@ -549,11 +550,17 @@ def _run(example: Example, folder: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _run_command(program: str, args: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
-    """``PROGRAM ARGS`` run in ``folder``: varcheck in this process unless it starts workers."""
+    """``PROGRAM ARGS`` run in ``folder``: varcheck in this process unless it starts workers.
+
+    A child gets BLAS on one thread, as tests/conftest.py means this process to have it (a
+    plugin that imports numpy before the conftest, as pytest-randomly does, defeats that here,
+    not in a child): an explicit setting wins."""
     if program == "varcheck" and not IN_A_PROCESS_OF_ITS_OWN & set(args):
         return _in_process(args, folder)
     env = {k: v for k, v in os.environ.items() if k not in {"FORCE_COLOR", "TTY_COMPATIBLE"}}
     env.update(COLUMNS="150", NO_COLOR="1")
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(name, "1")
     return subprocess.run(
         [*_executable(program), *args],
         cwd=folder,
