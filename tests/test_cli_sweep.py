@@ -102,7 +102,9 @@ def test_table_shows_header_seed_and_fit(run_cli) -> None:
 
 
 def test_csv_and_markdown(run_cli) -> None:
-    res = run_cli("sweep", "--dk", "2,4", "--seed", "5", "--precision", "0.05", "--format", "csv-meta")
+    res = run_cli(
+        "sweep", "--dk", "2,4", "--seed", "5", "--precision", "0.05", "--format", "csv-meta"
+    )
     lines = res.output.splitlines()
     assert lines[0].startswith("# ") and "seed=5" in lines[0]
     rows = list(csv.DictReader(io.StringIO("\n".join(lines[1:]))))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .claim_file import CheckResult
+    from .sweep import SweepResult
     from .verify import VerifyResult
 
 __all__ = ["reproduce_command", "rerun_command", "sweep_command", "derive_command"]
@@ -62,7 +63,7 @@ def derive_command(result: Any, dk: int) -> str:
     return " ".join(["varcheck derive", f"--dk {dk}", *_source_options(result)])
 
 
-def _source_options(result: VerifyResult) -> list[str]:
+def _source_options(result: VerifyResult | SweepResult) -> list[str]:
     """The options that say where the values come from: the laws, or the sampler."""
     if result.sampler is not None:
         parts = [f"--sampler {shlex.quote(result.sampler.target)}"]

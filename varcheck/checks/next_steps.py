@@ -111,7 +111,8 @@ def _scale_meaning(ratio: float, low: float, high: float, dk: int) -> str | None
 
     if not (ratio > 0 and low > 0 and math.isfinite(high)):
         return None
-    law = nearest_law(*(math.sqrt(x / dk) for x in (ratio, low, high)), dk)
+    scale, lo, hi = (math.sqrt(x / dk) for x in (ratio, low, high))
+    law = nearest_law(scale, lo, hi, dk)
     if law.law == "1/sqrt(dk)" and law.factor_label == "1":
         return None
     # the meaning's gist: "no scale: the 1/√d_k is forgotten, times 1.005" → its middle

@@ -13,7 +13,7 @@ from ..core import next_step as steps
 from ..core.next_step import NextStep
 from ..core.probe.laws import LAWS
 from ..core.verdicts import FAIL, INCONCLUSIVE, PASS
-from .render import reproduce_command
+from .commands import reproduce_command
 
 if TYPE_CHECKING:
     from .probe import ProbeResult, ProbeSweepResult

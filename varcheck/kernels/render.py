@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 from ..core.interrupts import interrupted_exit
 from ..core.next_step import NEXT_STEP_KEY, command_lines
 from ..core.power import LOW_POWER_AT_CLAIM
-from ..core.probe.judge import KEYS, QUERIES, mask_words
-from ..core.probe.target import command_line
+from ..core.probe.judge import mask_words
 from ..core.verdicts import UNRELIABLE
 from ..output import formats
 from ..output import text as shown_text
 from ..output.formats import confidence_label, fmt_p
 from ..output.formats import fmt as _fmt
+from .commands import reproduce_command
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -48,47 +48,6 @@ TIME_LIMITED_NOTE = (
 DIGITS = 4
 #: The interval column of a row without a valid interval (the words of sweep's table).
 NO_VALID_CI = "(no valid CI)"
-_DEFAULTS = {"queries": QUERIES, "keys": KEYS, "layout": "nd", "dtype": "float64"}
-
-
-def reproduce_command(result: ProbeResult, dks: str | None = None, **change: Any) -> str | None:
-    """The ``varcheck probe`` command line that reruns a probe (None for an unnamed kernel);
-    ``change`` replaces the run's ``expect``, ``queries`` or ``samples`` (calls)."""
-    k = result.kernel
-    if not k.by_name:
-        return None
-    parts = ["varcheck", "probe", k.target, "--dk", dks or str(result.dk)]
-    for key, value in k.args:
-        parts += ["--arg", f"{key}={value!r}"]
-    expect = change.get("expect", result.expect)
-    if expect != "1/sqrt(dk)":
-        parts += ["--expect", expect]
-    for name in ("layout", "queries", "keys", "dtype"):
-        value = change.get(name, getattr(result, name))
-        if value != _DEFAULTS[name]:
-            parts += [f"--{name}", str(value)]
-    if result.out_layout != result.layout:
-        parts += ["--out-layout", result.out_layout]
-    if result.layout != "nd" or result.law_heads != 1:
-        parts += ["--heads", str(result.law_heads)]
-    if result.kv_heads != result.heads:
-        parts += ["--kv-heads", str(result.kv_heads)]
-    if result.dv != result.keys:
-        parts += ["--dv", str(result.dv)]
-    if result.causal:
-        parts.append("--causal")
-    if result.tolerance is not None:
-        parts += ["--tolerance", f"{result.tolerance:g}"]
-    if result.confidence != 0.95:
-        parts += ["--confidence", f"{result.confidence:g}"]
-    if "samples" in change:
-        parts += ["--samples", str(change["samples"])]
-    elif result.stop_reason == "samples":
-        parts += ["--samples", str(result.calls)]
-    if result.max_seconds is not None and "samples" not in change:  # reproduced with its cap
-        parts += ["--max-seconds", f"{result.max_seconds:g}"]
-    parts += ["--seed", str(result.seed)]
-    return command_line(parts)
 
 
 def fmt(x: float | None, digits: int = 4) -> str:
@@ -412,15 +371,15 @@ def _print_table(result: ProbeSweepResult, console: Console) -> None:
     table, dropped = formats.fit_rows(console, title, None, columns, rows, width=WIDTH)
     console.print(table)
     if dropped:
-        shown = min(WIDTH, console.width)
-        note = f"not shown at {shown} columns: {', '.join(dropped)} (--format json shows it)"
+        at = min(WIDTH, console.width)
+        note = f"not shown at {at} columns: {', '.join(dropped)} (--format json shows it)"
         for line in _wrap(note):
             console.print(line, style="dim", markup=False, highlight=False)
     lines = []
-    if (line := _exponent_line(result)) is not None:
-        lines += _wrap(line)
-    for reading in dict.fromkeys(r.reading for r in result.rows):
-        lines += _wrap(f"reading: {reading}")
+    if (exponent := _exponent_line(result)) is not None:
+        lines += _wrap(exponent)
+    for text in dict.fromkeys(r.reading for r in result.rows):
+        lines += _wrap(f"reading: {text}")
     notes = dict.fromkeys(n for r in result.rows for n in r.diagnostics.notes)
     for note in notes:
         lines += _wrap(note)
