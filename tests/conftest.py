@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
-
-# BLAS on one thread, as under the command line (varcheck/cli/__init__.py says why): the small
-# matrix products of the samplers and the audits' forward passes only contend with more threads
-# on a busy machine (the SmolLM2 audit fixture: 72 s with two, 8 s with one). It must be set
-# before numpy is imported; an explicit setting by the user wins.
-if "numpy" not in sys.modules:
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(_var, "1")
-
 import time
+from typing import TYPE_CHECKING
 
 import pytest
 from click.testing import CliRunner
+
+# BLAS on one thread, as under the command line (varcheck/cli/__init__.py says why): the small
+# matrix products of the samplers and the audits' forward passes only contend with more threads
+# on a busy machine (the SmolLM2 audit fixture: 72 s with two, 8 s with one), and two xdist
+# workers on two cores already fill them. The variables reach the child processes tests start;
+# numpy reads them only when first imported, and a plugin (pytest-randomly) imports it before
+# this file, so the loaded BLAS is limited through threadpoolctl too. A user's setting wins.
+_BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+if not any(_var in os.environ for _var in _BLAS_VARS):
+    for _var in _BLAS_VARS:
+        os.environ[_var] = "1"
+    try:  # in the dev extra; another environment (the framework suite's) may lack it
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        threadpool_limits = None
+    if "numpy" in sys.modules and threadpool_limits is not None:
+        threadpool_limits(limits=1, user_api="blas")
 
 #: The framework reference suite (torch, transformers, timm) runs in its own environment, by
 #: `make test-frameworks`, which sets this variable; the main suite never collects it.
