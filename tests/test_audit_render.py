@@ -123,7 +123,7 @@ def test_piped_cli_says_no_colour_words(run_cli):
 @pytest.mark.parametrize("name", ["all-minilm-l6-v2", "ALL-MINILM-L6-V2", "MiniLM"])
 def test_model_names_in_any_case(name, run_cli):
     assert bert.resolve_model_path(name) == MINILM
-    result = run_cli("audit", name, "--layers", "5", "--format", "csv")
+    result = run_cli("audit", name, "--layers", "5", "--format", "csv-meta")
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("# command=audit")
 

@@ -264,7 +264,23 @@ def _page_examples(page: str, text: str) -> list[Example]:
     for number, line in _indented_commands(lines):
         command, status = _command(line)  # type: ignore[misc]
         found.append(Example("shell", page, number, command, status))
+    generated = _generated_lines(lines)
+    # a transcript a generator wrote is its --check's to compare (at the page's width)
+    found = [e for e in found if not (e.kind == "transcript" and e.line in generated)]
     return sorted(found, key=lambda example: example.line)
+
+
+def _generated_lines(lines: list[str]) -> set[int]:
+    """The line numbers inside the page's ``<!-- generated:NAME -->`` sections."""
+    inside, numbers = False, set()
+    for number, line in enumerate(lines, start=1):
+        if line.startswith("<!-- generated:"):
+            inside = True
+        elif line.startswith("<!-- /generated:"):
+            inside = False
+        elif inside:
+            numbers.add(number)
+    return numbers
 
 
 def _python_kind(source: str) -> str:
