@@ -83,7 +83,8 @@ def plot_audit(result: AuditResult, path: str) -> None:
     1 are outlined, with a legend.
     """
     plt = require_matplotlib()
-    fig, axes = plt.subplots(1, 2, figsize=figure_size(height=_heatmap_height(result) + 0.8))
+    panels = 3 if result.metrics else 2
+    fig, axes = plt.subplots(1, panels, figsize=figure_size(height=_heatmap_height(result) + 0.8))
     _heatmaps(fig, axes, result)
     title_figure(fig, audit_figure_title(result), result)
     save_figure(fig, path)
@@ -95,8 +96,9 @@ def plot_decoder_audit(result: DecoderAuditResult, path: str) -> None:
     plt = require_matplotlib()
     height = _heatmap_height(result)
     fig = plt.figure(figsize=figure_size(height=height + 4.0))
-    grid = fig.add_gridspec(2, 2, height_ratios=[height, 4.0])
-    _heatmaps(fig, [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])], result)
+    panels = 3 if result.metrics else 2
+    grid = fig.add_gridspec(2, panels, height_ratios=[height, 4.0])
+    _heatmaps(fig, [fig.add_subplot(grid[0, i]) for i in range(panels)], result)
     _distance_panel(fig.add_subplot(grid[1, :]), result)
     title_figure(fig, audit_figure_title(result), result)
     save_figure(fig, path)
@@ -157,8 +159,22 @@ def _heatmap_height(result: AuditResult | DecoderAuditResult) -> float:
     return min(2.4 + 0.4 * len(result.layers), 6.0)
 
 
+def _max_logit_panel(ax: Any, result: AnyResult) -> tuple[Any, np.ndarray, dict, str, Any]:
+    """The largest scaled logit of each head on the text (the figure training engineers watch)."""
+    grid = _grid(result, {(m.layer, m.head): m.max_logit for m in result.metrics})
+    top = float(np.nanmax(grid)) if np.isfinite(grid).any() else 1.0
+    return (
+        ax,
+        grid,
+        dict(cmap="magma", vmin=0.0, vmax=top),
+        "largest scaled logit\non the text",
+        lambda v: v < 0.6 * top,
+    )
+
+
 def _heatmaps(fig: Any, axes: Any, result: AuditResult | DecoderAuditResult) -> None:
-    """log₂ of the scaled variance and the relative entropy, layer × head, on two axes."""
+    """log₂ of the scaled variance and the relative entropy, layer × head, and the largest
+    scaled logit when the audit measured it; one axis each."""
     from matplotlib.colors import TwoSlopeNorm
 
     log_scaled = _grid(
@@ -186,12 +202,15 @@ def _heatmaps(fig: Any, axes: Any, result: AuditResult | DecoderAuditResult) -> 
             lambda v: v < 0.45,
         ),
     ]
+    if len(axes) > 2:
+        panels.append(_max_logit_panel(axes[2], result))
     layers, heads = len(result.layers), result.num_heads
+    width = 10.0 / len(axes)  # inches of one heatmap
     # the value in each cell only where a cell holds it at the projector's text size
-    labelled = 5.0 / heads >= 4 * 0.62 * TEXT_PT / 72 and _heatmap_height(result) / layers >= 0.3
+    labelled = width / heads >= 4 * 0.62 * TEXT_PT / 72 and _heatmap_height(result) / layers >= 0.3
     for ax, grid, style, title, dark in panels:
         image = ax.imshow(grid, aspect="auto", **style)
-        step = tick_step(heads, 5.0, len(str(heads - 1)))
+        step = tick_step(heads, width, len(str(heads - 1)))
         ax.set_xticks(range(0, heads, step))
         every = tick_step(layers, _heatmap_height(result) - 1.0, across=False)
         ax.set_yticks(range(0, layers, every), [str(layer) for layer in result.layers][::every])
