@@ -68,11 +68,13 @@ def test_dask_local_cluster_gives_the_same_numbers() -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        # 10^10 products, row by row
-        ("--dk", "64", "--samples", "1e10", "--max-seconds", "4"),
+        # 10^10 products, row by row; the 2 s cap drew 1.2e8 products on the shared 2-core
+        # machine (4 s drew 2.1e8), whose values kept would take 960 MB: far past the bound
+        # below either way (peak 66 MB and 70 MB)
+        ("--dk", "64", "--samples", "1e10", "--max-seconds", "2"),
         # shared blocks 1024 wide in float64, a precision that would take hours; 11 rows share
-        # a cap of 11 x 0.35 s
-        ("--dk", "2..1024", "--precision", "0.00002", "--max-seconds", "0.35"),
+        # a cap of 11 x 0.2 s (the first row drew 1e9 products; peak 112 MB, 108 MB at 0.35 s)
+        ("--dk", "2..1024", "--precision", "0.00002", "--max-seconds", "0.2"),
     ],
     ids=["samples", "shared"],
 )

@@ -131,13 +131,22 @@ def test_max_seconds_bounds_a_slow_kernel(kernels: str) -> None:
 @pytest.mark.signals
 def test_a_kernel_that_never_returns_is_stopped(kernels: str) -> None:
     start = time.monotonic()
-    ran = _probe(kernels, "hang", "--dk", "64", "--max-seconds", "1", "--seed", "1")
+    ran = _probe(kernels, "hang", "--dk", "64", "--max-seconds", "0.5", "--seed", "1")
     assert time.monotonic() - start < 15
     assert ran.returncode == 2 and ran.stdout == ""
     lines = ran.stderr.replace("hello from the import\n", "").strip().splitlines()
     assert len(lines) == 1 and "ran longer than --max-seconds" in lines[0] and "pilot" in lines[0]
     later = _probe(
-        kernels, "hang_later", "--dk", "64", "--max-seconds", "1", "--seed", "1", "--format", "json"
+        kernels,
+        "hang_later",
+        "--dk",
+        "64",
+        "--max-seconds",
+        "0.5",
+        "--seed",
+        "1",
+        "--format",
+        "json",
     )
     assert later.returncode == 4, later.stderr  # fewer calls than an interval needs
     row = json.loads(later.stdout)["rows"][0]

@@ -73,9 +73,9 @@ def _args(command: str, option: str, value: str) -> list[str]:
         settings.pop("--samples")  # --precision and --samples cannot be used together
     if option == "--samples" or option == "--precision":
         # a budget no machine finishes (--precision 1e-320) is accepted under a time cap and
-        # runs until it: 2 s show that as well as 20 (a slow run's fewer blocks give exit 4,
+        # runs until it: 1 s shows that as well as 20 (a slow run's fewer blocks give exit 4,
         # accepted below)
-        settings.setdefault("--max-seconds", "2")
+        settings.setdefault("--max-seconds", "1")
     settings[option] = value
     return [command, *(x for kv in settings.items() for x in kv), "--format", "json"]
 
