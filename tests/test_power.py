@@ -26,7 +26,7 @@ import pytest
 from scipy.stats import binomtest
 
 import varcheck
-from varcheck.checks.plan import row_from_pilot
+from varcheck.checks.pilots import row_from_pilot
 from varcheck.core.blocks import draw_chunk
 from varcheck.core.distributions import parse_distribution
 from varcheck.core.estimation import BlockAccumulator, VarianceEstimate, _default_plan, summarise

@@ -13,7 +13,7 @@ claim × (1 + δ)" is the test of the claim truth / (1 + δ) on the same runs.
   figure, each way, is rejected in about 90% of runs; off by half of it in clearly fewer
   (Φ(3.24/2 − 1.96) ≈ 37% in the normal approximation); a true claim in about α.
 * **Plan, then run.** Each of R pilots (200 blocks, its own draws) plans the blocks for the
-  target with :func:`varcheck.checks.plan.row_from_pilot`; a fresh run of that size per pilot
+  target with :func:`varcheck.checks.pilots.row_from_pilot`; a fresh run of that size per pilot
   is then tested. The binding side (the plan sizes for the harder of the two) is caught in
   90% ± binomial error of the runs, the other side at least as often.
 
@@ -38,7 +38,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom, binomtest
 
-from varcheck.checks.plan import MIN_PILOT_BLOCKS, Pilot, row_from_pilot
+from varcheck.checks.pilots import MIN_PILOT_BLOCKS, Pilot, row_from_pilot
 from varcheck.core.blocks import draw_chunk
 from varcheck.core.distributions import parse_distribution
 from varcheck.core.estimation import BlockAccumulator, _default_plan, summarise

@@ -42,7 +42,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core import logit_variance as lv
-from ..core.estimation import ConfidenceInterval, hall_interval, t_quantile
+from ..core.estimation import ConfidenceInterval
 from ..core.files import path_exists
 from ..core.progress import ProgressCallback
 from ..core.untested import Untested
@@ -50,6 +50,7 @@ from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import bert, encoder, llama
 from .encoder import HeadScale, LayeredAudit, LayerSummary, parse_layers
+from .intervals import sequence_interval
 from .results import HeadMetrics
 from .tokenizing import first_token_texts
 
@@ -356,56 +357,6 @@ def distance_bands(longest: int) -> tuple[tuple[int, int], ...]:
         out.append((low, high))
         low = high + 1
     return tuple(out)
-
-
-def sequence_interval(
-    s0: np.ndarray, s1: np.ndarray, s2: np.ndarray, confidence: float
-) -> tuple[np.ndarray, list[ConfidenceInterval]]:
-    """Pooled variance per column and its interval with sequences as the independent units.
-
-    Parameters
-    ----------
-    s0 : ndarray ``(sequences,)`` or ``(sequences, k)``
-        Pairs per sequence (broadcast against ``s1``).
-    s1, s2 : ndarray ``(sequences, k)``
-        Per sequence, sums of the values and of their squares.
-    confidence : float
-
-    Returns
-    -------
-    var : ndarray ``(k,)``
-        Σ s2 / Σ s0 − (Σ s1 / Σ s0)².
-    intervals : list of ConfidenceInterval
-        Hall's interval on the influence values (nan with fewer than MIN_SEQUENCES sequences
-        that hold a pair).
-    """
-    c = np.broadcast_to(s0 if s0.ndim == s1.ndim else s0[:, None], s1.shape).astype(float)
-    total = c.sum(axis=0)
-    used = (c > 0).sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = s1.sum(axis=0) / total
-        var = s2.sum(axis=0) / total - mean**2
-        # a sequence without pairs adds nothing to the estimate, so it is not a unit of it
-        c_bar = total / used
-        # Σ over a sequence's pairs of (x − m)², minus V times its pairs, over the mean count
-        z = (s2 - 2 * mean * s1 + mean**2 * c - var * c) / c_bar
-    cis = []
-    for col in range(s1.shape[1]):
-        if used[col] < MIN_SEQUENCES or not np.isfinite(var[col]):
-            cis.append(ConfidenceInterval(math.nan, math.nan))
-        else:
-            zc = z[c[:, col] > 0, col]
-            cis.append(_hall(float(var[col]), zc, confidence))
-    return var, cis
-
-
-def _hall(var: float, z: np.ndarray, confidence: float) -> ConfidenceInterval:
-    n = z.size
-    sd = float(z.std(ddof=1))
-    se = sd / math.sqrt(n)
-    centred = z - z.mean()
-    skew = float(np.mean(centred**3) / sd**3) if sd > 0 else 0.0
-    return hall_interval(var, se, skew, n, t_quantile(confidence, n - 1))
 
 
 def _pair_order(dk: int, layout: str) -> np.ndarray:
@@ -739,7 +690,7 @@ def _run_layers(
     Block by block (not batch by batch), so a layer is finished with every sequence before the
     next starts and an interrupt keeps the layers done (``rows`` is filled as they finish).
     """
-    from .metrics import LayerAccumulator  # it builds on this module's sequence_interval
+    from .metrics import LayerAccumulator
 
     cfg = model.config
     bands = distance_bands(max(len(s) for s in ids))

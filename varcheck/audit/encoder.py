@@ -43,7 +43,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
@@ -57,14 +57,12 @@ from ..core.untested import Untested
 from ..errors import VarcheckError
 from ..output.display import Displayable
 from . import bert
+from .intervals import MIN_SEQUENCES
 from .results import HeadMetrics
 from .tokenizing import CHARS_PER_TOKEN, first_token_texts
 
 if TYPE_CHECKING:
     from .metrics import LayerAccumulator
-
-if TYPE_CHECKING:
-    from .decoder import DecoderHeadAudit
 
 __all__ = [
     "HeadAudit",
@@ -94,12 +92,6 @@ __all__ = [
 #: How the built-in text is named in results.
 DEFAULT_TEXT_NAME = "built-in (varcheck/data/default_text.txt)"
 
-#: Fewest sequences (the independent units) for a jackknife interval. Below it the per-sequence
-#: contributions, which are skewed and heavy-tailed (one long or odd sentence can carry a head's
-#: variance), leave the t-interval's coverage far from nominal and its lower end often negative;
-#: docs/audit.md gives the simulation behind the number (coverage against the number of
-#: sequences, for resampled MiniLM heads and for heavy-tailed synthetic sequences).
-MIN_SEQUENCES = 30
 
 #: :attr:`HeadAudit.scale_check` when there are fewer than :data:`MIN_SEQUENCES` sequences.
 TOO_FEW = "too few sequences"
@@ -364,9 +356,41 @@ def _geo_ratio(pred: Sequence[float], meas: Sequence[float]) -> float:
     return float(np.exp(np.mean([math.log(p / m) for p, m in pairs])))
 
 
-def summarise_layers(
-    rows: Sequence[HeadAudit] | Sequence[DecoderHeadAudit], layers: Sequence[int]
-) -> list[LayerSummary]:
+class _SummarisedHead(Protocol):
+    """What :func:`summarise_layers` reads of a head (an encoder's or a decoder's; read-only)."""
+
+    @property
+    def layer(self) -> int: ...
+
+    @property
+    def sigma_x(self) -> float: ...
+
+    @property
+    def measured_var(self) -> float: ...
+
+    @property
+    def predicted_var_paper(self) -> float: ...
+
+    @property
+    def predicted_var_exact(self) -> float: ...
+
+    @property
+    def predicted_var_centred(self) -> float: ...
+
+    @property
+    def predicted_var_cov(self) -> float: ...
+
+    @property
+    def beta_unit(self) -> float: ...
+
+    @property
+    def entropy(self) -> float: ...
+
+    @property
+    def measured_scaled_var(self) -> float: ...
+
+
+def summarise_layers(rows: Sequence[_SummarisedHead], layers: Sequence[int]) -> list[LayerSummary]:
     """Each layer's heads in a :class:`LayerSummary` (an encoder's or a decoder's heads)."""
     out = []
     for layer in layers:
@@ -848,7 +872,7 @@ def _measure(
     the next starts: an interrupt keeps the layers done. The hidden states of all tokens at the
     current layer are kept (float32), one batch at a time replaced by the next layer's.
     """
-    from .metrics import LayerAccumulator  # it builds on this module's MIN_SEQUENCES
+    from .metrics import LayerAccumulator
 
     heads, dk = ckpt.config.num_heads, ckpt.config.head_dim
     sums = {layer: _Sums(len(ids), heads) for layer in layers}

@@ -8,7 +8,7 @@ the 99.9 % quantile. Sequences are the independent units: a mean over sequences 
 Student-t interval with Hall's skewness correction (:func:`mean_intervals`), a pooled mean over
 queries (entropy, sink) is a ratio of per-sequence sums and gets the same on its influence
 values (:func:`ratio_intervals`), the pooled variance gets
-:func:`varcheck.audit.decoder.sequence_interval`. With fewer than :data:`MIN_SEQUENCES`
+:func:`varcheck.audit.intervals.sequence_interval`. With fewer than :data:`MIN_SEQUENCES`
 sequences no interval is given (NaN ends).
 """
 
@@ -21,10 +21,9 @@ import numpy as np
 
 from ..core.estimation import ConfidenceInterval, hall_interval, t_quantile
 from .bert import masked_softmax
-from .decoder import sequence_interval
-from .encoder import MIN_SEQUENCES
 from .families import ModelSpec
 from .hf_forward import LayerQK
+from .intervals import MIN_SEQUENCES, sequence_interval
 from .results import HeadMetrics
 
 __all__ = ["MIN_SEQUENCES", "LayerAccumulator", "mean_intervals", "ratio_intervals"]

@@ -17,7 +17,7 @@ from ..core.power import DEFAULT_POWER
 from ..core.theory import dot_product_theory
 from ..errors import VarcheckError
 from .claim_file import CheckFile, ClaimSpec, load_check_file
-from .plan import (
+from .pilots import (
     PLAN_STREAM,
     PilotClock,
     builtin_row,
