@@ -79,6 +79,25 @@ def test_a_claim_file_is_planned_one_row_per_test_at_the_files_family(planned) -
     assert planned.samples == max(r.samples for r in planned.rows[:3])
 
 
+def test_each_file_row_is_sized_at_its_share_of_the_family(planned) -> None:
+    """A variance row's blocks catch the error at alpha / family, not at alpha alone: the
+    detectable error recomputed from the row's own spread at the file's family of 5 is within
+    the target, and at a family of 1 (a row sized alone) clearly below it, so a plan that
+    forgot the family (or used it twice) would fail one side."""
+    from varcheck.core.power import detectable_error
+
+    row = planned.rows[0]
+    common = {"blocks": row.blocks, "skewness": row.skewness, "alpha": planned.alpha}
+    se = row.spread / np.sqrt(row.blocks)
+    at_family = detectable_error(1.0, se, family=planned.family, **common).error
+    alone = detectable_error(1.0, se, family=1, **common).error
+    assert at_family == pytest.approx(row.detectable_error, rel=1e-9)
+    # the floor "power" sets the size, so the target is met with little to spare (ceil of blocks)
+    assert row.floor == "power" and 0.95 * 0.05 < at_family <= 0.05
+    # z at alpha/10 over z at alpha/2 (Holm's first step, two-sided) is about 2.81/1.96
+    assert alone < 0.9 * at_family
+
+
 def test_check_plan_prints_the_file_plan_in_every_format(run_cli, claims: Path, planned) -> None:
     out = run_cli("check", str(claims), "--plan", "--detect", "0.05", "--format", "json")
     assert out.exit_code == 0, out.output
