@@ -23,13 +23,14 @@ import math
 
 import numpy as np
 import pytest
+from block_estimates import block_estimate
 from scipy.stats import binomtest
 
 import varcheck
 from varcheck.checks.pilots import row_from_pilot
 from varcheck.core.blocks import draw_chunk
 from varcheck.core.distributions import parse_distribution
-from varcheck.core.estimation import BlockAccumulator, VarianceEstimate, _default_plan, summarise
+from varcheck.core.estimation import _default_plan
 from varcheck.core.power import (
     detectable_error,
     detectable_of,
@@ -44,25 +45,10 @@ R = 400
 ALPHA = 0.05
 
 
-def _summary(m: np.ndarray, a: np.ndarray, per_block: int, shift: float = 0.0) -> VarianceEstimate:
-    """The estimate of one run from its blocks' means ``m`` and mean squares ``a``."""
-    acc = BlockAccumulator()
-    acc.add(m, a)
-    return summarise(
-        acc,
-        confidence=1 - ALPHA,
-        method="hall",
-        products_per_block=per_block,
-        block_side=0,
-        stop_reason="samples",
-        shift=shift,
-    )
-
-
 def _estimates(m: np.ndarray, a: np.ndarray, per_block: int, shift: float = 0.0) -> list:
     """R estimates from R equal runs of per-block means ``m`` and mean squares ``a``."""
     pairs = zip(m.reshape(R, -1), a.reshape(R, -1), strict=True)
-    return [_summary(mi, ai, per_block, shift) for mi, ai in pairs]
+    return [block_estimate(mi, ai, per_block, shift) for mi, ai in pairs]
 
 
 @functools.lru_cache(maxsize=2)  # the normal runs serve two tests
@@ -185,7 +171,7 @@ def test_a_run_at_the_planned_samples_has_the_planned_power() -> None:
     rows = [row_from_pilot(p, 16, 0.0, floors, target) for p in pilots]
     assert {_default_plan(q, q, th, r.samples, None).side for r in rows} == {plan.side}
     draws = (draw_chunk(q, q, 16, plan, rng, blocks=row.blocks) for row in rows)
-    runs = [_summary(m, a, plan.products_per_block) for m, a in draws]
+    runs = [block_estimate(m, a, plan.products_per_block) for m, a in draws]
     above = sum(e.p_value(th.var / 1.05) < ALPHA for e in runs)
     below = sum(e.p_value(th.var / 0.95) < ALPHA for e in runs)
     assert binomtest(above, R, 0.9).pvalue > 0.001, above

@@ -36,12 +36,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from block_estimates import block_estimate
 from scipy.stats import binom, binomtest
 
 from varcheck.checks.pilots import MIN_PILOT_BLOCKS, Pilot, row_from_pilot
 from varcheck.core.blocks import draw_chunk
 from varcheck.core.distributions import parse_distribution
-from varcheck.core.estimation import BlockAccumulator, _default_plan, summarise
+from varcheck.core.estimation import _default_plan
 from varcheck.core.power import detectable_of
 from varcheck.core.probe import judge
 from varcheck.core.probe import measure as probing
@@ -73,24 +74,10 @@ class Source:
     run_blocks: int = 200
 
 
-def _summary(m: np.ndarray, a: np.ndarray, per_block: int, shift: float = 0.0):
-    acc = BlockAccumulator()
-    acc.add(m, a)
-    return summarise(
-        acc,
-        confidence=1 - ALPHA,
-        method="hall",
-        products_per_block=per_block,
-        block_side=0,
-        stop_reason="samples",
-        shift=shift,
-    )
-
-
 def _split(m: np.ndarray, a: np.ndarray, counts: list[int], per_block: int, shift: float) -> list:
     edges = np.cumsum([0, *counts])
     return [
-        _summary(m[lo:hi], a[lo:hi], per_block, shift)
+        block_estimate(m[lo:hi], a[lo:hi], per_block, shift)
         for lo, hi in zip(edges[:-1], edges[1:], strict=True)
     ]
 
